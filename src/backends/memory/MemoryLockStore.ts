@@ -1,0 +1,110 @@
+/**
+ * The embedded, in-process store: the default when no store is given. It keeps Redis's
+ * semantics (set-if-absent with a TTL, owner-checked delete and extend, expired keys behave as
+ * absent) so code moves to Redis unchanged, but it only excludes within one process.
+ */
+import { ACQUIRED, NOT_ACQUIRED, type AcquireResult, type LockStore } from '../../store/LockStore.js';
+
+/** Options of {@link MemoryLockStore}. */
+export interface MemoryLockStoreOptions {
+  /**
+   * Monotonic clock in milliseconds used for expiry. Inject one to control time in tests.
+   * @default performance.now
+   */
+  clock?: () => number;
+  /**
+   * How often expired entries are swept out of memory, in milliseconds. Expiry itself is exact
+   * (checked on every access); the sweep only bounds memory. The sweep timer is unref'd and
+   * stops while the store is empty.
+   * @default 1000
+   */
+  sweepInterval?: number;
+}
+
+interface Entry {
+  token: string;
+  expiresAt: number;
+}
+
+/**
+ * In-memory {@link LockStore}: exclusion within one process, with TTLs.
+ *
+ * @example
+ * ```ts
+ * import { createLocker, MemoryLockStore } from 'rxjs-lock';
+ * const locker = createLocker({ store: new MemoryLockStore() });
+ * ```
+ */
+export class MemoryLockStore implements LockStore {
+  private readonly entries = new Map<string, Entry>();
+  private readonly clock: () => number;
+  private readonly sweepInterval: number;
+  private sweeper: ReturnType<typeof setInterval> | undefined;
+
+  constructor(options: MemoryLockStoreOptions = {}) {
+    this.clock = options.clock ?? (() => performance.now());
+    this.sweepInterval = options.sweepInterval ?? 1000;
+  }
+
+  tryAcquire(key: string, token: string, ttlMs: number): Promise<AcquireResult> {
+    if (this.live(key) !== undefined) return Promise.resolve(NOT_ACQUIRED);
+    this.entries.set(key, { token, expiresAt: this.clock() + ttlMs });
+    this.startSweeper();
+    return Promise.resolve(ACQUIRED);
+  }
+
+  release(key: string, token: string): Promise<boolean> {
+    const entry = this.live(key);
+    if (entry === undefined || entry.token !== token) return Promise.resolve(false);
+    this.entries.delete(key);
+    return Promise.resolve(true);
+  }
+
+  extend(key: string, token: string, ttlMs: number): Promise<boolean> {
+    const entry = this.live(key);
+    if (entry === undefined || entry.token !== token) return Promise.resolve(false);
+    entry.expiresAt = this.clock() + ttlMs;
+    return Promise.resolve(true);
+  }
+
+  /** The token holding `key`, or `undefined` when it is free. For inspection and tests. */
+  holder(key: string): string | undefined {
+    return this.live(key)?.token;
+  }
+
+  /** Remaining time-to-live of `key` in ms, or -2 when it is free (as Redis `PTTL`). */
+  pttl(key: string): number {
+    const entry = this.live(key);
+    return entry === undefined ? -2 : Math.max(0, Math.ceil(entry.expiresAt - this.clock()));
+  }
+
+  /** Number of keys currently held (expired ones excluded). */
+  get size(): number {
+    this.sweep();
+    return this.entries.size;
+  }
+
+  private live(key: string): Entry | undefined {
+    const entry = this.entries.get(key);
+    if (entry !== undefined && entry.expiresAt <= this.clock()) {
+      this.entries.delete(key);
+      return undefined;
+    }
+    return entry;
+  }
+
+  private sweep(): void {
+    const now = this.clock();
+    for (const [key, entry] of this.entries) if (entry.expiresAt <= now) this.entries.delete(key);
+    if (this.entries.size === 0 && this.sweeper !== undefined) {
+      clearInterval(this.sweeper);
+      this.sweeper = undefined;
+    }
+  }
+
+  private startSweeper(): void {
+    if (this.sweeper !== undefined) return;
+    this.sweeper = setInterval(() => this.sweep(), this.sweepInterval);
+    this.sweeper.unref?.();
+  }
+}

@@ -1,0 +1,92 @@
+/**
+ * The lock engine behind a {@link Locker}: holds the validated settings, runs acquisitions,
+ * releases leases exactly once without ever throwing, and reports what happens on `events$`.
+ */
+import { defer, finalize, from, mergeMap, Subject, type MonoTypeOperatorFunction, type Observable, type ObservableInput, type SchedulerLike } from 'rxjs';
+import type { LockStoreError } from '../errors.js';
+import type { AcquireOptions, LockerOptions } from '../options/LockerOptions.js';
+import { resolveAcquireOptions, resolveLockerOptions, validateKey, type AcquireSettings, type LockerSettings } from '../options/validate.js';
+import type { LockStore } from '../store/LockStore.js';
+import { acquisition } from './acquisition.js';
+import type { LockEvent } from './events.js';
+import type { HeldLease, Lease, LeaseOwner } from './Lease.js';
+import type { Locker } from './Locker.js';
+import { callStore } from './storeCall.js';
+
+export class LockEngine implements Locker, LeaseOwner {
+  readonly store: LockStore;
+  readonly keyPrefix: string;
+  readonly commandTimeout: number;
+  readonly random: () => number;
+  readonly scheduler: SchedulerLike | undefined;
+  readonly now: () => number;
+  private readonly defaults: AcquireSettings;
+  private readonly events = new Subject<LockEvent>();
+  readonly events$: Observable<LockEvent> = this.events.asObservable();
+
+  constructor(options?: LockerOptions) {
+    const settings: LockerSettings = resolveLockerOptions(options);
+    this.store = settings.store;
+    this.keyPrefix = settings.keyPrefix;
+    this.commandTimeout = settings.commandTimeout;
+    this.random = settings.random;
+    const scheduler = settings.scheduler;
+    this.scheduler = scheduler;
+    this.now = scheduler ? () => scheduler.now() : () => performance.now();
+    this.defaults = { ttl: settings.ttl, waitTimeout: settings.waitTimeout, retry: settings.retry };
+  }
+
+  acquire(key: string, options?: AcquireOptions): Observable<Lease> {
+    return acquisition(this, validateKey(key), resolveAcquireOptions(options, this.defaults));
+  }
+
+  withLock<T>(key: string, options?: AcquireOptions): MonoTypeOperatorFunction<T> {
+    const lease$ = this.acquire(key, options);
+    return (source) => lease$.pipe(mergeMap((lease) => source.pipe(finalize(() => void lease.release()))));
+  }
+
+  using<R>(key: string, work: (lease: Lease) => ObservableInput<R>, options?: AcquireOptions): Observable<R> {
+    const lease$ = this.acquire(key, options);
+    return lease$.pipe(mergeMap((lease) => defer(() => from(work(lease))).pipe(finalize(() => void lease.release()))));
+  }
+
+  /** Called once per lease by {@link HeldLease.release}. Never rejects. */
+  releaseLease(lease: HeldLease): Promise<boolean> {
+    return new Promise<boolean>((resolve) => {
+      callStore('release', lease.key, this.commandTimeout, () => this.store.release(lease.storeKey, lease.token), {
+        value: (deleted) => {
+          this.emit({ type: 'released', key: lease.key, token: lease.token, heldMs: performance.now() - lease.acquiredAt, deleted });
+          resolve(deleted);
+        },
+        error: (error) => {
+          this.emit({ type: 'release-failed', key: lease.key, token: lease.token, error });
+          resolve(false);
+        },
+      });
+    });
+  }
+
+  /** Gives back a lock the store granted to an acquisition nobody waits for any more. */
+  releaseAbandoned(key: string, storeKey: string, token: string): void {
+    callStore('release', key, this.commandTimeout, () => this.store.release(storeKey, token), {
+      value: (deleted) => this.emit({ type: 'abandoned-released', key, token, deleted }),
+      error: (error) => this.emit({ type: 'release-failed', key, token, error }),
+    });
+  }
+
+  reportAcquired(key: string, token: string, waitedMs: number, attempts: number): void {
+    if (this.events.observed) this.events.next({ type: 'acquired', key, token, waitedMs, attempts });
+  }
+
+  reportTimedOut(key: string, waitedMs: number, attempts: number): void {
+    if (this.events.observed) this.events.next({ type: 'timed-out', key, waitedMs, attempts });
+  }
+
+  reportAcquireFailed(key: string, error: LockStoreError, attempts: number): void {
+    if (this.events.observed) this.events.next({ type: 'acquire-failed', key, error, attempts });
+  }
+
+  private emit(event: LockEvent): void {
+    if (this.events.observed) this.events.next(event);
+  }
+}

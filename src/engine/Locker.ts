@@ -1,0 +1,69 @@
+/**
+ * The public face of the engine: what `createLocker()` returns.
+ */
+import type { MonoTypeOperatorFunction, Observable, ObservableInput } from 'rxjs';
+import type { AcquireOptions } from '../options/LockerOptions.js';
+import type { LockEvent } from './events.js';
+import type { Lease } from './Lease.js';
+
+/** Takes and gives back locks on one store. Create one with `createLocker()`. */
+export interface Locker {
+  /**
+   * Every acquisition, release, time-out and failure, as typed {@link LockEvent}s. Hot: only
+   * events after subscription are seen. Failures that cannot reach a stream (a release after the
+   * stream ended) are reported only here.
+   */
+  readonly events$: Observable<LockEvent>;
+
+  /**
+   * A cold Observable that takes the lock on subscription, then emits the {@link Lease} and
+   * completes; or errors with `LockTimeoutError` (held by someone else for the whole
+   * `waitTimeout`) or `LockStoreError` (the store failed). Unsubscribing before the lease is
+   * emitted gives back a lock the store grants anyway. The caller owns the emitted lease and must
+   * call `lease.release()`; prefer {@link Locker.withLock} or {@link Locker.using}.
+   *
+   * Throws `LockOptionsError` at once for an invalid key or option.
+   *
+   * @example
+   * ```ts
+   * const lease = await firstValueFrom(locker.acquire('invoice:42', { ttl: 5_000 }));
+   * try {
+   *   await sendInvoice(42);
+   * } finally {
+   *   await lease.release();
+   * }
+   * ```
+   */
+  acquire(key: string, options?: AcquireOptions): Observable<Lease>;
+
+  /**
+   * Operator: subscribes to the source only once the lock on `key` is held, and releases it
+   * exactly once when the result completes, errors or is unsubscribed. Acquisition errors
+   * (`LockTimeoutError`, `LockStoreError`) are the result's errors; the source is then never
+   * subscribed.
+   *
+   * The release runs in `finalize`: after the subscriber's own `complete`/`error` handler, and it
+   * is asynchronous, so code after `await firstValueFrom(x.pipe(withLock(k)))` can run before the
+   * store has deleted the key. Throws `LockOptionsError` at once for an invalid key or option.
+   *
+   * @example
+   * ```ts
+   * orderEvents$.pipe(
+   *   mergeMap((e) => applyToInventory(e).pipe(locker.withLock(`inventory:${e.sku}`)), 8),
+   * ).subscribe();
+   * ```
+   */
+  withLock<T>(key: string, options?: AcquireOptions): MonoTypeOperatorFunction<T>;
+
+  /**
+   * Runs `work(lease)` while holding the lock on `key`, releasing it when the Observable `work`
+   * returned ends in any way (a synchronous throw in `work` releases too). Like
+   * {@link Locker.withLock}, with the lease handed to the work.
+   *
+   * @example
+   * ```ts
+   * locker.using('report', (lease) => buildReport(lease.token)).subscribe(console.log);
+   * ```
+   */
+  using<R>(key: string, work: (lease: Lease) => ObservableInput<R>, options?: AcquireOptions): Observable<R>;
+}

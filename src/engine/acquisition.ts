@@ -1,0 +1,87 @@
+/**
+ * The acquisition loop: attempt → (held by someone else) back-off → attempt … until the store
+ * says yes, the wait runs out, or the store fails. Cold: nothing touches the store before
+ * subscription, and each subscription is a new acquisition with a new token.
+ *
+ * Cancellation safety: unsubscribing stops the loop, and an acquire call still in flight is
+ * abandoned; if the store grants it anyway, the engine releases it at once instead of leaking
+ * the lock until its TTL (the naive `defer(acquire).pipe(switchMap(…finalize(release)))` leaks
+ * exactly there). The same happens to an acquire call that timed out and then succeeded.
+ */
+import { Observable, type Subscription } from 'rxjs';
+import { v4 as uuidv4 } from 'uuid';
+import { LockTimeoutError } from '../errors.js';
+import type { AcquireSettings } from '../options/validate.js';
+import type { AcquireResult } from '../store/LockStore.js';
+import { backoff } from './backoff.js';
+import type { LockEngine } from './LockEngine.js';
+import { HeldLease, type Lease } from './Lease.js';
+import { callStore, type StoreCall } from './storeCall.js';
+
+export function acquisition(engine: LockEngine, key: string, settings: AcquireSettings): Observable<Lease> {
+  return new Observable<Lease>((subscriber) => {
+    const storeKey = engine.keyPrefix + key;
+    const token = uuidv4();
+    const startedAt = engine.now();
+    let attempts = 0;
+    let call: StoreCall | undefined;
+    let sleep: Subscription | undefined;
+
+    const attempt = (): void => {
+      attempts++;
+      const sentAt = performance.now();
+      call = callStore<AcquireResult>('acquire', key, engine.commandTimeout, () => engine.store.tryAcquire(storeKey, token, settings.ttl), {
+        value: (result) => {
+          call = undefined;
+          if (result.acquired) {
+            engine.reportAcquired(key, token, engine.now() - startedAt, attempts);
+            subscriber.next(new HeldLease(engine, key, storeKey, token, settings.ttl, sentAt));
+            subscriber.complete();
+            return;
+          }
+          const waited = engine.now() - startedAt;
+          const remaining = settings.waitTimeout - waited;
+          if (remaining <= 0) {
+            engine.reportTimedOut(key, waited, attempts);
+            subscriber.error(new LockTimeoutError(key, waited, attempts));
+            return;
+          }
+          let due = false;
+          sleep = backoff(settings.retry, attempts, remaining, engine.random, engine.scheduler).subscribe({
+            next: () => {
+              due = true;
+              sleep?.unsubscribe();
+              sleep = undefined;
+              attempt();
+            },
+            error: (error: unknown) => subscriber.error(error),
+            complete: () => {
+              if (due) return;
+              // A custom retry policy completed without emitting: it says stop waiting.
+              const waitedNow = engine.now() - startedAt;
+              engine.reportTimedOut(key, waitedNow, attempts);
+              subscriber.error(new LockTimeoutError(key, waitedNow, attempts));
+            },
+          });
+          // A synchronous notifier (e.g. `of(0)`) has already started the next attempt.
+          if (due) sleep = undefined;
+        },
+        error: (error) => {
+          call = undefined;
+          engine.reportAcquireFailed(key, error, attempts);
+          subscriber.error(error);
+        },
+        // Granted after a timeout or an unsubscribe: nobody holds this lease, give it back.
+        late: (result) => {
+          if (result.acquired) engine.releaseAbandoned(key, storeKey, token);
+        },
+      });
+    };
+
+    attempt();
+    return () => {
+      call?.abandon();
+      sleep?.unsubscribe();
+    };
+  });
+}

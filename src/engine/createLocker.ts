@@ -1,0 +1,24 @@
+import type { LockerOptions } from '../options/LockerOptions.js';
+import { LockEngine } from './LockEngine.js';
+import type { Locker } from './Locker.js';
+
+/**
+ * Creates a {@link Locker}: takes and gives back locks on `options.store` (in memory by default).
+ * Throws `LockOptionsError` at once for an invalid or unknown option.
+ *
+ * @example
+ * ```ts
+ * import { Redis } from 'ioredis';
+ * import { createLocker } from 'rxjs-lock';
+ * import { RedisLockStore } from 'rxjs-lock/redis';
+ *
+ * const locker = createLocker({
+ *   store: new RedisLockStore(new Redis()),
+ *   ttl: 15_000,          // lease length, ms
+ *   waitTimeout: 5_000,   // give up after waiting this long, ms
+ * });
+ * ```
+ */
+export function createLocker(options?: LockerOptions): Locker {
+  return new LockEngine(options);
+}

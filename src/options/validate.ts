@@ -1,0 +1,125 @@
+/**
+ * Checks user input before anything touches a store, turning every mistake into a
+ * `LockOptionsError` that names the option and what it accepts.
+ */
+import type { SchedulerLike } from 'rxjs';
+import { LockOptionsError } from '../errors.js';
+import { MemoryLockStore } from '../backends/memory/MemoryLockStore.js';
+import type { LockStore } from '../store/LockStore.js';
+import { DEFAULTS, type AcquireOptions, type LockerOptions, type RetryDelay } from './LockerOptions.js';
+
+/** Largest delay a JavaScript timer honours, and so the largest time option accepted. */
+export const MAX_MS = 2_147_483_647;
+export const MAX_KEY_LENGTH = 4096;
+export const MAX_PREFIX_LENGTH = 1024;
+
+/** Back-off as the engine uses it. */
+export type RetryPolicy = { readonly minDelay: number; readonly jitter: number } | RetryDelay;
+
+/** Per-acquisition settings, validated and with defaults applied. */
+export interface AcquireSettings {
+  readonly ttl: number;
+  readonly waitTimeout: number;
+  readonly retry: RetryPolicy;
+}
+
+/** Locker settings, validated and with defaults applied. */
+export interface LockerSettings extends AcquireSettings {
+  readonly store: LockStore;
+  readonly commandTimeout: number;
+  readonly keyPrefix: string;
+  readonly random: () => number;
+  readonly scheduler: SchedulerLike | undefined;
+}
+
+const ACQUIRE_KEYS = ['ttl', 'waitTimeout', 'retry'] as const;
+const LOCKER_KEYS = [...ACQUIRE_KEYS, 'store', 'commandTimeout', 'keyPrefix', 'random', 'scheduler'] as const;
+const RETRY_KEYS = ['minDelay', 'jitter'] as const;
+
+export function validateKey(key: unknown, option = 'key'): string {
+  if (typeof key !== 'string' || key.length === 0 || key.length > MAX_KEY_LENGTH) {
+    throw new LockOptionsError(option, `a non-empty string of at most ${MAX_KEY_LENGTH} characters`, key);
+  }
+  return key;
+}
+
+export function resolveLockerOptions(options: LockerOptions | undefined): LockerSettings {
+  const o = checkObject(options, 'options', LOCKER_KEYS, 'createLocker options');
+  const store = o.store === undefined ? new MemoryLockStore() : checkStore(o.store);
+  const keyPrefix = o.keyPrefix === undefined ? DEFAULTS.keyPrefix : o.keyPrefix;
+  if (typeof keyPrefix !== 'string' || keyPrefix.length > MAX_PREFIX_LENGTH) {
+    throw new LockOptionsError('keyPrefix', `a string of at most ${MAX_PREFIX_LENGTH} characters`, keyPrefix);
+  }
+  const random = o.random ?? Math.random;
+  if (typeof random !== 'function') throw new LockOptionsError('random', 'a function returning numbers in [0, 1)', random);
+  const scheduler = o.scheduler;
+  if (scheduler !== undefined && (typeof scheduler !== 'object' || scheduler === null || typeof (scheduler as SchedulerLike).schedule !== 'function' || typeof (scheduler as SchedulerLike).now !== 'function')) {
+    throw new LockOptionsError('scheduler', 'an RxJS SchedulerLike (with now() and schedule())', scheduler);
+  }
+  return {
+    store,
+    keyPrefix,
+    random,
+    scheduler,
+    commandTimeout: o.commandTimeout === undefined ? DEFAULTS.commandTimeout : checkMs('commandTimeout', o.commandTimeout, 1),
+    ttl: o.ttl === undefined ? DEFAULTS.ttl : checkMs('ttl', o.ttl, 1),
+    waitTimeout: o.waitTimeout === undefined ? DEFAULTS.waitTimeout : checkMs('waitTimeout', o.waitTimeout, 0, true),
+    retry: o.retry === undefined ? DEFAULTS.retry : checkRetry(o.retry),
+  };
+}
+
+/** Validates per-call options; returns `defaults` itself when there is nothing to override. */
+export function resolveAcquireOptions(options: AcquireOptions | undefined, defaults: AcquireSettings, allowed: readonly string[] = ACQUIRE_KEYS): AcquireSettings {
+  if (options === undefined) return defaults;
+  const o = checkObject(options, 'options', allowed, 'acquire options');
+  if (o.ttl === undefined && o.waitTimeout === undefined && o.retry === undefined) return defaults;
+  return {
+    ttl: o.ttl === undefined ? defaults.ttl : checkMs('ttl', o.ttl, 1),
+    waitTimeout: o.waitTimeout === undefined ? defaults.waitTimeout : checkMs('waitTimeout', o.waitTimeout, 0, true),
+    retry: o.retry === undefined ? defaults.retry : checkRetry(o.retry),
+  };
+}
+
+export { ACQUIRE_KEYS };
+
+function checkObject<T extends object>(value: T | undefined, option: string, allowed: readonly string[], what: string): Partial<T> {
+  if (value === undefined) return {};
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new LockOptionsError(option, `an object of ${what}`, value);
+  }
+  for (const name of Object.keys(value)) {
+    if (!allowed.includes(name)) {
+      throw new LockOptionsError(`${option}.${name}`, `one of the known ${what}: ${allowed.join(', ')}`, (value as Record<string, unknown>)[name]);
+    }
+  }
+  return value;
+}
+
+function checkMs(option: string, value: unknown, min: number, allowInfinity = false): number {
+  if (allowInfinity && value === Infinity) return value;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > MAX_MS) {
+    const range = `an integer from ${min} to ${MAX_MS} (ms)${allowInfinity ? ', or Infinity' : ''}`;
+    throw new LockOptionsError(option, range, value);
+  }
+  return value;
+}
+
+function checkRetry(value: unknown): RetryPolicy {
+  if (typeof value === 'function') return value as RetryDelay;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new LockOptionsError('retry', '{ minDelay, jitter } or a function (attempt) => ObservableInput', value);
+  }
+  const r = checkObject(value as Record<string, unknown>, 'retry', RETRY_KEYS, 'retry options');
+  return {
+    minDelay: r.minDelay === undefined ? DEFAULTS.retry.minDelay : checkMs('retry.minDelay', r.minDelay, 0),
+    jitter: r.jitter === undefined ? DEFAULTS.retry.jitter : checkMs('retry.jitter', r.jitter, 0),
+  };
+}
+
+function checkStore(store: unknown): LockStore {
+  const s = store as Partial<LockStore> | null;
+  if (typeof s !== 'object' || s === null || typeof s.tryAcquire !== 'function' || typeof s.release !== 'function' || typeof s.extend !== 'function') {
+    throw new LockOptionsError('store', 'a LockStore (an object with tryAcquire, release and extend)', store);
+  }
+  return s as LockStore;
+}
