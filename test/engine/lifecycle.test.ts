@@ -1,0 +1,297 @@
+/**
+ * The lock's life in one process, on the in-memory store: cold acquisition, the source
+ * subscribed only once the lock is held, release exactly once on complete, error and
+ * unsubscribe, `using`, and what happens when the store fails or hangs.
+ */
+import { defer, finalize, firstValueFrom, lastValueFrom, NEVER, of, Subject, throwError, timer, toArray } from 'rxjs';
+import { describe, expect, it, vi } from 'vitest';
+import {
+  createLocker,
+  getDefaultLocker,
+  isLockStoreError,
+  MemoryLockStore,
+  setDefaultLocker,
+  withLock,
+  type AcquireResult,
+  type LockEvent,
+  type LockStore,
+} from '../../src/index.js';
+import { RecordingStore } from '../support/recordingStore.js';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function setup(options: Parameters<typeof createLocker>[0] = {}) {
+  const memory = new MemoryLockStore();
+  const store = new RecordingStore(memory);
+  const locker = createLocker({ store, keyPrefix: 'p:', ...options });
+  const events: LockEvent[] = [];
+  locker.events$.subscribe((e) => events.push(e));
+  return { memory, store, locker, events };
+}
+
+describe('acquire()', () => {
+  it('is cold: nothing reaches the store before subscription, and each subscription uses a new token', async () => {
+    const { store, locker } = setup();
+    const lease$ = locker.acquire('k');
+    await sleep(5);
+    expect(store.calls).toHaveLength(0);
+    const first = await firstValueFrom(lease$);
+    await first.release();
+    const second = await firstValueFrom(lease$);
+    await second.release();
+    expect(first.token).not.toBe(second.token);
+    expect(first.key).toBe('k');
+    expect(store.calls.filter((c) => c.op === 'tryAcquire').map((c) => c.key)).toEqual(['p:k', 'p:k']);
+  });
+
+  it('emits a lease whose release() deletes the key once and then answers with the same promise', async () => {
+    const { memory, locker, events } = setup();
+    const lease = await firstValueFrom(locker.acquire('k', { ttl: 5000 }));
+    expect(lease.ttl).toBe(5000);
+    expect(memory.holder('p:k')).toBe(lease.token);
+    expect(lease.released).toBe(false);
+    const first = lease.release();
+    expect(lease.release()).toBe(first);
+    expect(await first).toBe(true);
+    expect(memory.holder('p:k')).toBeUndefined();
+    expect(events.map((e) => e.type)).toEqual(['acquired', 'released']);
+  });
+
+  it('release() answers false when the key expired and someone else took it, leaving theirs alone', async () => {
+    const { memory, locker, events } = setup();
+    const lease = await firstValueFrom(locker.acquire('k', { ttl: 30 }));
+    await sleep(60);
+    await memory.tryAcquire('p:k', 'intruder', 10_000);
+    expect(await lease.release()).toBe(false);
+    expect(memory.holder('p:k')).toBe('intruder');
+    expect(events.at(-1)).toMatchObject({ type: 'released', deleted: false });
+  });
+});
+
+describe('withLock()', () => {
+  it('subscribes to the source only once the lock is held', async () => {
+    const { memory, locker } = setup();
+    await memory.tryAcquire('p:k', 'holder', 60);
+    let subscribedAt = 0;
+    const started = performance.now();
+    const source = defer(() => {
+      subscribedAt = performance.now();
+      expect(memory.holder('p:k')).not.toBe('holder');
+      expect(memory.holder('p:k')).toBeDefined();
+      return of(1);
+    });
+    await lastValueFrom(source.pipe(locker.withLock('k')));
+    expect(subscribedAt - started).toBeGreaterThanOrEqual(55);
+  });
+
+  it('releases exactly once on complete', async () => {
+    const { memory, store, locker } = setup();
+    const values = await lastValueFrom(of(1, 2, 3).pipe(locker.withLock('k'), toArray()));
+    expect(values).toEqual([1, 2, 3]);
+    await sleep(0);
+    expect(store.count('release')).toBe(1);
+    expect(memory.size).toBe(0);
+  });
+
+  it('releases exactly once on error, and the source error reaches the subscriber unchanged', async () => {
+    const { memory, store, locker } = setup();
+    const boom = new Error('work failed');
+    await expect(lastValueFrom(throwError(() => boom).pipe(locker.withLock('k')))).rejects.toBe(boom);
+    await sleep(0);
+    expect(store.count('release')).toBe(1);
+    expect(memory.size).toBe(0);
+  });
+
+  it('releases exactly once on unsubscribe', async () => {
+    const { memory, store, locker } = setup();
+    const subscription = NEVER.pipe(locker.withLock('k')).subscribe();
+    await sleep(5);
+    expect(memory.size).toBe(1);
+    subscription.unsubscribe();
+    subscription.unsubscribe();
+    await sleep(0);
+    expect(store.count('release')).toBe(1);
+    expect(memory.size).toBe(0);
+  });
+
+  it('runs sections on one key one at a time; finalize upstream of withLock runs before the release', async () => {
+    const { memory, locker } = setup({ retry: { minDelay: 1, jitter: 2 } });
+    let inside = 0;
+    let maxInside = 0;
+    const heldAtExit: Array<string | undefined> = [];
+    const work = () =>
+      defer(() => {
+        inside++;
+        maxInside = Math.max(maxInside, inside);
+        return timer(2);
+      }).pipe(
+        finalize(() => {
+          inside--;
+          heldAtExit.push(memory.holder('p:shared'));
+        }),
+        locker.withLock('shared'),
+      );
+    await Promise.all(Array.from({ length: 10 }, () => lastValueFrom(work())));
+    expect(maxInside).toBe(1);
+    expect(heldAtExit).toHaveLength(10);
+    expect(heldAtExit.every((holder) => holder !== undefined)).toBe(true);
+  });
+
+  it('never subscribes to the source when acquisition fails', async () => {
+    const { memory, locker } = setup();
+    await memory.tryAcquire('p:k', 'holder', 10_000);
+    const source = vi.fn(() => of(1));
+    await expect(lastValueFrom(defer(source).pipe(locker.withLock('k', { waitTimeout: 20 })))).rejects.toMatchObject({ name: 'LockTimeoutError', key: 'k' });
+    expect(source).not.toHaveBeenCalled();
+  });
+});
+
+describe('using()', () => {
+  it('hands the lease to the work and releases when the work ends', async () => {
+    const { memory, locker } = setup();
+    const seen = await lastValueFrom(locker.using('k', (lease) => of(lease.token)));
+    expect(typeof seen).toBe('string');
+    await sleep(0);
+    expect(memory.size).toBe(0);
+  });
+
+  it('releases when the work function throws synchronously', async () => {
+    const { memory, locker } = setup();
+    const boom = new Error('sync');
+    await expect(
+      lastValueFrom(
+        locker.using('k', () => {
+          throw boom;
+        }),
+      ),
+    ).rejects.toBe(boom);
+    await sleep(0);
+    expect(memory.size).toBe(0);
+  });
+});
+
+describe('the free withLock() and the default locker', () => {
+  it('works with no set-up, in memory', async () => {
+    setDefaultLocker(undefined);
+    const values = await lastValueFrom(of('a', 'b').pipe(withLock('free'), toArray()));
+    expect(values).toEqual(['a', 'b']);
+  });
+
+  it('uses the locker set with setDefaultLocker(), resolved at subscription', async () => {
+    const { store, locker } = setup();
+    const operator = withLock<number>('late-bound');
+    setDefaultLocker(locker);
+    try {
+      expect(getDefaultLocker()).toBe(locker);
+      await lastValueFrom(of(1).pipe(operator));
+      expect(store.count('tryAcquire')).toBe(1);
+    } finally {
+      setDefaultLocker(undefined);
+    }
+  });
+
+  it('uses options.locker when given', async () => {
+    const { store, locker } = setup();
+    await lastValueFrom(of(1).pipe(withLock('k', { locker, ttl: 1000 })));
+    expect(store.count('tryAcquire')).toBe(1);
+  });
+});
+
+/** A store whose calls can be made to fail, throw or hang; everything else is a real MemoryLockStore. */
+class FaultyStore implements LockStore {
+  readonly inner = new MemoryLockStore();
+  mode: 'ok' | 'reject' | 'throw' | 'hang' = 'ok';
+  private readonly hung: Array<() => void> = [];
+
+  private fault<T>(real: () => Promise<T>): Promise<T> {
+    switch (this.mode) {
+      case 'reject':
+        return Promise.reject(new Error('connection refused'));
+      case 'throw':
+        throw new Error('thrown synchronously');
+      case 'hang':
+        return new Promise<T>((resolve, reject) => this.hung.push(() => real().then(resolve, reject)));
+      default:
+        return real();
+    }
+  }
+
+  /** Lets every hung call through to the real store. */
+  unhang(): void {
+    this.hung.splice(0).forEach((go) => go());
+  }
+
+  tryAcquire(key: string, token: string, ttl: number): Promise<AcquireResult> {
+    return this.fault(() => this.inner.tryAcquire(key, token, ttl));
+  }
+  release(key: string, token: string): Promise<boolean> {
+    return this.fault(() => this.inner.release(key, token));
+  }
+  extend(key: string, token: string, ttl: number): Promise<boolean> {
+    return this.fault(() => this.inner.extend(key, token, ttl));
+  }
+}
+
+describe('store failures', () => {
+  for (const mode of ['reject', 'throw'] as const) {
+    it(`acquire errors with LockStoreError when the store call fails (${mode})`, async () => {
+      const store = new FaultyStore();
+      store.mode = mode;
+      const locker = createLocker({ store });
+      const error = await firstValueFrom(locker.acquire('k')).catch((e: unknown) => e);
+      expect(isLockStoreError(error)).toBe(true);
+      expect(error).toMatchObject({ name: 'LockStoreError', key: 'k', operation: 'acquire' });
+    });
+
+    it(`a failing release (${mode}) resolves false, is reported on events$, and never reaches user code`, async () => {
+      const store = new FaultyStore();
+      const locker = createLocker({ store });
+      const events: LockEvent[] = [];
+      locker.events$.subscribe((e) => events.push(e));
+      const completed = new Subject<void>();
+      const results: unknown[] = [];
+      of(1)
+        .pipe(locker.withLock('k'))
+        .subscribe({ next: (v) => results.push(v), complete: () => completed.next(), error: (e) => results.push(e) });
+      store.mode = mode;
+      await sleep(10);
+      expect(results).toEqual([1]);
+      const failed = events.find((e) => e.type === 'release-failed');
+      expect(failed).toMatchObject({ type: 'release-failed', key: 'k' });
+      expect(isLockStoreError((failed as { error: unknown }).error)).toBe(true);
+    });
+  }
+
+  it('a store call that hangs fails with LockStoreError after commandTimeout, and a late grant is given back', async () => {
+    const store = new FaultyStore();
+    const locker = createLocker({ store, commandTimeout: 50 });
+    const events: LockEvent[] = [];
+    locker.events$.subscribe((e) => events.push(e));
+    store.mode = 'hang';
+    const started = performance.now();
+    const error = await firstValueFrom(locker.acquire('k')).catch((e: unknown) => e);
+    const elapsed = performance.now() - started;
+    expect(error).toMatchObject({ name: 'LockStoreError', operation: 'acquire' });
+    expect(elapsed).toBeGreaterThanOrEqual(45);
+    store.mode = 'ok';
+    store.unhang(); // the store now grants the timed-out call
+    await sleep(10);
+    expect(store.inner.size).toBe(0);
+    expect(events.map((e) => e.type)).toEqual(['acquire-failed', 'abandoned-released']);
+  });
+
+  it('an acquire abandoned by unsubscribe while in flight is given back when the store grants it', async () => {
+    const store = new FaultyStore();
+    const locker = createLocker({ store });
+    const events: LockEvent[] = [];
+    locker.events$.subscribe((e) => events.push(e));
+    store.mode = 'hang';
+    const subscription = locker.acquire('k').subscribe();
+    subscription.unsubscribe();
+    store.mode = 'ok';
+    store.unhang();
+    await sleep(10);
+    expect(store.inner.size).toBe(0);
+    expect(events).toEqual([expect.objectContaining({ type: 'abandoned-released', key: 'k', deleted: true })]);
+  });
+});

@@ -1,0 +1,39 @@
+/**
+ * Wraps a real store and records every call (with a timestamp from `now`), so tests can see how
+ * often and when the engine talked to the store. The calls still go to the real store.
+ */
+import type { AcquireResult, LockStore } from '../../src/store/LockStore.js';
+
+export interface StoreCallRecord {
+  op: 'tryAcquire' | 'release' | 'extend';
+  key: string;
+  token: string;
+  at: number;
+}
+
+export class RecordingStore implements LockStore {
+  readonly calls: StoreCallRecord[] = [];
+  constructor(
+    readonly inner: LockStore,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
+
+  count(op: StoreCallRecord['op']): number {
+    return this.calls.filter((c) => c.op === op).length;
+  }
+
+  tryAcquire(key: string, token: string, ttlMs: number): Promise<AcquireResult> {
+    this.calls.push({ op: 'tryAcquire', key, token, at: this.now() });
+    return this.inner.tryAcquire(key, token, ttlMs);
+  }
+
+  release(key: string, token: string): Promise<boolean> {
+    this.calls.push({ op: 'release', key, token, at: this.now() });
+    return this.inner.release(key, token);
+  }
+
+  extend(key: string, token: string, ttlMs: number): Promise<boolean> {
+    this.calls.push({ op: 'extend', key, token, at: this.now() });
+    return this.inner.extend(key, token, ttlMs);
+  }
+}

@@ -1,0 +1,12 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    pool: 'forks',
+    testTimeout: 60_000,
+    hookTimeout: 30_000,
+    // Each Redis suite starts its own servers; two workers match the machine's two cores.
+    maxWorkers: 2,
+  },
+});
