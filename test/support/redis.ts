@@ -6,7 +6,10 @@ export { EmbeddedRedis };
 
 /** A client that fails fast instead of queueing forever, as fault tests need. */
 export function connect(server: EmbeddedRedis, options: RedisOptions = {}): Redis {
-  return new Redis({ host: server.host, port: server.port, lazyConnect: false, maxRetriesPerRequest: 2, retryStrategy: () => 50, ...options });
+  const client = new Redis({ host: server.host, port: server.port, maxRetriesPerRequest: 2, retryStrategy: () => 50, ...options });
+  // Fault tests stop the server on purpose: connection errors are expected, not news.
+  client.on('error', () => undefined);
+  return client;
 }
 
 /** Number of keys on the server (excluding none: test servers are private). */

@@ -1,0 +1,66 @@
+/**
+ * The published shape: both builds (ESM and CommonJS) load through the exports map under their
+ * package name, each subpath resolves, and errors are recognised across the two copies.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, symlinkSync, mkdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+
+const root = resolve(import.meta.dirname, '..');
+let consumer: string;
+
+beforeAll(() => {
+  execFileSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'pipe' });
+  // A consumer project that has rxjs-lock installed under node_modules, as npm would link it.
+  consumer = mkdtempSync(join(tmpdir(), 'rxjs-lock-consumer-'));
+  mkdirSync(join(consumer, 'node_modules'));
+  symlinkSync(root, join(consumer, 'node_modules', 'rxjs-lock'), 'dir');
+  for (const dep of ['rxjs', 'ioredis', 'uuid']) symlinkSync(join(root, 'node_modules', dep), join(consumer, 'node_modules', dep), 'dir');
+}, 120_000);
+
+const run = (file: string, source: string) => {
+  writeFileSync(join(consumer, file), source);
+  return execFileSync(process.execPath, [join(consumer, file)], { cwd: consumer, encoding: 'utf8' }).trim();
+};
+
+describe('package exports', () => {
+  it('loads as ESM: core, /redis and /testing', () => {
+    const out = run(
+      'esm.mjs',
+      `import { createLocker, withLock, MemoryLockStore, isLockError } from 'rxjs-lock';
+       import { RedisLockStore } from 'rxjs-lock/redis';
+       import { findOverlaps } from 'rxjs-lock/testing';
+       import { of, lastValueFrom } from 'rxjs';
+       const v = await lastValueFrom(of('esm ok').pipe(withLock('k')));
+       console.log([v, typeof createLocker, typeof MemoryLockStore, typeof isLockError, typeof RedisLockStore, typeof findOverlaps].join(' '));`,
+    );
+    expect(out).toBe('esm ok function function function function function');
+  });
+
+  it('loads as CommonJS: core, /redis and /testing', () => {
+    const out = run(
+      'cjs.cjs',
+      `const { createLocker, withLock } = require('rxjs-lock');
+       const { RedisLockStore } = require('rxjs-lock/redis');
+       const { findOverlaps } = require('rxjs-lock/testing');
+       const { of, lastValueFrom } = require('rxjs');
+       lastValueFrom(of('cjs ok').pipe(withLock('k'))).then((v) => console.log([v, typeof createLocker, typeof RedisLockStore, typeof findOverlaps].join(' ')));`,
+    );
+    expect(out).toBe('cjs ok function function function');
+  });
+
+  it('recognises an error from the CommonJS copy with the guard from the ESM copy', () => {
+    const out = run(
+      'dual.mjs',
+      `import { createRequire } from 'node:module';
+       import { isLockOptionsError, LockOptionsError } from 'rxjs-lock';
+       const cjs = createRequire(import.meta.url)('rxjs-lock');
+       try { cjs.createLocker({ ttl: -1 }); } catch (e) {
+         console.log(isLockOptionsError(e), e instanceof LockOptionsError, e.name);
+       }`,
+    );
+    expect(out).toBe('true false LockOptionsError');
+  });
+});
