@@ -11,12 +11,13 @@ import { acquisition } from './acquisition.js';
 import type { LockEvent } from './events.js';
 import type { HeldLease, Lease, LeaseOwner } from './Lease.js';
 import type { Locker } from './Locker.js';
+import { CallDeadlines } from './CallDeadlines.js';
 import { callStore } from './storeCall.js';
 
 export class LockEngine implements Locker, LeaseOwner {
   readonly store: LockStore;
   readonly keyPrefix: string;
-  readonly commandTimeout: number;
+  readonly deadlines: CallDeadlines;
   readonly random: () => number;
   readonly scheduler: SchedulerLike | undefined;
   readonly now: () => number;
@@ -28,7 +29,7 @@ export class LockEngine implements Locker, LeaseOwner {
     const settings: LockerSettings = resolveLockerOptions(options);
     this.store = settings.store;
     this.keyPrefix = settings.keyPrefix;
-    this.commandTimeout = settings.commandTimeout;
+    this.deadlines = new CallDeadlines(settings.commandTimeout);
     this.random = settings.random;
     const scheduler = settings.scheduler;
     this.scheduler = scheduler;
@@ -53,7 +54,7 @@ export class LockEngine implements Locker, LeaseOwner {
   /** Called once per lease by {@link HeldLease.release}. Never rejects. */
   releaseLease(lease: HeldLease): Promise<boolean> {
     return new Promise<boolean>((resolve) => {
-      callStore('release', lease.key, this.commandTimeout, () => this.store.release(lease.storeKey, lease.token), {
+      callStore(this.deadlines, 'release', lease.key, () => this.store.release(lease.storeKey, lease.token), {
         value: (deleted) => {
           this.emit({ type: 'released', key: lease.key, token: lease.token, heldMs: performance.now() - lease.acquiredAt, deleted });
           resolve(deleted);
@@ -68,7 +69,7 @@ export class LockEngine implements Locker, LeaseOwner {
 
   /** Gives back a lock the store granted to an acquisition nobody waits for any more. */
   releaseAbandoned(key: string, storeKey: string, token: string): void {
-    callStore('release', key, this.commandTimeout, () => this.store.release(storeKey, token), {
+    callStore(this.deadlines, 'release', key, () => this.store.release(storeKey, token), {
       value: (deleted) => this.emit({ type: 'abandoned-released', key, token, deleted }),
       error: (error) => this.emit({ type: 'release-failed', key, token, error }),
     });

@@ -30,7 +30,7 @@ export function acquisition(engine: LockEngine, key: string, settings: AcquireSe
     const attempt = (): void => {
       attempts++;
       const sentAt = performance.now();
-      call = callStore<AcquireResult>('acquire', key, engine.commandTimeout, () => engine.store.tryAcquire(storeKey, token, settings.ttl), {
+      call = callStore<AcquireResult>(engine.deadlines, 'acquire', key, () => engine.store.tryAcquire(storeKey, token, settings.ttl), {
         value: (result) => {
           call = undefined;
           if (result.acquired) {

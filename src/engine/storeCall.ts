@@ -1,10 +1,11 @@
 /**
- * Bounds one store call by `commandTimeout` and tells apart the three ways it can end for the
- * caller: answered in time, failed in time (or timed out), or answered after the caller stopped
- * caring (timed out or abandoned). The last one matters for acquire: a lock granted to nobody must
- * be given back.
+ * Bounds one store call by the locker's `commandTimeout` and tells apart the three ways it can
+ * end for the caller: answered in time, failed in time (or timed out), or answered after the
+ * caller stopped caring (timed out or abandoned). The last one matters for acquire: a lock
+ * granted to nobody must be given back.
  */
 import { LockStoreError, type StoreOperation } from '../errors.js';
+import type { CallDeadlines } from './CallDeadlines.js';
 
 export interface StoreCallHandlers<T> {
   /** The store answered in time and the call was not abandoned. */
@@ -21,46 +22,39 @@ export interface StoreCall {
 }
 
 export function callStore<T>(
+  deadlines: CallDeadlines,
   operation: StoreOperation,
   key: string,
-  timeoutMs: number,
   run: () => Promise<T>,
   handlers: StoreCallHandlers<T>,
 ): StoreCall {
-  let pending = true;
   let promise: Promise<T>;
   try {
     promise = run();
   } catch (error) {
     promise = Promise.reject(error);
   }
-  const timer = setTimeout(() => {
-    if (!pending) return;
-    pending = false;
-    handlers.error(new LockStoreError(key, operation, `no answer within commandTimeout (${timeoutMs} ms)`));
-  }, timeoutMs);
+  const deadline = deadlines.track(() => {
+    handlers.error(new LockStoreError(key, operation, `no answer within commandTimeout (${deadlines.timeoutMs} ms)`));
+  });
   promise.then(
     (value) => {
-      if (pending) {
-        pending = false;
-        clearTimeout(timer);
-        handlers.value(value);
-      } else {
+      if (deadline.settled) {
         handlers.late?.(value);
+        return;
       }
+      deadlines.settle(deadline);
+      handlers.value(value);
     },
     (error: unknown) => {
-      if (!pending) return;
-      pending = false;
-      clearTimeout(timer);
+      if (deadline.settled) return;
+      deadlines.settle(deadline);
       handlers.error(new LockStoreError(key, operation, error instanceof Error ? error.message : String(error), error));
     },
   );
   return {
     abandon() {
-      if (!pending) return;
-      pending = false;
-      clearTimeout(timer);
+      if (!deadline.settled) deadlines.settle(deadline);
     },
   };
 }

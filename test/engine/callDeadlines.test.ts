@@ -1,0 +1,46 @@
+/**
+ * The shared time limit of store calls: one timer for the whole FIFO of a locker's calls.
+ */
+import { describe, expect, it } from 'vitest';
+import { CallDeadlines } from '../../src/engine/CallDeadlines.js';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('CallDeadlines', () => {
+  it('expires exactly the calls that were not settled, whatever order they were settled in', async () => {
+    const deadlines = new CallDeadlines(30);
+    const expired: string[] = [];
+    const a = deadlines.track(() => expired.push('a'));
+    const b = deadlines.track(() => expired.push('b'));
+    deadlines.track(() => expired.push('c'));
+    const d = deadlines.track(() => expired.push('d'));
+    deadlines.settle(b);
+    deadlines.settle(d);
+    await sleep(60);
+    expect(expired).toEqual(['a', 'c']);
+    expect(a.settled).toBe(true);
+  });
+
+  it('gives a call made later its own full limit after the head was answered', async () => {
+    const deadlines = new CallDeadlines(40);
+    const expired: Array<[string, number]> = [];
+    const start = performance.now();
+    deadlines.settle(deadlines.track(() => expired.push(['first', performance.now() - start])));
+    await sleep(25);
+    deadlines.track(() => expired.push(['second', performance.now() - start]));
+    await sleep(30); // the first call's deadline has passed: nothing may fire yet
+    expect(expired).toEqual([]);
+    await sleep(40);
+    expect(expired.map(([name]) => name)).toEqual(['second']);
+    expect(expired[0]![1]).toBeGreaterThanOrEqual(60);
+  });
+
+  it('does not fire a call settled after it was tracked, even when it is not at the head', async () => {
+    const deadlines = new CallDeadlines(20);
+    const fired: number[] = [];
+    const calls = Array.from({ length: 100 }, (_, i) => deadlines.track(() => fired.push(i)));
+    calls.forEach((call, i) => i % 3 !== 0 && deadlines.settle(call));
+    await sleep(50);
+    expect(fired).toEqual(Array.from({ length: 100 }, (_, i) => i).filter((i) => i % 3 === 0));
+  });
+});
