@@ -2,7 +2,7 @@
  * The lock engine behind a {@link Locker}: holds the validated settings, runs acquisitions,
  * releases leases exactly once without ever throwing, and reports what happens on `events$`.
  */
-import { defer, finalize, from, mergeMap, Subject, type MonoTypeOperatorFunction, type Observable, type ObservableInput, type SchedulerLike } from 'rxjs';
+import { defer, mergeMap, Subject, type MonoTypeOperatorFunction, type Observable, type ObservableInput, type SchedulerLike } from 'rxjs';
 import type { LockStoreError } from '../errors.js';
 import type { AcquireOptions, LockerOptions } from '../options/LockerOptions.js';
 import { resolveAcquireOptions, resolveLockerOptions, validateKey, type AcquireSettings, type LockerSettings } from '../options/validate.js';
@@ -13,6 +13,7 @@ import type { HeldLease, Lease, LeaseOwner } from './Lease.js';
 import type { Locker } from './Locker.js';
 import { CallDeadlines } from './CallDeadlines.js';
 import { callStore } from './storeCall.js';
+import { whileHeld } from './whileHeld.js';
 
 export class LockEngine implements Locker, LeaseOwner {
   readonly store: LockStore;
@@ -43,12 +44,12 @@ export class LockEngine implements Locker, LeaseOwner {
 
   withLock<T>(key: string, options?: AcquireOptions): MonoTypeOperatorFunction<T> {
     const lease$ = this.acquire(key, options);
-    return (source) => lease$.pipe(mergeMap((lease) => source.pipe(finalize(() => void lease.release()))));
+    return (source) => lease$.pipe(mergeMap((lease) => whileHeld(lease, source)));
   }
 
   using<R>(key: string, work: (lease: Lease) => ObservableInput<R>, options?: AcquireOptions): Observable<R> {
     const lease$ = this.acquire(key, options);
-    return lease$.pipe(mergeMap((lease) => defer(() => from(work(lease))).pipe(finalize(() => void lease.release()))));
+    return lease$.pipe(mergeMap((lease) => whileHeld(lease, defer(() => work(lease)))));
   }
 
   /** Called once per lease by {@link HeldLease.release}. Never rejects. */

@@ -42,9 +42,11 @@ export interface Locker {
    * (`LockTimeoutError`, `LockStoreError`) are the result's errors; the source is then never
    * subscribed.
    *
-   * The release runs in `finalize`: after the subscriber's own `complete`/`error` handler, and it
-   * is asynchronous, so code after `await firstValueFrom(x.pipe(withLock(k)))` can run before the
-   * store has deleted the key. Throws `LockOptionsError` at once for an invalid key or option.
+   * Complete and error reach the subscriber only after the release has been answered, so code
+   * after `await lastValueFrom(work$.pipe(locker.withLock(k)))` runs with the lock given back.
+   * `finalize` upstream of `withLock` runs before the release is sent. On unsubscribe the release
+   * starts at once and finishes in the background. Throws `LockOptionsError` at once for an
+   * invalid key or option.
    *
    * @example
    * ```ts

@@ -8,7 +8,7 @@
  * the lock until its TTL (the naive `defer(acquire).pipe(switchMap(…finalize(release)))` leaks
  * exactly there). The same happens to an acquire call that timed out and then succeeded.
  */
-import { Observable, type Subscription } from 'rxjs';
+import { asyncScheduler, Observable, Subscription } from 'rxjs';
 import { v4 as uuidv4 } from 'uuid';
 import { LockTimeoutError } from '../errors.js';
 import type { AcquireSettings } from '../options/validate.js';
@@ -28,6 +28,7 @@ export function acquisition(engine: LockEngine, key: string, settings: AcquireSe
     let sleep: Subscription | undefined;
 
     const attempt = (): void => {
+      if (subscriber.closed) return;
       attempts++;
       const sentAt = performance.now();
       call = callStore<AcquireResult>(engine.deadlines, 'acquire', key, () => engine.store.tryAcquire(storeKey, token, settings.ttl), {
@@ -35,6 +36,11 @@ export function acquisition(engine: LockEngine, key: string, settings: AcquireSe
           call = undefined;
           if (result.acquired) {
             engine.reportAcquired(key, token, engine.now() - startedAt, attempts);
+            // An events$ handler may have ended this acquisition just now: nobody takes the lease.
+            if (subscriber.closed) {
+              engine.releaseAbandoned(key, storeKey, token);
+              return;
+            }
             subscriber.next(new HeldLease(engine, key, storeKey, token, settings.ttl, sentAt));
             subscriber.complete();
             return;
@@ -46,25 +52,7 @@ export function acquisition(engine: LockEngine, key: string, settings: AcquireSe
             subscriber.error(new LockTimeoutError(key, waited, attempts));
             return;
           }
-          let due = false;
-          sleep = backoff(settings.retry, attempts, remaining, engine.random, engine.scheduler).subscribe({
-            next: () => {
-              due = true;
-              sleep?.unsubscribe();
-              sleep = undefined;
-              attempt();
-            },
-            error: (error: unknown) => subscriber.error(error),
-            complete: () => {
-              if (due) return;
-              // A custom retry policy completed without emitting: it says stop waiting.
-              const waitedNow = engine.now() - startedAt;
-              engine.reportTimedOut(key, waitedNow, attempts);
-              subscriber.error(new LockTimeoutError(key, waitedNow, attempts));
-            },
-          });
-          // A synchronous notifier (e.g. `of(0)`) has already started the next attempt.
-          if (due) sleep = undefined;
+          wait(remaining);
         },
         error: (error) => {
           call = undefined;
@@ -76,6 +64,41 @@ export function acquisition(engine: LockEngine, key: string, settings: AcquireSe
           if (result.acquired) engine.releaseAbandoned(key, storeKey, token);
         },
       });
+    };
+
+    /** Sleeps as the retry policy says, then attempts again. */
+    const wait = (remaining: number): void => {
+      const current = new Subscription();
+      sleep = current;
+      let due = false;
+      let synchronous = true;
+      try {
+        current.add(
+          backoff(settings.retry, attempts, remaining, engine.random, engine.scheduler).subscribe({
+            next: () => {
+              if (due) return;
+              due = true;
+              // A notifier that fires during subscribe (`of(0)`) must not chain attempts as
+              // microtasks: with a store that answers at once, no timer (not even the holder's
+              // release) could ever run. Such attempts go through the scheduler.
+              if (synchronous) current.add((engine.scheduler ?? asyncScheduler).schedule(attempt));
+              else attempt();
+            },
+            error: (error: unknown) => subscriber.error(error),
+            complete: () => {
+              if (due) return;
+              // A custom retry policy completed without emitting: it says stop waiting.
+              const waitedNow = engine.now() - startedAt;
+              engine.reportTimedOut(key, waitedNow, attempts);
+              subscriber.error(new LockTimeoutError(key, waitedNow, attempts));
+            },
+          }),
+        );
+      } catch (error) {
+        // The injected random source threw.
+        subscriber.error(error);
+      }
+      synchronous = false;
     };
 
     attempt();

@@ -3,12 +3,15 @@
  * time to try again, so it runs on whatever scheduler the locker was given (a virtual clock in
  * tests). The sleep never goes past the end of the wait: what is left of it caps every step.
  */
-import { from, race, take, timer, type Observable, type SchedulerLike } from 'rxjs';
+import { defer, race, take, timer, type Observable, type SchedulerLike } from 'rxjs';
+import { MAX_MS } from '../options/limits.js';
 import type { RetryPolicy } from '../options/validate.js';
 
 /** Jittered delay for the `{ minDelay, jitter }` policy: uniform in [minDelay, minDelay + jitter). */
 export function jitteredDelay(minDelay: number, jitter: number, random: () => number): number {
-  return minDelay + random() * jitter;
+  const r = random();
+  // A random source that strays from [0, 1) (NaN included) must not turn into busy polling.
+  return minDelay + (r >= 0 && r < 1 ? r : 0) * jitter;
 }
 
 /**
@@ -23,10 +26,12 @@ export function backoff(
   scheduler: SchedulerLike | undefined,
 ): Observable<unknown> {
   if (typeof policy !== 'function') {
-    const delay = Math.min(jitteredDelay(policy.minDelay, policy.jitter, random), remainingMs);
+    const delay = Math.min(jitteredDelay(policy.minDelay, policy.jitter, random), remainingMs, MAX_MS);
     return scheduler ? timer(delay, scheduler) : timer(delay);
   }
-  const custom = from(policy(attempt)).pipe(take(1));
+  // defer: a policy that throws, or returns something that is not an ObservableInput, errors the
+  // acquisition instead of throwing inside a promise callback.
+  const custom = defer(() => policy(attempt)).pipe(take(1));
   if (remainingMs === Infinity) return custom;
   // The custom notifier may be slower than the wait: the end of the wait then forces a last attempt.
   const deadline = scheduler ? timer(remainingMs, scheduler) : timer(remainingMs);

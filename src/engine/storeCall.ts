@@ -30,7 +30,9 @@ export function callStore<T>(
 ): StoreCall {
   let promise: Promise<T>;
   try {
-    promise = run();
+    // Promise.resolve returns a native promise as it is, and adopts a thenable or a plain value
+    // from a store that breaks the contract, so nothing below can throw.
+    promise = Promise.resolve(run());
   } catch (error) {
     promise = Promise.reject(error);
   }

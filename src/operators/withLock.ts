@@ -28,9 +28,9 @@ const WITH_LOCK_KEYS = [...ACQUIRE_KEYS, 'locker'];
  *
  * Uses `options.locker`, or else the process-wide default locker, resolved at subscription: so
  * `source$.pipe(withLock('k'))` works with no set-up at all, within one process. Acquisition
- * errors (`LockTimeoutError`, `LockStoreError`) become the result's errors. The release runs
- * after the subscriber's own `complete`/`error` handler and is asynchronous. Throws
- * `LockOptionsError` at once for an invalid key or option.
+ * errors (`LockTimeoutError`, `LockStoreError`) become the result's errors. Complete and error
+ * reach the subscriber only after the release has been answered; on unsubscribe the release
+ * finishes in the background. Throws `LockOptionsError` at once for an invalid key or option.
  *
  * @example
  * ```ts

@@ -8,10 +8,7 @@ import { MemoryLockStore } from '../backends/memory/MemoryLockStore.js';
 import type { LockStore } from '../store/LockStore.js';
 import { DEFAULTS, type AcquireOptions, type LockerOptions, type RetryDelay } from './LockerOptions.js';
 
-/** Largest delay a JavaScript timer honours, and so the largest time option accepted. */
-export const MAX_MS = 2_147_483_647;
-export const MAX_KEY_LENGTH = 4096;
-export const MAX_PREFIX_LENGTH = 1024;
+import { MAX_KEY_LENGTH, MAX_MS, MAX_PREFIX_LENGTH } from './limits.js';
 
 /** Back-off as the engine uses it. */
 export type RetryPolicy = { readonly minDelay: number; readonly jitter: number } | RetryDelay;
@@ -110,10 +107,12 @@ function checkRetry(value: unknown): RetryPolicy {
     throw new LockOptionsError('retry', '{ minDelay, jitter } or a function (attempt) => ObservableInput', value);
   }
   const r = checkObject(value as Record<string, unknown>, 'retry', RETRY_KEYS, 'retry options');
-  return {
-    minDelay: r.minDelay === undefined ? DEFAULTS.retry.minDelay : checkMs('retry.minDelay', r.minDelay, 0),
-    jitter: r.jitter === undefined ? DEFAULTS.retry.jitter : checkMs('retry.jitter', r.jitter, 0),
-  };
+  const minDelay = r.minDelay === undefined ? DEFAULTS.retry.minDelay : checkMs('retry.minDelay', r.minDelay, 0);
+  const jitter = r.jitter === undefined ? DEFAULTS.retry.jitter : checkMs('retry.jitter', r.jitter, 0);
+  if (minDelay + jitter > MAX_MS) {
+    throw new LockOptionsError('retry.jitter', `an integer from 0 to ${MAX_MS - minDelay} (ms), so that minDelay + jitter stays within ${MAX_MS}`, jitter);
+  }
+  return { minDelay, jitter };
 }
 
 function checkStore(store: unknown): LockStore {

@@ -3,7 +3,9 @@
  * semantics (set-if-absent with a TTL, owner-checked delete and extend, expired keys behave as
  * absent) so code moves to Redis unchanged, but it only excludes within one process.
  */
+import { LockOptionsError } from '../../errors.js';
 import { ACQUIRED, NOT_ACQUIRED, type AcquireResult, type LockStore } from '../../store/LockStore.js';
+import { MAX_MS } from '../../options/limits.js';
 
 /** Options of {@link MemoryLockStore}. */
 export interface MemoryLockStoreOptions {
@@ -42,8 +44,13 @@ export class MemoryLockStore implements LockStore {
   private sweeper: ReturnType<typeof setInterval> | undefined;
 
   constructor(options: MemoryLockStoreOptions = {}) {
-    this.clock = options.clock ?? (() => performance.now());
-    this.sweepInterval = options.sweepInterval ?? 1000;
+    const { clock = () => performance.now(), sweepInterval = 1000 } = options;
+    if (typeof clock !== 'function') throw new LockOptionsError('clock', 'a function returning milliseconds', clock);
+    if (!Number.isInteger(sweepInterval) || sweepInterval < 1 || sweepInterval > MAX_MS) {
+      throw new LockOptionsError('sweepInterval', `an integer from 1 to ${MAX_MS} (ms)`, sweepInterval);
+    }
+    this.clock = clock;
+    this.sweepInterval = sweepInterval;
   }
 
   tryAcquire(key: string, token: string, ttlMs: number): Promise<AcquireResult> {
@@ -86,7 +93,8 @@ export class MemoryLockStore implements LockStore {
 
   private live(key: string): Entry | undefined {
     const entry = this.entries.get(key);
-    if (entry !== undefined && entry.expiresAt <= this.clock()) {
+    // Redis expires a key once now > expiry; at the exact instant it is still held.
+    if (entry !== undefined && entry.expiresAt < this.clock()) {
       this.entries.delete(key);
       return undefined;
     }
@@ -95,7 +103,7 @@ export class MemoryLockStore implements LockStore {
 
   private sweep(): void {
     const now = this.clock();
-    for (const [key, entry] of this.entries) if (entry.expiresAt <= now) this.entries.delete(key);
+    for (const [key, entry] of this.entries) if (entry.expiresAt < now) this.entries.delete(key);
     if (this.entries.size === 0 && this.sweeper !== undefined) {
       clearInterval(this.sweeper);
       this.sweeper = undefined;

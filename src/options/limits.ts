@@ -1,0 +1,6 @@
+/** Largest delay a JavaScript timer honours, and so the largest time option accepted (ms). */
+export const MAX_MS = 2_147_483_647;
+/** Longest key accepted, in characters. */
+export const MAX_KEY_LENGTH = 4096;
+/** Longest key prefix accepted, in characters. */
+export const MAX_PREFIX_LENGTH = 1024;
