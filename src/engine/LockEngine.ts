@@ -57,11 +57,11 @@ export class LockEngine implements Locker, LeaseOwner {
     return new Promise<boolean>((resolve) => {
       callStore(this.deadlines, 'release', lease.key, () => this.store.release(lease.storeKey, lease.token), {
         value: (deleted) => {
-          this.emit({ type: 'released', key: lease.key, token: lease.token, heldMs: performance.now() - lease.acquiredAt, deleted });
+          if (this.events.observed) this.events.next({ type: 'released', key: lease.key, token: lease.token, heldMs: performance.now() - lease.acquiredAt, deleted });
           resolve(deleted);
         },
         error: (error) => {
-          this.emit({ type: 'release-failed', key: lease.key, token: lease.token, error });
+          this.reportReleaseFailed(lease.key, lease.token, error);
           resolve(false);
         },
       });
@@ -71,8 +71,10 @@ export class LockEngine implements Locker, LeaseOwner {
   /** Gives back a lock the store granted to an acquisition nobody waits for any more. */
   releaseAbandoned(key: string, storeKey: string, token: string): void {
     callStore(this.deadlines, 'release', key, () => this.store.release(storeKey, token), {
-      value: (deleted) => this.emit({ type: 'abandoned-released', key, token, deleted }),
-      error: (error) => this.emit({ type: 'release-failed', key, token, error }),
+      value: (deleted) => {
+        if (this.events.observed) this.events.next({ type: 'abandoned-released', key, token, deleted });
+      },
+      error: (error) => this.reportReleaseFailed(key, token, error),
     });
   }
 
@@ -88,7 +90,7 @@ export class LockEngine implements Locker, LeaseOwner {
     if (this.events.observed) this.events.next({ type: 'acquire-failed', key, error, attempts });
   }
 
-  private emit(event: LockEvent): void {
-    if (this.events.observed) this.events.next(event);
+  private reportReleaseFailed(key: string, token: string, error: LockStoreError): void {
+    if (this.events.observed) this.events.next({ type: 'release-failed', key, token, error });
   }
 }

@@ -5,8 +5,7 @@ import { defer, type MonoTypeOperatorFunction } from 'rxjs';
 import type { Locker } from '../engine/Locker.js';
 import { LockOptionsError } from '../errors.js';
 import type { AcquireOptions } from '../options/LockerOptions.js';
-import { ACQUIRE_KEYS, resolveAcquireOptions, validateKey } from '../options/validate.js';
-import { DEFAULTS } from '../options/LockerOptions.js';
+import { ACQUIRE_KEYS, checkAcquireOptions, validateKey } from '../options/validate.js';
 import { getDefaultLocker } from './defaultLocker.js';
 
 /** Options of the free {@link withLock}: an acquisition's options plus the locker to use. */
@@ -52,7 +51,7 @@ export function withLock<T>(key: string, options?: WithLockOptions): MonoTypeOpe
   let acquireOptions: AcquireOptions | undefined = options;
   let locker: Locker | undefined;
   if (options !== undefined) {
-    resolveAcquireOptions(options, { ...DEFAULTS }, WITH_LOCK_KEYS);
+    checkAcquireOptions(options, WITH_LOCK_KEYS);
     const { locker: chosen, ...rest } = options;
     if (chosen !== undefined && (typeof chosen !== 'object' || chosen === null || typeof chosen.withLock !== 'function')) {
       throw new LockOptionsError('locker', 'a Locker made by createLocker()', chosen);

@@ -79,6 +79,13 @@ export function resolveAcquireOptions(options: AcquireOptions | undefined, defau
 
 export { ACQUIRE_KEYS };
 
+const DEFAULT_ACQUIRE: AcquireSettings = { ttl: DEFAULTS.ttl, waitTimeout: DEFAULTS.waitTimeout, retry: DEFAULTS.retry };
+
+/** Checks per-call options without a locker at hand (the free `withLock`). */
+export function checkAcquireOptions(options: AcquireOptions | undefined, allowed: readonly string[] = ACQUIRE_KEYS): void {
+  resolveAcquireOptions(options, DEFAULT_ACQUIRE, allowed);
+}
+
 function checkObject<T extends object>(value: T | undefined, option: string, allowed: readonly string[], what: string): Partial<T> {
   if (value === undefined) return {};
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
