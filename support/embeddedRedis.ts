@@ -28,6 +28,8 @@ export function redisServerBinary(): string {
 export interface EmbeddedRedisOptions {
   /** Extra redis-server arguments. */
   args?: string[];
+  /** Port to listen on. @default a free port */
+  port?: number;
 }
 
 /** One private redis-server process. */
@@ -43,7 +45,7 @@ export class EmbeddedRedis {
     process.env.REDISMS_SYSTEM_BINARY ??= systemBinary;
     const server = await RedisMemoryServer.create({
       binary: { systemBinary },
-      instance: { ip: '127.0.0.1', args: options.args ?? [] },
+      instance: { ip: '127.0.0.1', args: options.args ?? [], ...(options.port === undefined ? {} : { port: options.port }) },
     });
     return new EmbeddedRedis(server, await server.getHost(), await server.getPort());
   }
