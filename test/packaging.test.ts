@@ -3,7 +3,7 @@
  * package name, each subpath resolves, and errors are recognised across the two copies.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, symlinkSync, mkdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -12,11 +12,13 @@ const root = resolve(import.meta.dirname, '..');
 let consumer: string;
 
 beforeAll(() => {
-  execFileSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'pipe' });
-  // A consumer project that has rxjs-lock installed under node_modules, as npm would link it.
+  // A consumer project with rxjs-lock installed as published (package.json + a fresh build of
+  // its own, so it never races a build of the working tree) and its dependencies beside it.
   consumer = mkdtempSync(join(tmpdir(), 'rxjs-lock-consumer-'));
-  mkdirSync(join(consumer, 'node_modules'));
-  symlinkSync(root, join(consumer, 'node_modules', 'rxjs-lock'), 'dir');
+  const pkg = join(consumer, 'node_modules', 'rxjs-lock');
+  mkdirSync(pkg, { recursive: true });
+  execFileSync(process.execPath, ['scripts/build.mjs', join(pkg, 'dist')], { cwd: root, stdio: 'pipe' });
+  copyFileSync(join(root, 'package.json'), join(pkg, 'package.json'));
   for (const dep of ['rxjs', 'ioredis', 'uuid']) symlinkSync(join(root, 'node_modules', dep), join(consumer, 'node_modules', dep), 'dir');
 }, 120_000);
 
