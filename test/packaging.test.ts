@@ -19,7 +19,7 @@ beforeAll(() => {
   mkdirSync(pkg, { recursive: true });
   execFileSync(process.execPath, ['scripts/build.mjs', join(pkg, 'dist')], { cwd: root, stdio: 'pipe' });
   copyFileSync(join(root, 'package.json'), join(pkg, 'package.json'));
-  for (const dep of ['rxjs', 'ioredis', 'uuid']) symlinkSync(join(root, 'node_modules', dep), join(consumer, 'node_modules', dep), 'dir');
+  for (const dep of ['rxjs', 'ioredis', 'uuid', '@types']) symlinkSync(join(root, 'node_modules', dep), join(consumer, 'node_modules', dep), 'dir');
 }, 120_000);
 
 const run = (file: string, source: string) => {
@@ -65,4 +65,19 @@ describe('package exports', () => {
     );
     expect(out).toBe('true false LockOptionsError');
   });
+
+  for (const [module, moduleResolution] of [['NodeNext', 'NodeNext'], ['CommonJS', 'Node10'], ['ESNext', 'Bundler']] as const) {
+    it(`gives types to every entry point under moduleResolution ${moduleResolution}`, () => {
+      writeFileSync(
+        join(consumer, 'types.ts'),
+        `import { createLocker, type Lease, type LockEvent } from 'rxjs-lock';
+         import { RedisLockStore } from 'rxjs-lock/redis';
+         import { findOverlaps, type CriticalSection } from 'rxjs-lock/testing';
+         export const used: [typeof createLocker, Lease | undefined, LockEvent | undefined, typeof RedisLockStore, typeof findOverlaps, CriticalSection | undefined] = [createLocker, undefined, undefined, RedisLockStore, findOverlaps, undefined];`,
+      );
+      const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+      const args = ['--noEmit', '--strict', '--skipLibCheck', '--types', 'node', '--module', module, '--moduleResolution', moduleResolution, join(consumer, 'types.ts')];
+      expect(() => execFileSync(process.execPath, [tsc, ...args], { cwd: consumer, encoding: 'utf8', stdio: 'pipe' })).not.toThrow();
+    });
+  }
 });

@@ -4,8 +4,8 @@
  */
 import { defer, mergeMap, Subject, type MonoTypeOperatorFunction, type Observable, type ObservableInput, type SchedulerLike } from 'rxjs';
 import type { LockStoreError } from '../errors.js';
-import type { AcquireOptions, LockerOptions } from '../options/LockerOptions.js';
-import { resolveAcquireOptions, resolveLockerOptions, validateKey, type AcquireSettings, type LockerSettings } from '../options/validate.js';
+import type { AcquireOptions } from '../options/LockerOptions.js';
+import { resolveAcquireOptions, validateKey, type AcquireSettings, type LockerSettings } from '../options/validate.js';
 import type { LockStore } from '../store/LockStore.js';
 import { acquisition } from './acquisition.js';
 import type { LockEvent } from './events.js';
@@ -26,8 +26,7 @@ export class LockEngine implements Locker, LeaseOwner {
   private readonly events = new Subject<LockEvent>();
   readonly events$: Observable<LockEvent> = this.events.asObservable();
 
-  constructor(options?: LockerOptions) {
-    const settings: LockerSettings = resolveLockerOptions(options);
+  constructor(settings: LockerSettings) {
     this.store = settings.store;
     this.keyPrefix = settings.keyPrefix;
     this.deadlines = new CallDeadlines(settings.commandTimeout);

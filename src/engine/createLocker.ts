@@ -1,4 +1,10 @@
+/**
+ * The composition root: validates the options and picks the default store, so the engine and
+ * the options layer never depend on a backend.
+ */
+import { MemoryLockStore } from '../backends/memory/MemoryLockStore.js';
 import type { LockerOptions } from '../options/LockerOptions.js';
+import { resolveLockerOptions } from '../options/validate.js';
 import { LockEngine } from './LockEngine.js';
 import type { Locker } from './Locker.js';
 
@@ -20,5 +26,5 @@ import type { Locker } from './Locker.js';
  * ```
  */
 export function createLocker(options?: LockerOptions): Locker {
-  return new LockEngine(options);
+  return new LockEngine(resolveLockerOptions(options, () => new MemoryLockStore()));
 }

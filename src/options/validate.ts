@@ -4,7 +4,6 @@
  */
 import type { SchedulerLike } from 'rxjs';
 import { LockOptionsError } from '../errors.js';
-import { MemoryLockStore } from '../backends/memory/MemoryLockStore.js';
 import type { LockStore } from '../store/LockStore.js';
 import { DEFAULTS, type AcquireOptions, type LockerOptions, type RetryDelay } from './LockerOptions.js';
 
@@ -40,9 +39,10 @@ export function validateKey(key: unknown, option = 'key'): string {
   return key;
 }
 
-export function resolveLockerOptions(options: LockerOptions | undefined): LockerSettings {
+/** Validates locker options; `defaultStore` supplies the store when none is given. */
+export function resolveLockerOptions(options: LockerOptions | undefined, defaultStore: () => LockStore): LockerSettings {
   const o = checkObject(options, 'options', LOCKER_KEYS, 'createLocker options');
-  const store = o.store === undefined ? new MemoryLockStore() : checkStore(o.store);
+  const store = o.store === undefined ? defaultStore() : checkStore(o.store);
   const keyPrefix = o.keyPrefix === undefined ? DEFAULTS.keyPrefix : o.keyPrefix;
   if (typeof keyPrefix !== 'string' || keyPrefix.length > MAX_PREFIX_LENGTH) {
     throw new LockOptionsError('keyPrefix', `a string of at most ${MAX_PREFIX_LENGTH} characters`, keyPrefix);

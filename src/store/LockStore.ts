@@ -1,7 +1,8 @@
 /**
  * The contract between the lock engine and a backend. A store knows nothing of Observables,
- * waiting or retries: it offers atomic single-key operations on (key, token) pairs, the
- * pull-mode lock of seed 000 (`addIfAbsent` / `compareAndDelete`) plus owner-checked extension.
+ * waiting or retries: it offers atomic single-key operations on (key, token) pairs: set-if-absent
+ * with a TTL, compare-and-delete, and owner-checked extension. The engine polls `tryAcquire`
+ * (a "pull-mode" lock: waiters ask again rather than being told).
  *
  * Keys reach the store already prefixed. Tokens are unique per acquisition. Every operation is
  * atomic with respect to every other operation on the same key, and a key whose TTL has passed

@@ -24,16 +24,18 @@ export interface Overlap {
 }
 
 /**
- * Every pair of consecutive (by entry) sections where the later one entered before the
- * earliest-ending-so-far one exited: a count of 0 means no two sections ever overlapped.
+ * Every pair of sections that ran at the same time (one entered before the other exited). An
+ * empty result means no two sections ever overlapped. Sections are swept in order of entry,
+ * keeping those still open, so the cost grows with how many overlap, not with all pairs.
  */
 export function findOverlaps(sections: readonly CriticalSection[]): Overlap[] {
   const sorted = [...sections].sort((a, b) => (a.enter < b.enter ? -1 : a.enter > b.enter ? 1 : 0));
   const overlaps: Overlap[] = [];
-  let latest: CriticalSection | undefined;
+  let open: CriticalSection[] = [];
   for (const section of sorted) {
-    if (latest !== undefined && section.enter < latest.exit) overlaps.push({ first: latest, second: section });
-    if (latest === undefined || section.exit > latest.exit) latest = section;
+    open = open.filter((earlier) => earlier.exit > section.enter);
+    for (const earlier of open) overlaps.push({ first: earlier, second: section });
+    open.push(section);
   }
   return overlaps;
 }

@@ -22,17 +22,22 @@ describe('CallDeadlines', () => {
   });
 
   it('gives a call made later its own full limit after the head was answered', async () => {
-    const deadlines = new CallDeadlines(40);
+    const deadlines = new CallDeadlines(200);
     const expired: Array<[string, number]> = [];
     const start = performance.now();
     deadlines.settle(deadlines.track(() => expired.push(['first', performance.now() - start])));
-    await sleep(25);
+    await sleep(100);
+    const secondTrackedAt = performance.now() - start;
     deadlines.track(() => expired.push(['second', performance.now() - start]));
-    await sleep(30); // the first call's deadline has passed: nothing may fire yet
-    expect(expired).toEqual([]);
-    await sleep(40);
+    // Until the second call's own deadline (200 ms after it was tracked) nothing may fire, even
+    // though the first call's deadline, which armed the timer, has passed.
+    while (performance.now() - start < secondTrackedAt + 170) {
+      await sleep(10);
+      expect(expired).toEqual([]);
+    }
+    while (expired.length === 0 && performance.now() - start < 2_000) await sleep(10);
     expect(expired.map(([name]) => name)).toEqual(['second']);
-    expect(expired[0]![1]).toBeGreaterThanOrEqual(60);
+    expect(expired[0]![1]).toBeGreaterThanOrEqual(secondTrackedAt + 199);
   });
 
   it('does not fire a call settled after it was tracked, even when it is not at the head', async () => {

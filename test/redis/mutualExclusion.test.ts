@@ -65,9 +65,11 @@ describe('mutual exclusion across processes', () => {
 
 describe('findOverlaps', () => {
   const s = (enter: number, exit: number): CriticalSection => ({ enter: BigInt(enter), exit: BigInt(exit) });
-  it('accepts back-to-back sections and finds nested and partial overlaps', () => {
+  it('accepts back-to-back sections and finds every overlapping pair, nested or partial', () => {
     expect(findOverlaps([s(0, 10), s(10, 20), s(25, 30)])).toEqual([]);
     expect(findOverlaps([s(0, 100), s(10, 20), s(30, 40)])).toHaveLength(2);
-    expect(findOverlaps([s(20, 30), s(0, 25)])).toHaveLength(1);
+    expect(findOverlaps([s(0, 100), s(10, 50), s(30, 40)])).toHaveLength(3);
+    expect(findOverlaps([s(0, 100), s(1, 99), s(2, 98), s(3, 97)])).toHaveLength(6);
+    expect(findOverlaps([s(20, 30), s(0, 25)])).toEqual([{ first: s(0, 25), second: s(20, 30) }]);
   });
 });

@@ -4,6 +4,7 @@
  * Lua kept in .lua files with the embedded copy up to date.
  */
 import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
 import { firstValueFrom } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -73,6 +74,7 @@ describe('RedisLockStore', () => {
 
 describe('Lua sources', () => {
   it('the embedded copy matches the .lua files (npm run lua regenerates it)', () => {
-    expect(() => execFileSync(process.execPath, ['scripts/embed-lua.mjs', '--check'], { stdio: 'pipe' })).not.toThrow();
+    const script = fileURLToPath(new URL('../../scripts/embed-lua.mjs', import.meta.url));
+    expect(() => execFileSync(process.execPath, [script, '--check'], { stdio: 'pipe' })).not.toThrow();
   });
 });

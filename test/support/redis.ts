@@ -12,7 +12,3 @@ export function connect(server: EmbeddedRedis, options: RedisOptions = {}): Redi
   return client;
 }
 
-/** Number of keys on the server (excluding none: test servers are private). */
-export async function dbsize(client: Redis): Promise<number> {
-  return client.dbsize();
-}

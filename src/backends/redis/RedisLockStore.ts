@@ -1,5 +1,5 @@
 /**
- * The Redis backend: seed 000's pull-mode lock on one Redis (or a Redis Cluster, where every
+ * The Redis backend: the store operations on one Redis (or a Redis Cluster, where every
  * operation touches a single key). Acquire is `SET key token NX PX ttl`; release and extend are
  * owner-checked Lua scripts (see ./lua), called by SHA.
  */
