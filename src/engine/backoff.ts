@@ -4,7 +4,6 @@
  * tests). The sleep never goes past the end of the wait: what is left of it caps every step.
  */
 import { defer, race, take, timer, type Observable, type SchedulerLike } from 'rxjs';
-import { MAX_MS } from '../options/limits.js';
 import type { RetryPolicy } from '../options/validate.js';
 
 /** Jittered delay for the `{ minDelay, jitter }` policy: uniform in [minDelay, minDelay + jitter). */
@@ -26,7 +25,8 @@ export function backoff(
   scheduler: SchedulerLike | undefined,
 ): Observable<unknown> {
   if (typeof policy !== 'function') {
-    const delay = Math.min(jitteredDelay(policy.minDelay, policy.jitter, random), remainingMs, MAX_MS);
+    // Validation keeps minDelay + jitter within the longest timer, so only the wait caps this.
+    const delay = Math.min(jitteredDelay(policy.minDelay, policy.jitter, random), remainingMs);
     return scheduler ? timer(delay, scheduler) : timer(delay);
   }
   // defer: a policy that throws, or returns something that is not an ObservableInput, errors the

@@ -6,7 +6,6 @@ import type { SchedulerLike } from 'rxjs';
 import { LockOptionsError } from '../errors.js';
 import type { LockStore } from '../store/LockStore.js';
 import { DEFAULTS, type AcquireOptions, type LockerOptions, type RetryDelay } from './LockerOptions.js';
-
 import { MAX_KEY_LENGTH, MAX_MS, MAX_PREFIX_LENGTH } from './limits.js';
 
 /** Back-off as the engine uses it. */
