@@ -42,7 +42,6 @@ function countingClient(redis: Redis, tally: Tally): RedisClient {
     return reply;
   };
   return {
-    set: (key, value, px, ms, nx) => counted(redis.set(key, value, px, ms, nx)),
     evalsha: (sha, keyCount, ...keysAndArgs) => counted(redis.evalsha(sha, keyCount, ...keysAndArgs)),
     eval: (script, keyCount, ...keysAndArgs) => counted(redis.eval(script, keyCount, ...keysAndArgs)),
   };

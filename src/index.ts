@@ -5,20 +5,23 @@
  */
 export { createLocker } from './engine/createLocker.js';
 export type { Locker } from './engine/Locker.js';
-export type { Lease } from './engine/Lease.js';
+export type { Lease } from './engine/lease/Lease.js';
 export type {
   LockEvent,
   AcquiredEvent,
   TimedOutEvent,
   AcquireFailedEvent,
+  RenewedEvent,
+  RenewFailedEvent,
+  LostEvent,
   ReleasedEvent,
   ReleaseFailedEvent,
   AbandonedReleasedEvent,
 } from './engine/events.js';
 export { withLock, type WithLockOptions } from './operators/withLock.js';
 export { getDefaultLocker, setDefaultLocker } from './operators/defaultLocker.js';
-export { DEFAULTS, type LockerOptions, type AcquireOptions, type RetryOptions, type RetryDelay } from './options/LockerOptions.js';
-export type { LockStore, AcquireResult } from './store/LockStore.js';
+export { DEFAULTS, type LockerOptions, type AcquireOptions, type RetryOptions, type RetryDelay, type RenewOptions, type OnLost } from './options/LockerOptions.js';
+export type { LockStore, AcquireResult, Acquired, NotAcquired, ExtendOutcome, ExtendRequest } from './store/LockStore.js';
 export { MemoryLockStore, type MemoryLockStoreOptions } from './backends/memory/MemoryLockStore.js';
 export {
   LockError,

@@ -19,7 +19,7 @@ beforeAll(() => {
   mkdirSync(pkg, { recursive: true });
   execFileSync(process.execPath, ['scripts/build.mjs', join(pkg, 'dist')], { cwd: root, stdio: 'pipe' });
   copyFileSync(join(root, 'package.json'), join(pkg, 'package.json'));
-  for (const dep of ['rxjs', 'ioredis', 'uuid', '@types']) symlinkSync(join(root, 'node_modules', dep), join(consumer, 'node_modules', dep), 'dir');
+  for (const dep of ['rxjs', 'ioredis', 'uuid', 'heap-js', '@types']) symlinkSync(join(root, 'node_modules', dep), join(consumer, 'node_modules', dep), 'dir');
 }, 120_000);
 
 const run = (file: string, source: string) => {

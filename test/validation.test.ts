@@ -61,8 +61,45 @@ describe('times', () => {
   }
 
   it('accepts the edges of each range', () => {
-    expect(() => createLocker({ ttl: 1, waitTimeout: 0, commandTimeout: 1 })).not.toThrow();
+    expect(() => createLocker({ ttl: 1, renew: false, waitTimeout: 0, commandTimeout: 1 })).not.toThrow();
+    expect(() => createLocker({ ttl: 4, waitTimeout: 0, commandTimeout: 1 })).not.toThrow();
     expect(() => createLocker({ ttl: 2_147_483_647, waitTimeout: Infinity, commandTimeout: 2_147_483_647 })).not.toThrow();
+  });
+});
+
+describe('renewal and lease loss', () => {
+  it('rejects a TTL too short to renew while renewal is on, naming ttl and the way out', () => {
+    const error = optionsError(() => createLocker({ ttl: 3 }));
+    expect(error.option).toBe('ttl');
+    expect(error.allowed).toBe('an integer from 4 to 2147483647 (ms) while renewal is on (with renew: false, from 1)');
+    expect(optionsError(() => locker.acquire('k', { ttl: 2 })).option).toBe('ttl');
+    expect(() => locker.acquire('k', { ttl: 2, renew: false })).not.toThrow();
+  });
+
+  it('rejects a renewal interval that does not fit within the lease validity, naming the range', () => {
+    // validity of a 1000 ms lease: 1000 − 10 − 2 = 988 ms
+    const error = optionsError(() => createLocker({ ttl: 1000, renew: { interval: 988 } }));
+    expect(error.option).toBe('renew.interval');
+    expect(error.allowed).toBe('an integer from 1 to 987 (ms): below the validity of a 1000 ms lease (ttl − ttl·1% − 2 ms)');
+    expect(() => createLocker({ ttl: 1000, renew: { interval: 987 } })).not.toThrow();
+    // a per-call TTL is checked against the locker's interval too
+    const renewing = createLocker({ store, renew: { interval: 500 } });
+    expect(optionsError(() => renewing.acquire('k', { ttl: 400 })).option).toBe('renew.interval');
+    for (const interval of [0, -1, 1.5, NaN, '10']) {
+      expect(optionsError(() => createLocker({ renew: { interval: interval as number } })).option).toBe('renew.interval');
+    }
+  });
+
+  it('rejects malformed renew and onLost values', () => {
+    for (const renew of [true, null, 5, 'yes', []]) {
+      const error = optionsError(() => createLocker({ renew: renew as never }));
+      expect(error.option).toBe('renew');
+      expect(error.allowed).toBe('false or { interval } (interval in ms)');
+    }
+    expect(optionsError(() => createLocker({ renew: { every: 5 } as never })).option).toBe('renew.every');
+    const error = optionsError(() => withLock('k', { onLost: 'ignore' as never }));
+    expect(error.option).toBe('onLost');
+    expect(error.allowed).toBe("'error' or 'notify'");
   });
 });
 
@@ -89,7 +126,7 @@ describe('unknown and malformed options', () => {
   it('rejects an unknown locker option, listing the known ones', () => {
     const error = optionsError(() => createLocker({ tll: 5 } as never));
     expect(error.option).toBe('options.tll');
-    expect(error.allowed).toContain('ttl, waitTimeout, retry, store, commandTimeout, keyPrefix');
+    expect(error.allowed).toContain('ttl, waitTimeout, retry, renew, onLost, store, commandTimeout, keyPrefix');
   });
 
   it('rejects locker-only options in a per-call override', () => {

@@ -4,7 +4,7 @@
 import type { MonoTypeOperatorFunction, Observable, ObservableInput } from 'rxjs';
 import type { AcquireOptions } from '../options/LockerOptions.js';
 import type { LockEvent } from './events.js';
-import type { Lease } from './Lease.js';
+import type { Lease } from './lease/Lease.js';
 
 /** Takes and gives back locks on one store. Create one with `createLocker()`. */
 export interface Locker {

@@ -15,12 +15,11 @@ import type { AcquireSettings } from '../options/validate.js';
 import type { AcquireResult } from '../store/LockStore.js';
 import { backoff } from './backoff.js';
 import type { LockEngine } from './LockEngine.js';
-import { HeldLease, type Lease } from './Lease.js';
+import type { HeldLease } from './lease/HeldLease.js';
 import { callStore, type StoreCall } from './storeCall.js';
 
-export function acquisition(engine: LockEngine, key: string, settings: AcquireSettings): Observable<Lease> {
-  return new Observable<Lease>((subscriber) => {
-    const storeKey = engine.keyPrefix + key;
+export function acquisition(engine: LockEngine, key: string, storeKey: string, settings: AcquireSettings): Observable<HeldLease> {
+  return new Observable<HeldLease>((subscriber) => {
     const token = uuidv4();
     const startedAt = engine.now();
     let attempts = 0;
@@ -35,13 +34,13 @@ export function acquisition(engine: LockEngine, key: string, settings: AcquireSe
         value: (result) => {
           call = undefined;
           if (result.acquired) {
-            engine.reportAcquired(key, token, engine.now() - startedAt, attempts);
+            engine.reportAcquired(key, token, result.fence, engine.now() - startedAt, attempts);
             // An events$ handler may have ended this acquisition just now: nobody takes the lease.
             if (subscriber.closed) {
               engine.releaseAbandoned(key, storeKey, token);
               return;
             }
-            subscriber.next(new HeldLease(engine, key, storeKey, token, settings.ttl, sentAt));
+            subscriber.next(engine.openLease(key, storeKey, token, result.fence, settings, sentAt));
             subscriber.complete();
             return;
           }

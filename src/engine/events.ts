@@ -3,13 +3,15 @@
  * can feed metrics and logs, and so failures that must never be thrown into user code (a release
  * that fails after the stream has ended) still reach someone.
  */
-import type { LockStoreError } from '../errors.js';
+import type { LockLostError, LockLostReason, LockStoreError } from '../errors.js';
 
 /** A lease was taken. */
 export interface AcquiredEvent {
   readonly type: 'acquired';
   readonly key: string;
   readonly token: string;
+  /** The lease's fencing token. */
+  readonly fence: number;
   /** From subscription to the store's yes, in ms. */
   readonly waitedMs: number;
   readonly attempts: number;
@@ -36,6 +38,7 @@ export interface ReleasedEvent {
   readonly type: 'released';
   readonly key: string;
   readonly token: string;
+  readonly fence: number;
   /** From the acquire call being sent to the release being answered, in ms. */
   readonly heldMs: number;
   /** False when the key had already expired or been taken by another owner. */
@@ -62,11 +65,48 @@ export interface AbandonedReleasedEvent {
   readonly deleted: boolean;
 }
 
+/** A held lease was extended (by renewal or `lease.extend()`). */
+export interface RenewedEvent {
+  readonly type: 'renewed';
+  readonly key: string;
+  readonly token: string;
+  readonly fence: number;
+  /** Time left until the lease's new `validUntil`, in ms. */
+  readonly validForMs: number;
+}
+
+/** A renewal call failed; it is retried while the lease is still valid. */
+export interface RenewFailedEvent {
+  readonly type: 'renew-failed';
+  readonly key: string;
+  readonly token: string;
+  readonly error: LockStoreError;
+  /** Time left until the lease's `validUntil`, in ms: the retries' budget. */
+  readonly validForMs: number;
+}
+
+/**
+ * A held lease stopped protecting its holder: it expired, another owner took the key, or it
+ * could not be renewed before its deadline. `withLock`/`using` streams error with `error`
+ * unless `onLost: 'notify'`.
+ */
+export interface LostEvent {
+  readonly type: 'lost';
+  readonly key: string;
+  readonly token: string;
+  readonly fence: number;
+  readonly reason: LockLostReason;
+  readonly error: LockLostError;
+}
+
 /** Every event a locker reports on `events$`. */
 export type LockEvent =
   | AcquiredEvent
   | TimedOutEvent
   | AcquireFailedEvent
+  | RenewedEvent
+  | RenewFailedEvent
+  | LostEvent
   | ReleasedEvent
   | ReleaseFailedEvent
   | AbandonedReleasedEvent;

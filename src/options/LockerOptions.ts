@@ -36,6 +36,28 @@ export interface RetryOptions {
  */
 export type RetryDelay = (attempt: number) => ObservableInput<unknown>;
 
+/**
+ * Lease renewal (the watchdog): while a lease is held, it is extended every `interval` ms by an
+ * owner-checked script, so work that outlives the TTL keeps the lock. Renewals of many leases of
+ * one locker that fall due close together share one round trip (a pipeline).
+ */
+export interface RenewOptions {
+  /**
+   * Time between renewals, in ms: an integer from 1 to just below the lease's validity
+   * (`ttl − (ttl·1% + 2 ms)`).
+   * @default ttl / 3 (rounded down, at least 1)
+   */
+  interval?: number;
+}
+
+/**
+ * What a `withLock`/`using` stream does when its lease is lost (expired, taken over, or not
+ * renewed before its deadline because the store was unreachable):
+ * - `'error'`: unsubscribe the work and error with `LockLostError` at once;
+ * - `'notify'`: keep the work running; the loss is reported on `lease.lost$` and `events$` only.
+ */
+export type OnLost = 'error' | 'notify';
+
 /** Options of one acquisition; each overrides the locker's value of the same name. */
 export interface AcquireOptions {
   /**
@@ -61,6 +83,17 @@ export interface AcquireOptions {
    * @default { minDelay: 10, jitter: 20 }
    */
   retry?: RetryOptions | RetryDelay;
+  /**
+   * Keep the lease alive while it is held (`{ interval }`), or `false` to let it end with its
+   * TTL: the lease is then lost (`LockLostError`, reason `'expired'`) once its validity passes.
+   * @default { interval: ttl / 3 }
+   */
+  renew?: false | RenewOptions;
+  /**
+   * What the stream of `withLock` and `using` does when the lease is lost.
+   * @default 'error'
+   */
+  onLost?: OnLost;
 }
 
 /** Options of {@link createLocker}. */
@@ -100,6 +133,8 @@ export const DEFAULTS = Object.freeze({
   ttl: 30_000,
   waitTimeout: 10_000,
   retry: Object.freeze({ minDelay: 10, jitter: 20 }),
+  renew: Object.freeze({}) as RenewOptions,
+  onLost: 'error' as OnLost,
   commandTimeout: 2_000,
   keyPrefix: 'lock:',
 });

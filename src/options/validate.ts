@@ -5,7 +5,8 @@
 import type { SchedulerLike } from 'rxjs';
 import { LockOptionsError } from '../errors.js';
 import type { LockStore } from '../store/LockStore.js';
-import { DEFAULTS, type AcquireOptions, type LockerOptions, type RetryDelay } from './LockerOptions.js';
+import { DEFAULTS, type AcquireOptions, type LockerOptions, type OnLost, type RetryDelay } from './LockerOptions.js';
+import { leaseValidity } from '../engine/lease/validity.js';
 import { MAX_KEY_LENGTH, MAX_MS, MAX_PREFIX_LENGTH } from './limits.js';
 
 /** Back-off as the engine uses it. */
@@ -16,6 +17,9 @@ export interface AcquireSettings {
   readonly ttl: number;
   readonly waitTimeout: number;
   readonly retry: RetryPolicy;
+  /** `false`: no renewal; otherwise the explicit interval, or `undefined` for ttl / 3. */
+  readonly renew: false | { readonly interval: number | undefined };
+  readonly onLost: OnLost;
 }
 
 /** Locker settings, validated and with defaults applied. */
@@ -27,9 +31,10 @@ export interface LockerSettings extends AcquireSettings {
   readonly scheduler: SchedulerLike | undefined;
 }
 
-const ACQUIRE_KEYS = ['ttl', 'waitTimeout', 'retry'] as const;
+const ACQUIRE_KEYS = ['ttl', 'waitTimeout', 'retry', 'renew', 'onLost'] as const;
 const LOCKER_KEYS = [...ACQUIRE_KEYS, 'store', 'commandTimeout', 'keyPrefix', 'random', 'scheduler'] as const;
 const RETRY_KEYS = ['minDelay', 'jitter'] as const;
+const RENEW_KEYS = ['interval'] as const;
 
 export function validateKey(key: unknown, option = 'key'): string {
   if (typeof key !== 'string' || key.length === 0 || key.length > MAX_KEY_LENGTH) {
@@ -52,15 +57,14 @@ export function resolveLockerOptions(options: LockerOptions | undefined, default
   if (scheduler !== undefined && (typeof scheduler !== 'object' || scheduler === null || typeof (scheduler as SchedulerLike).schedule !== 'function' || typeof (scheduler as SchedulerLike).now !== 'function')) {
     throw new LockOptionsError('scheduler', 'an RxJS SchedulerLike (with now() and schedule())', scheduler);
   }
+  const acquire = resolveAcquireOptions(o, DEFAULT_ACQUIRE, LOCKER_KEYS);
   return {
+    ...acquire,
     store,
     keyPrefix,
     random,
     scheduler,
     commandTimeout: o.commandTimeout === undefined ? DEFAULTS.commandTimeout : checkMs('commandTimeout', o.commandTimeout, 1),
-    ttl: o.ttl === undefined ? DEFAULTS.ttl : checkMs('ttl', o.ttl, 1),
-    waitTimeout: o.waitTimeout === undefined ? DEFAULTS.waitTimeout : checkMs('waitTimeout', o.waitTimeout, 0, true),
-    retry: o.retry === undefined ? DEFAULTS.retry : checkRetry(o.retry),
   };
 }
 
@@ -68,17 +72,35 @@ export function resolveLockerOptions(options: LockerOptions | undefined, default
 export function resolveAcquireOptions(options: AcquireOptions | undefined, defaults: AcquireSettings, allowed: readonly string[] = ACQUIRE_KEYS): AcquireSettings {
   if (options === undefined) return defaults;
   const o = checkObject(options, 'options', allowed, 'acquire options');
-  if (o.ttl === undefined && o.waitTimeout === undefined && o.retry === undefined) return defaults;
+  if (o.ttl === undefined && o.waitTimeout === undefined && o.retry === undefined && o.renew === undefined && o.onLost === undefined) return defaults;
+  const ttl = o.ttl === undefined ? defaults.ttl : checkMs('ttl', o.ttl, 1);
+  const renew = o.renew === undefined ? defaults.renew : checkRenew(o.renew);
+  checkRenewFits(ttl, renew);
   return {
-    ttl: o.ttl === undefined ? defaults.ttl : checkMs('ttl', o.ttl, 1),
+    ttl,
     waitTimeout: o.waitTimeout === undefined ? defaults.waitTimeout : checkMs('waitTimeout', o.waitTimeout, 0, true),
     retry: o.retry === undefined ? defaults.retry : checkRetry(o.retry),
+    renew,
+    onLost: o.onLost === undefined ? defaults.onLost : checkOnLost(o.onLost),
   };
 }
 
 export { ACQUIRE_KEYS };
 
-const DEFAULT_ACQUIRE: AcquireSettings = { ttl: DEFAULTS.ttl, waitTimeout: DEFAULTS.waitTimeout, retry: DEFAULTS.retry };
+const DEFAULT_ACQUIRE: AcquireSettings = {
+  ttl: DEFAULTS.ttl,
+  waitTimeout: DEFAULTS.waitTimeout,
+  retry: DEFAULTS.retry,
+  renew: { interval: undefined },
+  onLost: DEFAULTS.onLost,
+};
+
+/** Validates a TTL given to `lease.extend()`. */
+export function checkExtendTtl(ttl: unknown): number {
+  const value = checkMs('ttl', ttl, 1);
+  if (leaseValidity(value) <= 0) throw new LockOptionsError('ttl', `an integer from ${MIN_VALID_TTL} to ${MAX_MS} (ms): shorter leases have no validity left after the clock-drift margin`, ttl);
+  return value;
+}
 
 /** Checks per-call options without a locker at hand (the free `withLock`). */
 export function checkAcquireOptions(options: AcquireOptions | undefined, allowed: readonly string[] = ACQUIRE_KEYS): void {
@@ -119,6 +141,38 @@ function checkRetry(value: unknown): RetryPolicy {
     throw new LockOptionsError('retry.jitter', `an integer from 0 to ${MAX_MS - minDelay} (ms), so that minDelay + jitter stays within ${MAX_MS}`, jitter);
   }
   return { minDelay, jitter };
+}
+
+/** The shortest TTL with time left after the drift margin for one renewal interval of 1 ms. */
+const MIN_RENEWED_TTL = 4;
+/** The shortest TTL with any validity left after the drift margin. */
+const MIN_VALID_TTL = 3;
+
+function checkRenew(value: unknown): AcquireSettings['renew'] {
+  if (value === false) return false;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new LockOptionsError('renew', 'false or { interval } (interval in ms)', value);
+  }
+  const r = checkObject(value as Record<string, unknown>, 'renew', RENEW_KEYS, 'renew options');
+  return { interval: r.interval === undefined ? undefined : checkMs('renew.interval', r.interval, 1) };
+}
+
+/** A renewed lease must have room for its interval within its validity. */
+function checkRenewFits(ttl: number, renew: AcquireSettings['renew']): void {
+  if (renew === false) return;
+  const validity = leaseValidity(ttl);
+  if (ttl < MIN_RENEWED_TTL) {
+    throw new LockOptionsError('ttl', `an integer from ${MIN_RENEWED_TTL} to ${MAX_MS} (ms) while renewal is on (with renew: false, from 1)`, ttl);
+  }
+  if (renew.interval !== undefined && renew.interval >= validity) {
+    const max = Math.ceil(validity) - 1;
+    throw new LockOptionsError('renew.interval', `an integer from 1 to ${max} (ms): below the validity of a ${ttl} ms lease (ttl − ttl·1% − 2 ms)`, renew.interval);
+  }
+}
+
+function checkOnLost(value: unknown): OnLost {
+  if (value !== 'error' && value !== 'notify') throw new LockOptionsError('onLost', "'error' or 'notify'", value);
+  return value;
 }
 
 function checkStore(store: unknown): LockStore {

@@ -13,6 +13,7 @@ import {
   setDefaultLocker,
   withLock,
   type AcquireResult,
+  type ExtendOutcome,
   type LockEvent,
   type LockStore,
 } from '../../src/index.js';
@@ -59,11 +60,12 @@ describe('acquire()', () => {
 
   it('release() answers false when the key expired and someone else took it, leaving theirs alone', async () => {
     const { memory, locker, events } = setup();
-    const lease = await firstValueFrom(locker.acquire('k', { ttl: 30 }));
+    const lease = await firstValueFrom(locker.acquire('k', { ttl: 30, renew: false }));
     await sleep(60);
     await memory.tryAcquire('p:k', 'intruder', 10_000);
     expect(await lease.release()).toBe(false);
     expect(memory.holder('p:k')).toBe('intruder');
+    expect(events.map((e) => e.type)).toEqual(['acquired', 'lost', 'released']);
     expect(events.at(-1)).toMatchObject({ type: 'released', deleted: false });
   });
 });
@@ -227,7 +229,7 @@ class FaultyStore implements LockStore {
   release(key: string, token: string): Promise<boolean> {
     return this.fault(() => this.inner.release(key, token));
   }
-  extend(key: string, token: string, ttl: number): Promise<boolean> {
+  extend(key: string, token: string, ttl: number): Promise<ExtendOutcome> {
     return this.fault(() => this.inner.extend(key, token, ttl));
   }
 }

@@ -6,7 +6,7 @@
 import { defer, filter, firstValueFrom, lastValueFrom, of, takeUntil, throwError, timer } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLocker, isLockOptionsError, isLockStoreError, MemoryLockStore, type AcquireResult, type LockStore } from '../../src/index.js';
+import { createLocker, isLockOptionsError, isLockStoreError, MemoryLockStore, type AcquireResult, type ExtendOutcome, type LockStore } from '../../src/index.js';
 import { RecordingStore } from '../support/recordingStore.js';
 import { runUntil } from '../support/virtualTime.js';
 
@@ -84,15 +84,15 @@ describe('a store that breaks the Promise contract', () => {
   class PlainValueStore implements LockStore {
     readonly inner = new MemoryLockStore();
     tryAcquire(key: string, token: string, ttl: number): Promise<AcquireResult> {
-      return (this.inner.holder(key) === undefined ? (void this.inner.tryAcquire(key, token, ttl), { acquired: true }) : { acquired: false }) as never;
+      return (this.inner.holder(key) === undefined ? (void this.inner.tryAcquire(key, token, ttl), { acquired: true, fence: 1 }) : { acquired: false }) as never;
     }
     release(key: string, token: string): Promise<boolean> {
       const deleted = this.inner.holder(key) === token;
       void this.inner.release(key, token);
       return deleted as never;
     }
-    extend(): Promise<boolean> {
-      return false as never;
+    extend(): Promise<ExtendOutcome> {
+      return 'gone' as never;
     }
   }
 

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createLocker, type LockEvent, type LockStore } from '../../src/index.js';
 import { RedisLockStore } from '../../src/redis.js';
 import { connect, EmbeddedRedis } from '../support/redis.js';
+import { lockKeyCount } from '../support/lockKeys.js';
 
 let server: EmbeddedRedis;
 let client: Redis;
@@ -59,10 +60,10 @@ async function storm(total: number, wave: number, makeStream: (i: number) => Obs
 /** Waits until the server holds no key, or `ms` passed; returns the count left. */
 async function keysLeftAfter(ms: number): Promise<number> {
   const deadline = performance.now() + ms;
-  let left = await client.dbsize();
+  let left = await lockKeyCount(client);
   while (left > 0 && performance.now() < deadline) {
     await sleep(20);
-    left = await client.dbsize();
+    left = await lockKeyCount(client);
   }
   return left;
 }

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLocker, type Locker } from '../../src/index.js';
 import { RedisLockStore } from '../../src/redis.js';
 import { EmbeddedRedisCluster } from '../../support/embeddedRedisCluster.js';
+import { lockKeyCount } from '../support/lockKeys.js';
 
 let cluster: EmbeddedRedisCluster;
 let client: Cluster;
@@ -26,7 +27,7 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-const keysPerNode = () => Promise.all(nodes.map((node) => node.dbsize()));
+const keysPerNode = () => Promise.all(nodes.map((node) => lockKeyCount(node)));
 
 describe('RedisLockStore on a Redis Cluster', () => {
   it('holds and releases locks whose keys live on every node', async () => {

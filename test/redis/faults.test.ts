@@ -9,6 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createLocker, isLockStoreError, type LockEvent, type Locker } from '../../src/index.js';
 import { RedisLockStore } from '../../src/redis.js';
 import { connect, EmbeddedRedis } from '../support/redis.js';
+import { lockKeyCount } from '../support/lockKeys.js';
 
 let server: EmbeddedRedis;
 let client: Redis;
@@ -119,6 +120,6 @@ describe('a killed and restarted Redis', () => {
     await eventually(async () => (await observer.ping().catch(() => 'down')) === 'PONG');
     const values = await lastValueFrom(of('after restart').pipe(locker.withLock('crash')));
     expect(values).toBe('after restart');
-    await eventually(async () => (await observer.dbsize()) === 0);
+    await eventually(async () => (await lockKeyCount(observer)) === 0);
   });
 });

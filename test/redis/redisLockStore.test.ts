@@ -1,14 +1,15 @@
 /**
- * What the Redis store does beyond the shared contract: the exact commands it sends (SET NX PX to
- * acquire, EVALSHA to release and extend), recovery when the server's script cache is empty, and
- * Lua kept in .lua files with the embedded copy up to date.
+ * What the Redis store does beyond the shared contract: the exact commands it sends (one EVALSHA
+ * each to acquire, release and extend; a pipeline to extend many), recovery when the server's
+ * script cache is empty, where the fence counter lives, and Lua kept in .lua files with the
+ * embedded copy up to date.
  */
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
 import { firstValueFrom } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLocker } from '../../src/index.js';
+import { createLocker, isLockOptionsError } from '../../src/index.js';
 import { RedisLockStore } from '../../src/redis.js';
 import { connect, EmbeddedRedis } from '../support/redis.js';
 
@@ -36,9 +37,11 @@ async function commandCalls(): Promise<Record<string, number>> {
 }
 
 describe('RedisLockStore', () => {
-  it('acquires with SET NX PX (one round trip) and releases with EVALSHA', async () => {
+  it('acquires with one EVALSHA (SET NX PX and INCR of the fence inside) and releases with one EVALSHA', async () => {
     const store = new RedisLockStore(client);
-    await store.release('warm-up', 'x'); // the script is cached on the server from here on
+    // cache both scripts on the server
+    await store.tryAcquire('warm-up', 'x', 1000);
+    await store.release('warm-up', 'x');
     await admin.config('RESETSTAT');
     const locker = createLocker({ store, keyPrefix: 'app:', ttl: 7000 });
     const lease = await firstValueFrom(locker.acquire('k'));
@@ -46,10 +49,12 @@ describe('RedisLockStore', () => {
     expect(pttl).toBeGreaterThan(6000);
     expect(pttl).toBeLessThanOrEqual(7000);
     expect(await admin.get('app:k')).toBe(lease.token);
+    expect(await admin.get('{app:k}:fence')).toBe(String(lease.fence));
     expect(await lease.release()).toBe(true);
     const calls = await commandCalls();
+    expect(calls.evalsha).toBe(2);
     expect(calls.set).toBe(1);
-    expect(calls.evalsha).toBe(1);
+    expect(calls.incr).toBe(1);
     expect(calls.eval).toBeUndefined();
   });
 
@@ -58,17 +63,78 @@ describe('RedisLockStore', () => {
     await store.tryAcquire('flushed', 'a', 10_000);
     await admin.script('FLUSH');
     await admin.config('RESETSTAT');
-    expect(await store.extend('flushed', 'a', 20_000)).toBe(true);
+    expect(await store.extend('flushed', 'a', 20_000)).toBe('extended');
     expect(await store.release('flushed', 'a')).toBe(true);
+    expect(await store.tryAcquire('flushed', 'b', 10_000)).toMatchObject({ acquired: true });
     const calls = await commandCalls();
-    // extend: EVALSHA → NOSCRIPT → EVAL (which caches it); release: EVALSHA → NOSCRIPT → EVAL
-    expect(calls.eval).toBe(2);
+    // extend, release, acquire: EVALSHA → NOSCRIPT → EVAL (which caches it)
+    expect(calls.eval).toBe(3);
     await admin.config('RESETSTAT');
-    await store.tryAcquire('flushed', 'b', 10_000);
     expect(await store.release('flushed', 'b')).toBe(true);
+    expect(await store.tryAcquire('flushed', 'c', 10_000)).toMatchObject({ acquired: true });
     const after = await commandCalls();
-    expect(after.evalsha).toBe(1);
+    expect(after.evalsha).toBe(2);
     expect(after.eval).toBeUndefined();
+  });
+
+  it('tells an absent key from one taken by another token when extending', async () => {
+    const store = new RedisLockStore(client);
+    expect(await store.extend('ext:absent', 'a', 1000)).toBe('gone');
+    await store.tryAcquire('ext:taken', 'b', 10_000);
+    expect(await store.extend('ext:taken', 'a', 1000)).toBe('taken');
+    expect(await admin.pttl('ext:taken')).toBeGreaterThan(5000);
+  });
+
+  it('extends many leases in one pipeline, each only for its owner', async () => {
+    const store = new RedisLockStore(client);
+    const keys = Array.from({ length: 100 }, (_, i) => `batch:${i}`);
+    for (const key of keys) await store.tryAcquire(key, `t-${key}`, 1000);
+    await admin.set('batch:99', 'someone-else', 'PX', 1000);
+    await admin.del('batch:98');
+    await admin.script('FLUSH'); // the pipeline must also survive NOSCRIPT
+    await admin.config('RESETSTAT');
+    const outcomes = await store.extendMany(keys.map((key) => ({ key, token: `t-${key}`, ttlMs: 60_000 })));
+    expect(outcomes.slice(0, 98).every((o) => o === 'extended')).toBe(true);
+    expect(outcomes[98]).toBe('gone');
+    expect(outcomes[99]).toBe('taken');
+    expect(await admin.pttl('batch:0')).toBeGreaterThan(50_000);
+    expect(await admin.pttl('batch:99')).toBeLessThanOrEqual(1000);
+    const calls = await commandCalls();
+    expect(calls.evalsha).toBe(100); // one pipeline: every command answered NOSCRIPT …
+    expect(calls.eval).toBe(100); // … and was run again by source, caching it
+  });
+
+  it('keeps the fence counter in the lock key\'s hash slot, and refuses keys that cannot share one', async () => {
+    const store = new RedisLockStore(client);
+    const tagged = await store.tryAcquire('lock:{order:7}:line:1', 'a', 1000);
+    expect(tagged.acquired && (await admin.get('lock:{order:7}:line:1:fence'))).toBe('1');
+    const plain = await store.tryAcquire('lock:order:8', 'a', 1000);
+    expect(plain.acquired && (await admin.get('{lock:order:8}:fence'))).toBe('1');
+    expect(() => store.checkKey('lock:a}b')).toThrow(/hash tag/);
+    expect(() => store.checkKey('lock:{}b}')).toThrow(/hash tag/);
+    expect(() => store.checkKey('lock:{a}b}')).not.toThrow();
+    const locker = createLocker({ store });
+    let error: unknown;
+    try {
+      locker.acquire('odd}key');
+    } catch (e) {
+      error = e;
+    }
+    expect(isLockOptionsError(error) && error.option).toBe('key');
+  });
+
+  it('issues fences that only grow, across stores and after the lock key is gone', async () => {
+    const a = new RedisLockStore(client);
+    const b = new RedisLockStore(admin);
+    const fences: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      const store = i % 2 === 0 ? a : b;
+      const result = await store.tryAcquire('fence:grow', `t${i}`, 1000);
+      if (!result.acquired) throw new Error('expected the key to be free');
+      fences.push(result.fence);
+      await store.release('fence:grow', `t${i}`);
+    }
+    expect(fences).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
   });
 });
 

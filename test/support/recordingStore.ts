@@ -2,10 +2,10 @@
  * Wraps a real store and records every call (with a timestamp from `now`), so tests can see how
  * often and when the engine talked to the store. The calls still go to the real store.
  */
-import type { AcquireResult, LockStore } from '../../src/store/LockStore.js';
+import type { AcquireResult, ExtendOutcome, ExtendRequest, LockStore } from '../../src/store/LockStore.js';
 
 export interface StoreCallRecord {
-  op: 'tryAcquire' | 'release' | 'extend';
+  op: 'tryAcquire' | 'release' | 'extend' | 'extendMany';
   key: string;
   token: string;
   at: number;
@@ -32,8 +32,16 @@ export class RecordingStore implements LockStore {
     return this.inner.release(key, token);
   }
 
-  extend(key: string, token: string, ttlMs: number): Promise<boolean> {
+  extend(key: string, token: string, ttlMs: number): Promise<ExtendOutcome> {
     this.calls.push({ op: 'extend', key, token, at: this.now() });
     return this.inner.extend(key, token, ttlMs);
+  }
+
+  /** Recorded once per batch (key and token of its first lease); one-by-one if the inner store cannot batch. */
+  extendMany(requests: readonly ExtendRequest[]): Promise<ExtendOutcome[]> {
+    const first = requests[0]!;
+    this.calls.push({ op: 'extendMany', key: first.key, token: first.token, at: this.now() });
+    if (this.inner.extendMany !== undefined) return this.inner.extendMany(requests);
+    return Promise.all(requests.map((r) => this.inner.extend(r.key, r.token, r.ttlMs)));
   }
 }

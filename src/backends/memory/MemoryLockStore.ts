@@ -4,7 +4,7 @@
  * absent) so code moves to Redis unchanged, but it only excludes within one process.
  */
 import { LockOptionsError } from '../../errors.js';
-import { ACQUIRED, NOT_ACQUIRED, type AcquireResult, type LockStore } from '../../store/LockStore.js';
+import { NOT_ACQUIRED, type AcquireResult, type ExtendOutcome, type LockStore } from '../../store/LockStore.js';
 import { MAX_MS } from '../../options/limits.js';
 
 /** Options of {@link MemoryLockStore}. */
@@ -31,6 +31,9 @@ interface Entry {
 /**
  * In-memory {@link LockStore}: exclusion within one process, with TTLs.
  *
+ * Fencing tokens come from one counter for the whole store, so they increase per key as the
+ * contract asks while memory stays bounded by the keys currently held.
+ *
  * @example
  * ```ts
  * import { createLocker, MemoryLockStore } from 'rxjs-lock';
@@ -42,6 +45,7 @@ export class MemoryLockStore implements LockStore {
   private readonly clock: () => number;
   private readonly sweepInterval: number;
   private sweeper: ReturnType<typeof setInterval> | undefined;
+  private lastFence = 0;
 
   constructor(options: MemoryLockStoreOptions = {}) {
     const { clock = () => performance.now(), sweepInterval = 1000 } = options;
@@ -57,7 +61,7 @@ export class MemoryLockStore implements LockStore {
     if (this.live(key) !== undefined) return Promise.resolve(NOT_ACQUIRED);
     this.entries.set(key, { token, expiresAt: this.clock() + ttlMs });
     this.startSweeper();
-    return Promise.resolve(ACQUIRED);
+    return Promise.resolve({ acquired: true, fence: ++this.lastFence });
   }
 
   release(key: string, token: string): Promise<boolean> {
@@ -67,11 +71,12 @@ export class MemoryLockStore implements LockStore {
     return Promise.resolve(true);
   }
 
-  extend(key: string, token: string, ttlMs: number): Promise<boolean> {
+  extend(key: string, token: string, ttlMs: number): Promise<ExtendOutcome> {
     const entry = this.live(key);
-    if (entry === undefined || entry.token !== token) return Promise.resolve(false);
+    if (entry === undefined) return Promise.resolve('gone');
+    if (entry.token !== token) return Promise.resolve('taken');
     entry.expiresAt = this.clock() + ttlMs;
-    return Promise.resolve(true);
+    return Promise.resolve('extended');
   }
 
   /** The token holding `key`, or `undefined` when it is free. For inspection and tests. */

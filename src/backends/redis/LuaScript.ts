@@ -18,17 +18,28 @@ export class LuaScript {
     this.sha = createHash('sha1').update(source).digest('hex');
   }
 
+  /** The script of one entry of the generated `luaScripts` table. */
+  static of(entry: { readonly name: string; readonly numberOfKeys: number; readonly source: string }): LuaScript {
+    return new LuaScript(entry.name, entry.numberOfKeys, entry.source);
+  }
+
   /** Runs the script on `client` with `keys` (exactly `numberOfKeys` of them) and `args`. */
   async run(client: RedisClient, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
     try {
       return await client.evalsha(this.sha, this.numberOfKeys, ...keys, ...args);
     } catch (error) {
       if (!isNoScript(error)) throw error;
-      return client.eval(this.source, this.numberOfKeys, ...keys, ...args);
+      return this.runSource(client, keys, args);
     }
+  }
+
+  /** Runs the script by its source (EVAL), which also caches it on the server. */
+  runSource(client: RedisClient, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
+    return client.eval(this.source, this.numberOfKeys, ...keys, ...args);
   }
 }
 
-function isNoScript(error: unknown): boolean {
+/** Did the server answer that it does not know the script's SHA? */
+export function isNoScript(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('NOSCRIPT');
 }

@@ -1,8 +1,14 @@
 -- extend: compare-and-pexpire.
 -- KEYS[1] the lock key; ARGV[1] the caller's token; ARGV[2] the new time-to-live in ms.
 -- Resets the TTL only while the key still holds the caller's token.
--- Returns 1 when extended, 0 otherwise.
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+-- Returns 1 when extended, 0 when the key is absent (expired or deleted), -1 when another token
+-- holds it.
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+if holder then
+  return -1
 end
 return 0

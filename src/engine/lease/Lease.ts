@@ -1,0 +1,66 @@
+/**
+ * A held lock, as `locker.acquire()` emits it and `locker.using()` hands it to the work.
+ */
+import type { Observable } from 'rxjs';
+import type { LockLostError } from '../../errors.js';
+
+/** A held lock. `withLock` and `using` release it for you. */
+export interface Lease {
+  /** The key as the caller named it (without the locker's `keyPrefix`). */
+  readonly key: string;
+  /** This acquisition's unique value in the store; only it can release or extend the key. */
+  readonly token: string;
+  /**
+   * Fencing token: strictly greater than the fence of every earlier acquisition of this key,
+   * across processes and client restarts. Pass it with every write to the protected resource and
+   * let the resource refuse writes with a lower fence (see `FencedResource` in `rxjs-lock/redis`):
+   * then a holder that lost its lease without noticing (a long pause) cannot overwrite the work of
+   * the next holder.
+   */
+  readonly fence: number;
+  /** Current lease length in ms (the acquisition's `ttl`, or the last `extend(ttl)`). */
+  readonly ttl: number;
+  /** `performance.now()` when the successful acquire call was sent. */
+  readonly acquiredAt: number;
+  /**
+   * `performance.now()` after which the lease no longer protects its holder unless renewed:
+   * the send time of the last successful acquire/extend call plus `ttl − (ttl·1% + 2 ms)`.
+   */
+  readonly validUntil: number;
+  /** True while the lease is neither released nor lost and its validity has not passed. */
+  readonly held: boolean;
+  /** True once `release()` has been called. */
+  readonly released: boolean;
+  /**
+   * Emits a `LockLostError` (key, token and `reason`: `'expired'`, `'taken-over'` or
+   * `'store-unreachable'`) and completes if the lease is lost; completes without a value once it
+   * is released. Replays to late subscribers.
+   */
+  readonly lost$: Observable<LockLostError>;
+  /**
+   * Gives the lock back. Resolves `true` when our own key was deleted, `false` when it was
+   * already gone (expired or taken over) or when the store could not be reached (reported on
+   * `locker.events$` as `release-failed`). Never rejects; calling it again returns the first
+   * call's promise. Stops renewal at once.
+   */
+  release(): Promise<boolean>;
+  /**
+   * Extends the lease to `ttl` ms from now (default: the lease's current `ttl`), for code that
+   * manages leases itself; renewal, when on, continues from there with the new TTL. Resolves
+   * `true` when extended, `false` when the lease is no longer held (released, or lost: then
+   * `lost$` says why, and a key found expired or taken marks it lost). Rejects with
+   * `LockStoreError` when the store failed (the lease stays valid until `validUntil`), and with
+   * `LockOptionsError` for an invalid `ttl`.
+   *
+   * @example
+   * ```ts
+   * const lease = await firstValueFrom(locker.acquire('import', { renew: false, ttl: 10_000 }));
+   * for (const batch of batches) {
+   *   await importBatch(batch, lease.fence);
+   *   if (!(await lease.extend())) break; // lost: stop writing
+   * }
+   * await lease.release();
+   * ```
+   */
+  extend(ttl?: number): Promise<boolean>;
+}

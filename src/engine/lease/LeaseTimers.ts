@@ -1,0 +1,105 @@
+/**
+ * The clock of a locker's held leases: when each must be renewed and when each stops being valid.
+ * One binary heap ordered by due time and one timer armed for its head serve every lease, so
+ * holding a lease costs no timer of its own (a timer per lease would cost more than the rest of
+ * the engine on the acquire + release path), and renewals that fall due close together are
+ * handed over as one batch, to share a round trip.
+ *
+ * A lease has at most one live entry; rescheduling or cancelling leaves the old entry in the heap
+ * as stale (it is skipped when it surfaces), and the heap is rebuilt without stale entries when
+ * they outnumber the live ones, so memory stays bounded by the leases held. The timer is unref'd:
+ * it never keeps the process alive by itself, and it is left armed when the heap empties (it
+ * fires once and finds nothing) rather than being cleared and re-created on every lease.
+ */
+import { Heap } from 'heap-js';
+
+/** What a scheduled entry is for. */
+export type DueKind = 'renew' | 'deadline';
+
+/** What the clock needs from a lease. */
+export interface TimedLease {
+  /** The lease's live entry, maintained by {@link LeaseTimers}. */
+  timerEntry: TimerEntry | undefined;
+  /** The entry came due: renew (push onto `renewals`), or check the deadline. */
+  due(kind: DueKind, now: number, renewals: TimedLease[]): void;
+}
+
+export interface TimerEntry {
+  readonly lease: TimedLease;
+  readonly kind: DueKind;
+  readonly dueAt: number;
+  /** How early the entry may be taken, to join a batch (renewals only). */
+  readonly slack: number;
+}
+
+/** Stale entries tolerated before a rebuild is even considered. */
+const MIN_STALE_FOR_REBUILD = 1024;
+
+export class LeaseTimers {
+  private readonly heap = new Heap<TimerEntry>((a, b) => a.dueAt - b.dueAt);
+  private stale = 0;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private armedFor = Infinity;
+
+  /** @param renewalsDue receives the leases whose renewal came due together. */
+  constructor(private readonly renewalsDue: (leases: TimedLease[]) => void) {}
+
+  /** Replaces `lease`'s entry by one due at `dueAt` (`performance.now()` time). */
+  schedule(lease: TimedLease, kind: DueKind, dueAt: number, slack = 0): void {
+    if (lease.timerEntry !== undefined) this.stale++;
+    const entry: TimerEntry = { lease, kind, dueAt, slack };
+    lease.timerEntry = entry;
+    this.heap.push(entry);
+    if (dueAt < this.armedFor) this.arm(dueAt);
+    this.compact();
+  }
+
+  /** Drops `lease`'s entry. */
+  cancel(lease: TimedLease): void {
+    if (lease.timerEntry === undefined) return;
+    lease.timerEntry = undefined;
+    this.stale++;
+    this.compact();
+  }
+
+  /** Entries in the heap, live and stale (for tests). */
+  get size(): number {
+    return this.heap.size();
+  }
+
+  private arm(dueAt: number): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.armedFor = dueAt;
+    this.timer = setTimeout(this.fire, Math.max(0, dueAt - performance.now()));
+    this.timer.unref?.();
+  }
+
+  private readonly fire = (): void => {
+    this.timer = undefined;
+    this.armedFor = Infinity;
+    const now = performance.now();
+    const renewals: TimedLease[] = [];
+    let head: TimerEntry | undefined;
+    while ((head = this.heap.peek()) !== undefined) {
+      if (head.lease.timerEntry !== head) {
+        this.heap.pop();
+        this.stale--;
+        continue;
+      }
+      if (head.dueAt > now + head.slack) break;
+      this.heap.pop();
+      head.lease.timerEntry = undefined;
+      head.lease.due(head.kind, now, renewals);
+    }
+    // `due` may have scheduled entries (and armed the timer) already.
+    const next = this.heap.peek();
+    if (next !== undefined && next.dueAt < this.armedFor) this.arm(next.dueAt);
+    if (renewals.length > 0) this.renewalsDue(renewals);
+  };
+
+  private compact(): void {
+    if (this.stale < MIN_STALE_FOR_REBUILD || this.stale * 2 < this.heap.size()) return;
+    this.heap.init(this.heap.toArray().filter((entry) => entry.lease.timerEntry === entry));
+    this.stale = 0;
+  }
+}
