@@ -33,6 +33,8 @@ export class HeldLease implements Lease, TimedLease {
   private lostError: LockLostError | undefined;
   /** The last renewal failed (reason for a deadline that passes). */
   private lastRenewError: LockStoreError | undefined;
+  /** A renewal was sent and not answered yet. */
+  private renewPending = false;
   private currentTtl: number;
   private until: number;
 
@@ -104,6 +106,7 @@ export class HeldLease implements Lease, TimedLease {
     if (this.state !== 'held') return false;
     const now = performance.now();
     if (!this.checkValid(now)) return false;
+    this.renewPending = false;
     if (outcome === 'gone') return this.lose('expired'), false;
     if (outcome === 'taken') return this.lose('taken-over'), false;
     // Replies come in the order the calls were sent, so the last answered call sets the TTL.
@@ -120,6 +123,7 @@ export class HeldLease implements Lease, TimedLease {
     if (this.state !== 'held') return;
     const now = performance.now();
     if (!this.checkValid(now)) return;
+    this.renewPending = false;
     this.lastRenewError = error;
     this.owner.reportRenewFailed(this, error);
     const retryAt = now + Math.max(1, Math.floor(this.interval / 3));
@@ -129,6 +133,7 @@ export class HeldLease implements Lease, TimedLease {
 
   /** A renewal was sent: until it is answered, only the deadline is watched. */
   renewing(): void {
+    this.renewPending = true;
     this.owner.schedule(this, 'deadline', this.until);
   }
 
@@ -146,7 +151,10 @@ export class HeldLease implements Lease, TimedLease {
   private checkValid(now: number): boolean {
     if (this.state !== 'held') return false;
     if (now < this.until) return true;
-    this.lose(this.lastRenewError !== undefined ? 'store-unreachable' : 'expired', this.lastRenewError);
+    // Unanswered or failed renewals mean the store could not be reached in time; otherwise
+    // nothing renewed the lease (renew: false, or this process stalled past the validity).
+    const unreachable = this.renewPending || this.lastRenewError !== undefined;
+    this.lose(unreachable ? 'store-unreachable' : 'expired', this.lastRenewError);
     return false;
   }
 

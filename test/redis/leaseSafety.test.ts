@@ -1,0 +1,301 @@
+/**
+ * Lease safety on a real Redis: renewal keeps a long stream's lock, a key deleted or taken by
+ * someone else is noticed within one renewal interval, a frozen Redis makes the holder give up at
+ * its local deadline (before the server could hand the key to anyone), renewals of many leases
+ * share round trips, and leases can be extended by hand.
+ */
+import type { Redis } from 'ioredis';
+import { firstValueFrom, lastValueFrom, NEVER, Subject, tap, timer } from 'rxjs';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createLocker, isLockLostError, isLockOptionsError, isLockTimeoutError, type Lease, type LockEvent, type LockLostError } from '../../src/index.js';
+import { RedisLockStore, type RedisClient } from '../../src/redis.js';
+import type { LockEngine } from '../../src/engine/LockEngine.js';
+import { connect, EmbeddedRedis } from '../support/redis.js';
+import { lockKeyCount } from '../support/lockKeys.js';
+
+let server: EmbeddedRedis;
+let client: Redis;
+let admin: Redis;
+const unhandled: unknown[] = [];
+const onUnhandled = (reason: unknown) => unhandled.push(reason);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+beforeAll(async () => {
+  process.on('unhandledRejection', onUnhandled);
+  server = await EmbeddedRedis.start();
+  client = connect(server, { maxRetriesPerRequest: null });
+  admin = connect(server);
+});
+afterAll(async () => {
+  process.off('unhandledRejection', onUnhandled);
+  client?.disconnect();
+  admin?.disconnect();
+  await server?.stop();
+});
+beforeEach(async () => {
+  await admin.flushall();
+});
+afterEach(() => {
+  expect(unhandled).toEqual([]);
+});
+
+/** A locker on the shared client, recording its events. */
+function lockerWith(options: Parameters<typeof createLocker>[0] = {}) {
+  const locker = createLocker({ store: new RedisLockStore(client), keyPrefix: '', ...options });
+  const events: LockEvent[] = [];
+  locker.events$.subscribe((e) => events.push(e));
+  return { locker, events, engine: locker as unknown as LockEngine };
+}
+
+async function evalshaCalls(): Promise<number> {
+  const match = /^cmdstat_evalsha:calls=(\d+)/m.exec(await admin.info('commandstats'));
+  return match ? Number(match[1]) : 0;
+}
+
+/** Resolves once `check` holds, polling every 5 ms for up to `ms`. */
+async function eventually(check: () => Promise<boolean> | boolean, ms = 3000): Promise<void> {
+  const deadline = performance.now() + ms;
+  while (!(await check())) {
+    if (performance.now() > deadline) throw new Error('condition not reached in time');
+    await sleep(5);
+  }
+}
+
+describe('watchdog renewal', () => {
+  it('a stream that runs 5× its TTL keeps the lock, and a competitor times out meanwhile', async () => {
+    const { locker, events } = lockerWith({ ttl: 200 });
+    const rival = createLocker({ store: new RedisLockStore(admin), keyPrefix: '' });
+    const holding = lastValueFrom(timer(1000).pipe(locker.withLock('long')));
+    await eventually(() => events.some((e) => e.type === 'acquired'));
+    const rivalError = await firstValueFrom(rival.acquire('long', { waitTimeout: 700 })).catch((e: unknown) => e);
+    expect(isLockTimeoutError(rivalError)).toBe(true);
+    await expect(holding).resolves.toBe(0);
+    const types = events.map((e) => e.type);
+    // renewed every ttl/3 = 66 ms: about 15 times in 1 s
+    expect(types.filter((t) => t === 'renewed').length).toBeGreaterThanOrEqual(10);
+    expect(types[0]).toBe('acquired');
+    expect(types.at(-1)).toBe('released');
+    expect(types).not.toContain('lost');
+    expect(events.at(-1)).toMatchObject({ type: 'released', deleted: true });
+    expect(await lockKeyCount(admin)).toBe(0);
+  });
+
+  it('renews at the configured interval, and stops exactly at release', async () => {
+    const { locker, events, engine } = lockerWith({ ttl: 1000, renew: { interval: 50 } });
+    const lease = await firstValueFrom(locker.acquire('interval'));
+    await sleep(275);
+    const renewed = events.filter((e) => e.type === 'renewed').length;
+    expect(renewed).toBeGreaterThanOrEqual(3);
+    expect(renewed).toBeLessThanOrEqual(7);
+    expect(await admin.pttl('interval')).toBeGreaterThan(900);
+    await lease.release();
+    const before = await evalshaCalls();
+    await sleep(200);
+    // no renewal after the release
+    expect(await evalshaCalls()).toBe(before);
+    expect(events.filter((e) => e.type === 'renewed').length).toBe(renewed);
+    expect(engine.timers.size).toBeLessThanOrEqual(1);
+  });
+
+  it('renew: false lets the lease end with its TTL: withLock errors with LockLostError (expired)', async () => {
+    const { locker, events } = lockerWith({ ttl: 150, renew: false });
+    const started = performance.now();
+    const error = await lastValueFrom(NEVER.pipe(locker.withLock('no-renew'))).catch((e: unknown) => e);
+    const elapsed = performance.now() - started;
+    expect(isLockLostError(error)).toBe(true);
+    expect(error).toMatchObject({ key: 'no-renew', reason: 'expired' });
+    // validity of a 150 ms lease: 150 − 1.5 − 2 = 146.5 ms after the acquire was sent
+    expect(elapsed).toBeGreaterThanOrEqual(146);
+    expect(elapsed).toBeLessThan(146.5 + 100);
+    expect(events.map((e) => e.type)).toEqual(['acquired', 'lost']);
+  });
+});
+
+describe('lease loss reaches the stream', () => {
+  it('a key deleted by someone else → LockLostError (expired) within one renewal interval', async () => {
+    const { locker, events } = lockerWith({ ttl: 600 }); // renewal every 200 ms
+    const source = new Subject<number>();
+    const result = lastValueFrom(source.pipe(locker.withLock('deleted'))).catch((e: unknown) => e);
+    await eventually(() => events.some((e) => e.type === 'acquired'));
+    expect(source.observed).toBe(true);
+    await admin.del('deleted');
+    const deletedAt = performance.now();
+    const error = (await result) as LockLostError;
+    const noticedAfter = performance.now() - deletedAt;
+    expect(isLockLostError(error)).toBe(true);
+    expect(error.reason).toBe('expired');
+    expect(noticedAfter).toBeLessThan(200 + 100);
+    // the work was unsubscribed
+    expect(source.observed).toBe(false);
+    expect(events.some((e) => e.type === 'lost' && e.reason === 'expired')).toBe(true);
+  });
+
+  it('a key overwritten by another owner → LockLostError (taken-over), and their key is left alone', async () => {
+    const { locker, events } = lockerWith({ ttl: 600 });
+    const result = lastValueFrom(NEVER.pipe(locker.withLock('overwritten'))).catch((e: unknown) => e);
+    await eventually(() => events.some((e) => e.type === 'acquired'));
+    await admin.set('overwritten', 'intruder', 'PX', 10_000);
+    const overwrittenAt = performance.now();
+    const error = (await result) as LockLostError;
+    expect(performance.now() - overwrittenAt).toBeLessThan(200 + 100);
+    expect(error).toMatchObject({ name: 'LockLostError', key: 'overwritten', reason: 'taken-over' });
+    await eventually(() => events.some((e) => e.type === 'released'));
+    expect(events.find((e) => e.type === 'released')).toMatchObject({ deleted: false });
+    expect(await admin.get('overwritten')).toBe('intruder');
+  });
+
+  it("onLost: 'notify' keeps the work running and reports the loss on lease.lost$ and events$", async () => {
+    const { locker, events } = lockerWith({ ttl: 300, onLost: 'notify' });
+    const lost: LockLostError[] = [];
+    const values: number[] = [];
+    let leaseSeen: Lease | undefined;
+    const errors: unknown[] = [];
+    const subscription = locker
+      .using('notify', (lease) => {
+        leaseSeen = lease;
+        lease.lost$.subscribe((e) => lost.push(e));
+        return timer(0, 20).pipe(tap((v) => values.push(v)));
+      })
+      .subscribe({ error: (e: unknown) => errors.push(e) });
+    await eventually(() => leaseSeen !== undefined);
+    await admin.set('notify', 'intruder');
+    await eventually(() => lost.length === 1);
+    const countAtLoss = values.length;
+    expect(lost[0]).toMatchObject({ reason: 'taken-over', key: 'notify', token: leaseSeen!.token });
+    expect(leaseSeen!.held).toBe(false);
+    expect(events.some((e) => e.type === 'lost')).toBe(true);
+    await sleep(120);
+    expect(values.length).toBeGreaterThan(countAtLoss + 2); // the work goes on
+    expect(errors).toEqual([]);
+    subscription.unsubscribe();
+    await eventually(() => events.some((e) => e.type === 'released'));
+    expect(await admin.get('notify')).toBe('intruder');
+  });
+
+  it('a paused Redis (SIGSTOP past the TTL) → LockLostError at the local deadline, before the key can expire; all well after SIGCONT', async () => {
+    const { locker, events, engine } = lockerWith({ ttl: 400 }); // renewals every 133 ms; commandTimeout 2 s
+    let lease: Lease | undefined;
+    const result = lastValueFrom(
+      locker.using('frozen', (l) => {
+        lease = l;
+        return NEVER;
+      }),
+    ).catch((e: unknown) => e);
+    await eventually(() => lease !== undefined);
+    server.pause();
+    let error: unknown;
+    let erroredAt = 0;
+    try {
+      error = await result;
+      erroredAt = performance.now();
+    } finally {
+      server.resume();
+    }
+    expect(isLockLostError(error)).toBe(true);
+    expect(error).toMatchObject({ key: 'frozen', reason: 'store-unreachable' });
+    // at the deadline, and before the server-side expiry (at least acquiredAt + 400 ms)
+    expect(erroredAt).toBeGreaterThanOrEqual(lease!.validUntil);
+    expect(erroredAt - lease!.validUntil).toBeLessThan(50);
+    expect(erroredAt).toBeLessThan(lease!.acquiredAt + 400);
+
+    // After SIGCONT: the release sent at the loss is answered, no renewal runs any more, and
+    // the key can be taken again.
+    await eventually(() => events.some((e) => e.type === 'released' || e.type === 'release-failed'));
+    const before = await evalshaCalls();
+    await sleep(400);
+    expect(await evalshaCalls()).toBe(before);
+    expect(engine.timers.size).toBeLessThanOrEqual(1);
+    const again = await firstValueFrom(locker.acquire('frozen', { waitTimeout: 1000 }));
+    expect(again.fence).toBeGreaterThan(lease!.fence);
+    await again.release();
+    expect(await lockKeyCount(admin)).toBe(0);
+  });
+});
+
+describe('renewals share round trips', () => {
+  it('10,000 held leases are renewed in a handful of pipelines per interval, not 10,000 calls', async () => {
+    let direct = 0;
+    let pipelines = 0;
+    let pipelined = 0;
+    const counting: RedisClient = {
+      isCluster: false,
+      evalsha: (sha, n, ...rest) => {
+        direct++;
+        return client.evalsha(sha, n, ...rest);
+      },
+      eval: (script, n, ...rest) => {
+        direct++;
+        return client.eval(script, n, ...rest);
+      },
+      pipeline: () => {
+        const inner = client.pipeline();
+        pipelines++;
+        return {
+          evalsha: (sha: string, n: number, ...rest: Array<string | number>) => {
+            pipelined++;
+            return inner.evalsha(sha, n, ...rest);
+          },
+          exec: () => inner.exec(),
+        };
+      },
+    };
+    const locker = createLocker({ store: new RedisLockStore(counting), keyPrefix: '', ttl: 3000, waitTimeout: 0 });
+    let renewed = 0;
+    locker.events$.subscribe((e) => {
+      if (e.type === 'renewed') renewed++;
+    });
+    const leases: Lease[] = [];
+    for (let i = 0; i < 10_000; i += 500) {
+      leases.push(...(await Promise.all(Array.from({ length: 500 }, (_, j) => firstValueFrom(locker.acquire(`many:${i + j}`))))));
+    }
+    const directAfterAcquire = direct;
+    // two renewal intervals (1 s each) after the last acquisition
+    await sleep(2300);
+    expect(renewed).toBeGreaterThanOrEqual(20_000);
+    expect(pipelined).toBe(renewed);
+    expect(direct - directAfterAcquire).toBe(0);
+    expect(pipelines).toBeLessThanOrEqual(30);
+    expect(leases.every((l) => l.held)).toBe(true);
+    await Promise.all(leases.map((l) => l.release()));
+    expect(await lockKeyCount(admin)).toBe(0);
+  }, 30_000);
+});
+
+describe('lease.extend()', () => {
+  it('extends by hand, moves validUntil, and reports a gone key as lost', async () => {
+    const { locker, events } = lockerWith({ ttl: 300, renew: false });
+    const lease = await firstValueFrom(locker.acquire('manual'));
+    const firstDeadline = lease.validUntil;
+    await sleep(50);
+    expect(await lease.extend(5000)).toBe(true);
+    expect(lease.ttl).toBe(5000);
+    expect(lease.validUntil).toBeGreaterThan(firstDeadline + 4000);
+    expect(await admin.pttl('manual')).toBeGreaterThan(4500);
+    await sleep(400); // past the first TTL: still held thanks to the extension
+    expect(lease.held).toBe(true);
+    expect(await admin.get('manual')).toBe(lease.token);
+
+    await expect(lease.extend(2)).rejects.toSatisfy((e: unknown) => isLockOptionsError(e) && e.option === 'ttl');
+    await expect(lease.extend(-5)).rejects.toSatisfy(isLockOptionsError);
+
+    await admin.del('manual');
+    const lost = firstValueFrom(lease.lost$);
+    expect(await lease.extend()).toBe(false);
+    expect(await lost).toMatchObject({ reason: 'expired' });
+    expect(lease.held).toBe(false);
+    expect(events.map((e) => e.type)).toEqual(['acquired', 'renewed', 'lost']);
+    expect(await lease.release()).toBe(false);
+    expect(await lease.extend()).toBe(false);
+  });
+
+  it('after release, extend answers false and lost$ completes without a value', async () => {
+    const { locker } = lockerWith({ ttl: 1000 });
+    const lease = await firstValueFrom(locker.acquire('released'));
+    await lease.release();
+    expect(await lease.extend()).toBe(false);
+    const seen: unknown[] = [];
+    await new Promise<void>((resolve) => lease.lost$.subscribe({ next: (e) => seen.push(e), complete: resolve }));
+    expect(seen).toEqual([]);
+    expect(await admin.exists('released')).toBe(0);
+  });
+});
