@@ -19,6 +19,7 @@ export type {
   AbandonedReleasedEvent,
 } from './engine/events.js';
 export { withLock, type WithLockOptions } from './operators/withLock.js';
+export { usingLock } from './operators/usingLock.js';
 export { getDefaultLocker, setDefaultLocker } from './operators/defaultLocker.js';
 export { DEFAULTS, type LockerOptions, type AcquireOptions, type RetryOptions, type RetryDelay, type RenewOptions, type OnLost } from './options/LockerOptions.js';
 export type { LockStore, AcquireResult, Acquired, NotAcquired, ExtendOutcome, ExtendRequest } from './store/LockStore.js';

@@ -20,7 +20,8 @@ export interface Locker {
    * completes; or errors with `LockTimeoutError` (held by someone else for the whole
    * `waitTimeout`) or `LockStoreError` (the store failed). Unsubscribing before the lease is
    * emitted gives back a lock the store grants anyway. The caller owns the emitted lease and must
-   * call `lease.release()`; prefer {@link Locker.withLock} or {@link Locker.using}.
+   * call `lease.release()`: until then it is renewed (unless `renew: false`), and if it is lost
+   * `lease.lost$` says so. Prefer {@link Locker.withLock} or {@link Locker.using}.
    *
    * Throws `LockOptionsError` at once for an invalid key or option.
    *
@@ -48,6 +49,11 @@ export interface Locker {
    * starts at once and finishes in the background. Throws `LockOptionsError` at once for an
    * invalid key or option.
    *
+   * While the source runs, the lease is renewed every `ttl / 3`. If it is lost anyway (the key
+   * expired or was taken, or the store could not be reached before the lease's deadline), the
+   * source is unsubscribed and the result errors with `LockLostError` at once — or, with
+   * `onLost: 'notify'`, the source keeps running and the loss is only reported on `events$`.
+   *
    * @example
    * ```ts
    * orderEvents$.pipe(
@@ -60,11 +66,12 @@ export interface Locker {
   /**
    * Runs `work(lease)` while holding the lock on `key`, releasing it when the Observable `work`
    * returned ends in any way (a synchronous throw in `work` releases too). Like
-   * {@link Locker.withLock}, with the lease handed to the work.
+   * {@link Locker.withLock}, with the lease handed to the work: pass `lease.fence` to the
+   * protected resource so it can refuse a holder that lost the lock without noticing.
    *
    * @example
    * ```ts
-   * locker.using('report', (lease) => buildReport(lease.token)).subscribe(console.log);
+   * locker.using('report', (lease) => saveReport(report, { fence: lease.fence })).subscribe();
    * ```
    */
   using<R>(key: string, work: (lease: Lease) => ObservableInput<R>, options?: AcquireOptions): Observable<R>;

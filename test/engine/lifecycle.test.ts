@@ -6,6 +6,7 @@
 import { defer, finalize, firstValueFrom, lastValueFrom, NEVER, of, throwError, timer, toArray } from 'rxjs';
 import { describe, expect, it, vi } from 'vitest';
 import {
+  usingLock,
   createLocker,
   getDefaultLocker,
   isLockStoreError,
@@ -296,5 +297,76 @@ describe('store failures', () => {
     await sleep(10);
     expect(store.inner.size).toBe(0);
     expect(events).toEqual([expect.objectContaining({ type: 'abandoned-released', key: 'k', deleted: true })]);
+  });
+});
+
+describe('usingLock()', () => {
+  it('hands the lease (with its fence) to the work, on the given or the default locker', async () => {
+    const { locker, memory } = setup();
+    const seen: Array<[string, number]> = [];
+    const result = await lastValueFrom(
+      usingLock('k', (lease) => {
+        seen.push([memory.holder('p:k')!, lease.fence]);
+        expect(lease.token).toBe(seen[0]![0]);
+        return of('done');
+      }, { locker }),
+    );
+    expect(result).toBe('done');
+    expect(seen[0]![1]).toBeGreaterThan(0);
+    expect(memory.holder('p:k')).toBeUndefined();
+    const second = await lastValueFrom(usingLock('k', (lease) => of(lease.fence), { locker }));
+    expect(second).toBeGreaterThan(seen[0]![1]);
+    // default locker: in memory
+    expect(await lastValueFrom(usingLock('k', (lease) => of(lease.held)))).toBe(true);
+    expect(() => usingLock('k', 'nope' as never)).toThrow(/work/);
+  });
+});
+
+describe('renewal failures', () => {
+  it('a failing renewal is retried while the lease is valid, then the lease is lost as store-unreachable at its deadline', async () => {
+    const store = new FaultyStore();
+    const locker = createLocker({ store, ttl: 300 }); // renewal every 100 ms, retries every 33 ms
+    const events: LockEvent[] = [];
+    locker.events$.subscribe((e) => events.push(e));
+    let deadline = 0;
+    const result = lastValueFrom(
+      locker.using('k', (lease) => {
+        deadline = lease.validUntil;
+        store.mode = 'reject';
+        return NEVER;
+      }),
+    ).catch((e: unknown) => e);
+    const error = await result;
+    const at = performance.now();
+    store.mode = 'ok';
+    expect(error).toMatchObject({ name: 'LockLostError', reason: 'store-unreachable' });
+    expect((error as Error).cause).toMatchObject({ name: 'LockStoreError', operation: 'extend' });
+    expect(at).toBeGreaterThanOrEqual(deadline);
+    expect(at - deadline).toBeLessThan(60);
+    const failures = events.filter((e) => e.type === 'renew-failed');
+    // first renewal at ~100 ms, then retries every ~33 ms until ~294 ms
+    expect(failures.length).toBeGreaterThanOrEqual(4);
+    expect(failures.length).toBeLessThanOrEqual(8);
+    // the release tried at the loss fails too: the store still refuses
+    expect(events.map((e) => e.type).filter((t) => t !== 'renew-failed')).toEqual(['acquired', 'lost', 'release-failed']);
+  });
+
+  it('a renewal that recovers before the deadline keeps the lease', async () => {
+    const store = new FaultyStore();
+    const locker = createLocker({ store, ttl: 300 });
+    const events: LockEvent[] = [];
+    locker.events$.subscribe((e) => events.push(e));
+    const done = lastValueFrom(
+      locker.using('k', () => {
+        store.mode = 'reject';
+        setTimeout(() => (store.mode = 'ok'), 150);
+        return timer(600);
+      }),
+    );
+    await expect(done).resolves.toBe(0);
+    const types = events.map((e) => e.type);
+    expect(types).toContain('renew-failed');
+    expect(types).not.toContain('lost');
+    expect(types.at(-1)).toBe('released');
   });
 });

@@ -1,0 +1,62 @@
+/**
+ * `usingLock(key, (lease) => work)`: the `withLock` variant that hands the lease to the work,
+ * for work that needs the fencing token or its own view of the lease.
+ */
+import { defer, type Observable, type ObservableInput } from 'rxjs';
+import type { Lease } from '../engine/lease/Lease.js';
+import type { Locker } from '../engine/Locker.js';
+import { LockOptionsError } from '../errors.js';
+import { ACQUIRE_KEYS, checkAcquireOptions, validateKey } from '../options/validate.js';
+import type { AcquireOptions } from '../options/LockerOptions.js';
+import { getDefaultLocker } from './defaultLocker.js';
+import type { WithLockOptions } from './withLock.js';
+
+const USING_LOCK_KEYS = [...ACQUIRE_KEYS, 'locker'];
+
+/**
+ * Runs `work(lease)` while holding the lock on `key`, and releases the lock exactly once when the
+ * Observable it returns completes, errors or is unsubscribed (a synchronous throw in `work`
+ * releases too). The lease gives the work its fencing token (`lease.fence`) to pass to the
+ * protected resource, its deadline (`lease.validUntil`, `lease.held`) and `lease.lost$`.
+ *
+ * <span class="informal">`withLock` with the lease in hand.</span>
+ *
+ * Uses `options.locker`, or else the process-wide default locker (see `setDefaultLocker`),
+ * resolved at subscription. Like `withLock`: acquisition errors are the result's errors; a lost
+ * lease unsubscribes the work and errors with `LockLostError` (unless `onLost: 'notify'`);
+ * complete and error are delivered once the release has been answered. Throws
+ * `LockOptionsError` at once for an invalid key or option.
+ *
+ * @example
+ * ```ts
+ * import { usingLock } from 'rxjs-lock';
+ * import { FencedResource } from 'rxjs-lock/redis';
+ *
+ * const ledger = new FencedResource(redis, 'ledger:7');
+ * usingLock('ledger:7', (lease) => ledger.write(lease.fence, JSON.stringify(entry)), { locker })
+ *   .subscribe((result) => console.log(result.accepted ? 'written' : 'refused: a newer holder wrote'));
+ * ```
+ *
+ * @param key The resource to lock (a non-empty string of at most 4096 characters).
+ * @param work Called with the lease once the lock is held; returns the work to run.
+ * @param options `ttl`, `waitTimeout`, `retry`, `renew`, `onLost` for this acquisition, and `locker`.
+ * @return An Observable of the work's values, produced while the lock is held.
+ * @see Locker.using
+ */
+export function usingLock<R>(key: string, work: (lease: Lease) => ObservableInput<R>, options?: WithLockOptions): Observable<R> {
+  validateKey(key);
+  if (typeof work !== 'function') throw new LockOptionsError('work', 'a function (lease) => ObservableInput', work);
+  let acquireOptions: AcquireOptions | undefined = options;
+  let locker: Locker | undefined;
+  if (options !== undefined) {
+    checkAcquireOptions(options, USING_LOCK_KEYS);
+    const { locker: chosen, ...rest } = options;
+    if (chosen !== undefined && (typeof chosen !== 'object' || chosen === null || typeof chosen.using !== 'function')) {
+      throw new LockOptionsError('locker', 'a Locker made by createLocker()', chosen);
+    }
+    locker = chosen;
+    acquireOptions = rest;
+  }
+  if (locker !== undefined) return locker.using(key, work, acquireOptions);
+  return defer(() => getDefaultLocker().using(key, work, acquireOptions));
+}
