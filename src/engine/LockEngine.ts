@@ -1,32 +1,39 @@
 /**
- * The lock engine behind a {@link Locker}: holds the validated settings, runs acquisitions,
- * keeps held leases valid (renewal, deadlines), releases leases exactly once without ever
- * throwing, and reports what happens on `events$`.
+ * The lock engine behind a {@link Locker}: holds the validated settings, routes acquisitions
+ * through each key's local gate, keeps held leases valid (renewal, deadlines), releases leases
+ * exactly once without ever throwing, and reports what happens on `events$`.
  */
-import { defer, mergeMap, Subject, type MonoTypeOperatorFunction, type Observable, type ObservableInput, type SchedulerLike } from 'rxjs';
-import { LockStoreError, type LockLostError } from '../errors.js';
+import { asyncScheduler, defer, mergeMap, Subject, type MonoTypeOperatorFunction, type Observable, type ObservableInput, type SchedulerLike } from 'rxjs';
+import { isLockStoreError, LockStoreError, type LockLostError } from '../errors.js';
 import type { AcquireOptions } from '../options/LockerOptions.js';
 import { resolveAcquireOptions, validateKey, type AcquireSettings, type LockerSettings } from '../options/validate.js';
 import type { ExtendOutcome, LockStore } from '../store/LockStore.js';
 import { acquisition } from './acquisition.js';
 import type { LockEvent } from './events.js';
-import { HeldLease, type LeaseOwner } from './lease/HeldLease.js';
+import { KeyGate } from './gate/KeyGate.js';
+import type { HeldLease } from './lease/HeldLease.js';
 import type { Lease } from './lease/Lease.js';
 import { LeaseTimers, type DueKind, type TimedLease } from './lease/LeaseTimers.js';
+import { StoreLease, type StoreLeaseOwner } from './lease/StoreLease.js';
 import type { Locker } from './Locker.js';
 import { CallDeadlines } from './CallDeadlines.js';
 import { callStore } from './storeCall.js';
 import { whileHeld } from './whileHeld.js';
 
-export class LockEngine implements Locker, LeaseOwner {
+export class LockEngine implements Locker, StoreLeaseOwner {
   readonly store: LockStore;
   readonly keyPrefix: string;
   readonly deadlines: CallDeadlines;
   readonly random: () => number;
   readonly scheduler: SchedulerLike | undefined;
+  /** The scheduler of wait limits and back-off: the given one, or `asyncScheduler`. */
+  readonly timerScheduler: SchedulerLike;
   readonly now: () => number;
-  readonly timers = new LeaseTimers((leases) => this.renew(leases as HeldLease[]));
-  private readonly defaults: AcquireSettings;
+  readonly timers = new LeaseTimers((leases) => this.renew(leases as StoreLease[]));
+  readonly defaults: AcquireSettings;
+  private readonly localGate: boolean;
+  /** The gates of keys with a holder, waiters or a release in flight (see KeyGate). */
+  private readonly gates = new Map<string, KeyGate>();
   private readonly events = new Subject<LockEvent>();
   readonly events$: Observable<LockEvent> = this.events.asObservable();
 
@@ -37,8 +44,10 @@ export class LockEngine implements Locker, LeaseOwner {
     this.random = settings.random;
     const scheduler = settings.scheduler;
     this.scheduler = scheduler;
+    this.timerScheduler = scheduler ?? asyncScheduler;
     this.now = scheduler ? () => scheduler.now() : () => performance.now();
     this.defaults = settings;
+    this.localGate = settings.localGate;
   }
 
   acquire(key: string, options?: AcquireOptions): Observable<Lease> {
@@ -57,6 +66,11 @@ export class LockEngine implements Locker, LeaseOwner {
     return lease$.pipe(mergeMap((lease) => whileHeld(lease, defer(() => work(lease)), settings.onLost)));
   }
 
+  /** Keys with a local gate right now (holders, waiters or releases in flight). For tests. */
+  get liveKeys(): number {
+    return this.gates.size;
+  }
+
   private settingsOf(options: AcquireOptions | undefined): AcquireSettings {
     return resolveAcquireOptions(options, this.defaults);
   }
@@ -67,19 +81,34 @@ export class LockEngine implements Locker, LeaseOwner {
     return acquisition(this, key, storeKey, settings);
   }
 
-  /** A lease the store granted: starts its clock (renewal or deadline). */
-  openLease(key: string, storeKey: string, token: string, fence: number, settings: AcquireSettings, sentAt: number): HeldLease {
-    const lease = new HeldLease(this, key, storeKey, token, fence, settings.ttl, sentAt, settings.renew);
-    lease.start();
-    return lease;
+  /** The gate of `storeKey`: shared by all of this locker's waiters, or one of its own without the local gate. */
+  gateFor(key: string, storeKey: string): KeyGate {
+    if (!this.localGate) return new KeyGate(this, key, storeKey, false);
+    let gate = this.gates.get(storeKey);
+    if (gate === undefined) {
+      gate = new KeyGate(this, key, storeKey, true);
+      this.gates.set(storeKey, gate);
+    }
+    return gate;
   }
 
-  /** Called once per lease by {@link HeldLease.release}. Never rejects. */
-  releaseLease(lease: HeldLease): Promise<boolean> {
+  forgetGate(gate: KeyGate): void {
+    if (this.gates.get(gate.storeKey) === gate) this.gates.delete(gate.storeKey);
+  }
+
+  /** The store lock a session won: its validity counts from `sentAt`, with the key's `ttl`. */
+  openStoreLease(key: string, storeKey: string, token: string, ttl: number, sentAt: number, settings: AcquireSettings): StoreLease {
+    return new StoreLease(this, key, storeKey, token, ttl, sentAt, settings.ttl, settings.renew);
+  }
+
+  /** Gives the store lock back (its renewal already stopped). Never rejects. */
+  releaseStore(lease: StoreLease, holder: HeldLease | undefined): Promise<boolean> {
     return new Promise<boolean>((resolve) => {
       callStore(this.deadlines, 'release', lease.key, () => this.store.release(lease.storeKey, lease.token), {
         value: (deleted) => {
-          if (this.events.observed) this.events.next({ type: 'released', key: lease.key, token: lease.token, fence: lease.fence, heldMs: performance.now() - lease.acquiredAt, deleted });
+          if (holder !== undefined && this.events.observed) {
+            this.events.next({ type: 'released', key: lease.key, token: lease.token, fence: holder.fence, heldMs: performance.now() - holder.acquiredAt, deleted });
+          }
           resolve(deleted);
         },
         error: (error) => {
@@ -100,7 +129,7 @@ export class LockEngine implements Locker, LeaseOwner {
     });
   }
 
-  extendLease(lease: HeldLease, ttl: number): Promise<ExtendOutcome> {
+  extendLease(lease: StoreLease, ttl: number): Promise<ExtendOutcome> {
     return new Promise<ExtendOutcome>((resolve, reject) => {
       callStore(this.deadlines, 'extend', lease.key, () => this.store.extend(lease.storeKey, lease.token, ttl), { value: resolve, error: reject });
     });
@@ -110,9 +139,9 @@ export class LockEngine implements Locker, LeaseOwner {
    * Renews leases whose renewal came due together, in one store call when the store can batch
    * (`extendMany`). Each lease watches only its deadline until the answer comes.
    */
-  private renew(leases: HeldLease[]): void {
+  private renew(leases: StoreLease[]): void {
     const sentAt = performance.now();
-    const requests = leases.map((lease) => ({ key: lease.storeKey, token: lease.token, ttlMs: lease.ttl }));
+    const requests = leases.map((lease) => ({ key: lease.storeKey, token: lease.token, ttlMs: lease.renewTtl }));
     for (const lease of leases) lease.renewing();
     const store = this.store;
     const run =
@@ -125,7 +154,7 @@ export class LockEngine implements Locker, LeaseOwner {
         leases.forEach((lease, i) => {
           const outcome = outcomes[i];
           if (outcome === 'extended' || outcome === 'gone' || outcome === 'taken') lease.extended(outcome, sentAt, requests[i]!.ttlMs);
-          else lease.renewFailed(this.badStoreAnswer(lease.key, outcome));
+          else lease.renewFailed(new LockStoreError(lease.key, 'extend', `the store answered ${String(outcome)}, not 'extended', 'gone' or 'taken'`));
         });
       },
       error: (error) => {
@@ -134,15 +163,11 @@ export class LockEngine implements Locker, LeaseOwner {
     });
   }
 
-  private badStoreAnswer(key: string, answer: unknown): LockStoreError {
-    return new LockStoreError(key, 'extend', `the store answered ${String(answer)}, not 'extended', 'gone' or 'taken'`);
-  }
-
-  schedule(lease: HeldLease, kind: DueKind, dueAt: number, slack?: number): void {
+  schedule(lease: StoreLease, kind: DueKind, dueAt: number, slack?: number): void {
     this.timers.schedule(lease as TimedLease, kind, dueAt, slack);
   }
 
-  unschedule(lease: HeldLease): void {
+  unschedule(lease: StoreLease): void {
     this.timers.cancel(lease);
   }
 
@@ -154,20 +179,20 @@ export class LockEngine implements Locker, LeaseOwner {
     if (this.events.observed) this.events.next({ type: 'timed-out', key, waitedMs, attempts });
   }
 
-  reportAcquireFailed(key: string, error: LockStoreError, attempts: number): void {
-    if (this.events.observed) this.events.next({ type: 'acquire-failed', key, error, attempts });
+  reportAcquireFailed(key: string, error: unknown, attempts: number): void {
+    if (this.events.observed && isLockStoreError(error)) this.events.next({ type: 'acquire-failed', key, error, attempts });
   }
 
-  reportRenewed(lease: HeldLease): void {
-    if (this.events.observed) this.events.next({ type: 'renewed', key: lease.key, token: lease.token, fence: lease.fence, validForMs: lease.validUntil - performance.now() });
+  reportRenewed(lease: StoreLease): void {
+    if (this.events.observed) this.events.next({ type: 'renewed', key: lease.key, token: lease.token, validForMs: lease.validUntil - performance.now() });
   }
 
-  reportRenewFailed(lease: HeldLease, error: LockStoreError): void {
+  reportRenewFailed(lease: StoreLease, error: LockStoreError): void {
     if (this.events.observed) this.events.next({ type: 'renew-failed', key: lease.key, token: lease.token, error, validForMs: lease.validUntil - performance.now() });
   }
 
-  reportLost(lease: HeldLease, error: LockLostError): void {
-    if (this.events.observed) this.events.next({ type: 'lost', key: lease.key, token: lease.token, fence: lease.fence, reason: error.reason, error });
+  reportLost(holder: HeldLease, error: LockLostError): void {
+    if (this.events.observed) this.events.next({ type: 'lost', key: holder.key, token: holder.token, fence: holder.fence, reason: error.reason, error });
   }
 
   private reportReleaseFailed(key: string, token: string, error: LockStoreError): void {

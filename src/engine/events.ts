@@ -70,7 +70,6 @@ export interface RenewedEvent {
   readonly type: 'renewed';
   readonly key: string;
   readonly token: string;
-  readonly fence: number;
   /** Time left until the lease's new `validUntil`, in ms. */
   readonly validForMs: number;
 }

@@ -121,6 +121,14 @@ export interface LockerOptions extends AcquireOptions {
    */
   random?: () => number;
   /**
+   * Queue this locker's waiters for the same key in a local line, so that only the first talks to
+   * the store (seed 000's local hot-spot lock: on a hot key the others cost the store nothing) and
+   * they get the key in arrival order. `false` makes every acquisition poll the store on its own,
+   * as lock libraries commonly do (for comparisons).
+   * @default true
+   */
+  localGate?: boolean;
+  /**
    * Scheduler for back-off timers and wait-limit measurement. Pass a `TestScheduler` to run
    * the waiting on a virtual clock.
    * @default asyncScheduler (and `performance.now()` as the clock)
@@ -137,4 +145,5 @@ export const DEFAULTS = Object.freeze({
   onLost: 'error' as OnLost,
   commandTimeout: 2_000,
   keyPrefix: 'lock:',
+  localGate: true,
 });

@@ -29,10 +29,11 @@ export interface LockerSettings extends AcquireSettings {
   readonly keyPrefix: string;
   readonly random: () => number;
   readonly scheduler: SchedulerLike | undefined;
+  readonly localGate: boolean;
 }
 
 const ACQUIRE_KEYS = ['ttl', 'waitTimeout', 'retry', 'renew', 'onLost'] as const;
-const LOCKER_KEYS = [...ACQUIRE_KEYS, 'store', 'commandTimeout', 'keyPrefix', 'random', 'scheduler'] as const;
+const LOCKER_KEYS = [...ACQUIRE_KEYS, 'store', 'commandTimeout', 'keyPrefix', 'random', 'scheduler', 'localGate'] as const;
 const RETRY_KEYS = ['minDelay', 'jitter'] as const;
 const RENEW_KEYS = ['interval'] as const;
 
@@ -65,6 +66,7 @@ export function resolveLockerOptions(options: LockerOptions | undefined, default
     random,
     scheduler,
     commandTimeout: o.commandTimeout === undefined ? DEFAULTS.commandTimeout : checkMs('commandTimeout', o.commandTimeout, 1),
+    localGate: checkBoolean('localGate', o.localGate, DEFAULTS.localGate),
   };
 }
 
@@ -168,6 +170,12 @@ function checkRenewFits(ttl: number, renew: AcquireSettings['renew']): void {
     const max = Math.ceil(validity) - 1;
     throw new LockOptionsError('renew.interval', `an integer from 1 to ${max} (ms): below the validity of a ${ttl} ms lease (ttl − ttl·1% − 2 ms)`, renew.interval);
   }
+}
+
+function checkBoolean(option: string, value: unknown, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') throw new LockOptionsError(option, 'true or false', value);
+  return value;
 }
 
 function checkOnLost(value: unknown): OnLost {

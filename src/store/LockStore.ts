@@ -2,7 +2,9 @@
  * The contract between the lock engine and a backend. A store knows nothing of Observables,
  * waiting or retries: it offers atomic single-key operations on (key, token) pairs: set-if-absent
  * with a TTL that also issues a fencing token, compare-and-delete, and owner-checked extension.
- * The engine polls `tryAcquire` (a "pull-mode" lock: waiters ask again rather than being told).
+ * The engine asks `tryAcquire` again while it waits (a "pull-mode" lock); a store may also queue
+ * waiters and hand the key straight to the next one on release, and tell waiters through `watch`
+ * (push), which spares them most of those polls.
  *
  * Keys reach the store already prefixed. Tokens are unique per acquisition. Every operation is
  * atomic with respect to every other operation on the same key, and a key whose TTL has passed
@@ -16,15 +18,38 @@ export interface LockStore {
    * store failed.
    *
    * `fence` is an integer that is strictly greater than every fence this store issued for `key`
-   * before, whichever client asked.
+   * before, whichever client asked, and leaves room below the next one: the fences
+   * `fence + 1 … fence + FENCE_STRIDE − 1` are the holder's to give to local successors that it
+   * hands the key to without the store (the engine's cohort hand-off).
+   *
+   * With `queue` set, a queueing store may answer `{ acquired: false, queued: true }`, keeping
+   * `token`'s place in line (the same token asking again keeps the place and pushes its expiry
+   * forward), and may later grant the key to `token` by itself (see {@link LockStore.watch}); a
+   * later `tryAcquire` with that token then answers `{ acquired: true }` with the `ttl` the key
+   * has left. A free key goes to the first live waiter in line, not to whoever asks first.
    */
-  tryAcquire(key: string, token: string, ttlMs: number): Promise<AcquireResult>;
+  tryAcquire(key: string, token: string, ttlMs: number, queue?: boolean): Promise<AcquireResult>;
 
   /**
-   * Delete `key` only if it still holds `token`. Resolves `true` when it was deleted, `false`
-   * when the key was absent or held by another token.
+   * Delete `key` only if it still holds `token` — or, in a queueing store, hand it to the first
+   * live waiter in line. Resolves `true` when our key was given up, `false` when the key was
+   * absent or held by another token.
    */
   release(key: string, token: string): Promise<boolean>;
+
+  /**
+   * Optional, for queueing stores: give up `token`'s place in line (it stopped waiting). Resolves
+   * `true` when the key had been granted to `token` meanwhile: the caller then holds it and must
+   * release it.
+   */
+  leave?(key: string, token: string): Promise<boolean>;
+
+  /**
+   * Optional wake-up: calls `listener` for the signals about `key` (a grant to a queued token)
+   * until the watch is stopped. The engine queues only once the watch is `active`, so a grant is
+   * not missed for lack of a listener; a lost one costs a waiter one back-off step.
+   */
+  watch?(key: string, listener: (signal: WakeSignal) => void): StoreWatch;
 
   /**
    * Reset the time-to-live of `key` to `ttlMs` only if it still holds `token`. Resolves
@@ -55,11 +80,51 @@ export interface Acquired {
   readonly acquired: true;
   /** The fencing token of this acquisition. */
   readonly fence: number;
+  /**
+   * The TTL the key has, when it is not the one asked for: a key a queueing store granted to this
+   * token earlier, whose remaining TTL this is (the holder then extends it to its own TTL).
+   */
+  readonly ttl?: number;
 }
 
 export interface NotAcquired {
   readonly acquired: false;
+  /** Remaining TTL of the holder's key in ms, when known: no use sleeping past it. */
+  readonly holderTtl?: number;
+  /** The store keeps the caller's place in line and will grant the key (see `watch`). */
+  readonly queued?: boolean;
+  /** With `queued`: how long the place lasts unless the caller asks again, in ms. */
+  readonly placeTtl?: number;
 }
+
+/** What {@link LockStore.watch} reports. */
+export interface WakeSignal {
+  /** The key was handed to `token`, with fencing token `fence`. */
+  readonly type: 'granted';
+  readonly token: string;
+  readonly fence: number;
+  /**
+   * The granted key's TTL, counted from no earlier than the grantee's last `tryAcquire` that
+   * answered "queued": the grantee's validity starts from that call's send time.
+   */
+  readonly ttl: number;
+}
+
+/** A watch started by {@link LockStore.watch}. */
+export interface StoreWatch {
+  /** True once signals are flowing: a token queued from now on cannot miss its grant signal. */
+  readonly active: boolean;
+  /** Resolves when `active` turns true (or never, if the store cannot deliver signals). */
+  readonly ready: Promise<void>;
+  /** Stops the listener. */
+  stop(): void;
+}
+
+/**
+ * Fences of one key are issued this far apart, so that a holder can hand the key to up to
+ * `FENCE_STRIDE − 1` local successors, each with a higher fence, before the next grant.
+ */
+export const FENCE_STRIDE = 1024;
 
 /** Outcome of {@link LockStore.extend}: extended, key absent, or key held by another token. */
 export type ExtendOutcome = 'extended' | 'gone' | 'taken';

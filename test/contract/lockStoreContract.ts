@@ -3,7 +3,7 @@
  * Times are real: stores are tested with their real clocks and TTLs.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { LockStore } from '../../src/store/LockStore.js';
+import { FENCE_STRIDE, type LockStore } from '../../src/store/LockStore.js';
 
 export interface StoreUnderTest {
   store: LockStore;
@@ -34,9 +34,9 @@ export function lockStoreContract(name: string, open: () => Promise<StoreUnderTe
     it('grants a free key to the first token and refuses every other', async () => {
       const key = fresh('free');
       expect(await store.tryAcquire(key, 'a', 10_000)).toMatchObject({ acquired: true });
-      expect(await store.tryAcquire(key, 'b', 10_000)).toEqual({ acquired: false });
+      expect(await store.tryAcquire(key, 'b', 10_000)).toMatchObject({ acquired: false });
       // set-if-absent: even the holder's own token does not take it twice
-      expect(await store.tryAcquire(key, 'a', 10_000)).toEqual({ acquired: false });
+      expect(await store.tryAcquire(key, 'a', 10_000)).toMatchObject({ acquired: false });
       expect(await sut.countKeys()).toBe(1);
     });
 
@@ -50,7 +50,7 @@ export function lockStoreContract(name: string, open: () => Promise<StoreUnderTe
       const key = fresh('owner');
       await store.tryAcquire(key, 'a', 10_000);
       expect(await store.release(key, 'b')).toBe(false);
-      expect(await store.tryAcquire(key, 'b', 10_000)).toEqual({ acquired: false });
+      expect(await store.tryAcquire(key, 'b', 10_000)).toMatchObject({ acquired: false });
       expect(await store.release(key, 'a')).toBe(true);
       expect(await store.release(key, 'a')).toBe(false);
       expect(await store.tryAcquire(key, 'b', 10_000)).toMatchObject({ acquired: true });
@@ -66,7 +66,7 @@ export function lockStoreContract(name: string, open: () => Promise<StoreUnderTe
     it('expires a key after its TTL, after which another token can take it', async () => {
       const key = fresh('ttl');
       await store.tryAcquire(key, 'a', 60);
-      expect(await store.tryAcquire(key, 'b', 10_000)).toEqual({ acquired: false });
+      expect(await store.tryAcquire(key, 'b', 10_000)).toMatchObject({ acquired: false });
       await sleep(120);
       expect(await store.tryAcquire(key, 'b', 10_000)).toMatchObject({ acquired: true });
     });
@@ -78,7 +78,7 @@ export function lockStoreContract(name: string, open: () => Promise<StoreUnderTe
       await store.tryAcquire(key, 'new', 10_000);
       expect(await store.release(key, 'old')).toBe(false);
       expect(await store.extend(key, 'old', 10_000)).toBe('taken');
-      expect(await store.tryAcquire(key, 'third', 10_000)).toEqual({ acquired: false });
+      expect(await store.tryAcquire(key, 'third', 10_000)).toMatchObject({ acquired: false });
       expect(await store.release(key, 'new')).toBe(true);
     });
 
@@ -89,7 +89,7 @@ export function lockStoreContract(name: string, open: () => Promise<StoreUnderTe
       expect(await store.extend(key, 'a', 400)).toBe('extended');
       await sleep(160);
       // still held thanks to the extension
-      expect(await store.tryAcquire(key, 'b', 10_000)).toEqual({ acquired: false });
+      expect(await store.tryAcquire(key, 'b', 10_000)).toMatchObject({ acquired: false });
       expect(await store.release(key, 'a')).toBe(true);
     });
 
@@ -107,10 +107,10 @@ export function lockStoreContract(name: string, open: () => Promise<StoreUnderTe
       for (let i = 1; i < fences.length; i++) expect(fences[i]).toBeGreaterThan(fences[i - 1]!);
       // a refused attempt issues nothing
       await store.tryAcquire(key, 'holder', 10_000);
-      expect(await store.tryAcquire(key, 'refused', 10_000)).toEqual({ acquired: false });
+      expect(await store.tryAcquire(key, 'refused', 10_000)).toMatchObject({ acquired: false });
       await store.release(key, 'holder');
       const next = await store.tryAcquire(key, 'next', 10_000);
-      expect(next.acquired && next.fence).toBe(fences[9]! + 2);
+      expect(next.acquired && next.fence).toBe(fences[9]! + 2 * FENCE_STRIDE);
     });
 
     it('concurrent grants of one key over time get distinct, growing fences', async () => {
@@ -145,7 +145,7 @@ export function lockStoreContract(name: string, open: () => Promise<StoreUnderTe
       ]);
       expect(outcomes).toEqual(['extended', 'gone', 'taken']);
       await sleep(160);
-      expect(await store.tryAcquire(mine, 'c', 10_000)).toEqual({ acquired: false });
+      expect(await store.tryAcquire(mine, 'c', 10_000)).toMatchObject({ acquired: false });
     });
 
     it('keeps keys independent of each other', async () => {

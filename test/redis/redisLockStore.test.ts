@@ -11,6 +11,7 @@ import { firstValueFrom } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLocker, isLockOptionsError } from '../../src/index.js';
 import { RedisLockStore } from '../../src/redis.js';
+import { FENCE_STRIDE } from '../../src/store/LockStore.js';
 import { connect, EmbeddedRedis } from '../support/redis.js';
 
 let server: EmbeddedRedis;
@@ -37,7 +38,7 @@ async function commandCalls(): Promise<Record<string, number>> {
 }
 
 describe('RedisLockStore', () => {
-  it('acquires with one EVALSHA (SET NX PX and INCR of the fence inside) and releases with one EVALSHA', async () => {
+  it('acquires with one EVALSHA (SET NX PX and INCRBY of the fence inside) and releases with one EVALSHA', async () => {
     const store = new RedisLockStore(client);
     // cache both scripts on the server
     await store.tryAcquire('warm-up', 'x', 1000);
@@ -54,7 +55,7 @@ describe('RedisLockStore', () => {
     const calls = await commandCalls();
     expect(calls.evalsha).toBe(2);
     expect(calls.set).toBe(1);
-    expect(calls.incr).toBe(1);
+    expect(calls.incrby).toBe(1);
     expect(calls.eval).toBeUndefined();
   });
 
@@ -107,9 +108,9 @@ describe('RedisLockStore', () => {
   it('keeps the fence counter in the lock key\'s hash slot, and refuses keys that cannot share one', async () => {
     const store = new RedisLockStore(client);
     const tagged = await store.tryAcquire('lock:{order:7}:line:1', 'a', 1000);
-    expect(tagged.acquired && (await admin.get('lock:{order:7}:line:1:fence'))).toBe('1');
+    expect(tagged.acquired && (await admin.get('lock:{order:7}:line:1:fence'))).toBe(String(FENCE_STRIDE));
     const plain = await store.tryAcquire('lock:order:8', 'a', 1000);
-    expect(plain.acquired && (await admin.get('{lock:order:8}:fence'))).toBe('1');
+    expect(plain.acquired && (await admin.get('{lock:order:8}:fence'))).toBe(String(FENCE_STRIDE));
     expect(() => store.checkKey('lock:a}b')).toThrow(/hash tag/);
     expect(() => store.checkKey('lock:{}b}')).toThrow(/hash tag/);
     expect(() => store.checkKey('lock:{a}b}')).not.toThrow();
@@ -134,7 +135,7 @@ describe('RedisLockStore', () => {
       fences.push(result.fence);
       await store.release('fence:grow', `t${i}`);
     }
-    expect(fences).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+    expect(fences).toEqual(Array.from({ length: 20 }, (_, i) => (i + 1) * FENCE_STRIDE));
   });
 });
 

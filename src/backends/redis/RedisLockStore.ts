@@ -1,31 +1,84 @@
 /**
  * The Redis backend: the store operations on one Redis (or a Redis Cluster, where every script
- * touches the keys of one hash slot). Acquire, release and extend are owner-checked Lua scripts
- * (see ./lua), called by SHA; acquire also issues the fencing token from a counter kept beside
- * the lock key.
+ * touches the keys of one hash slot). Acquire, release, extend and leave are owner-checked Lua
+ * scripts (see ./lua), called by SHA. Acquire also issues the fencing token; waiters queue in
+ * Redis, and a release hands the key straight to the first of them and wakes it by pub/sub.
  */
-import { NOT_ACQUIRED, type AcquireResult, type ExtendOutcome, type ExtendRequest, type LockStore } from '../../store/LockStore.js';
+import { LockOptionsError } from '../../errors.js';
+import { MAX_MS } from '../../options/limits.js';
+import {
+  FENCE_STRIDE,
+  NOT_ACQUIRED,
+  type AcquireResult,
+  type ExtendOutcome,
+  type ExtendRequest,
+  type LockStore,
+  type StoreWatch,
+  type WakeSignal,
+} from '../../store/LockStore.js';
 import { checkKeyLayout, helperKey } from './keyLayout.js';
 import { isNoScript, LuaScript } from './LuaScript.js';
-import type { RedisClient } from './RedisClient.js';
+import type { RedisClient, RedisSubscriber } from './RedisClient.js';
+import { WakeChannels } from './WakeChannels.js';
 import { luaScripts } from './lua/scripts.generated.js';
 
 const acquireScript = LuaScript.of(luaScripts.acquire);
 const releaseScript = LuaScript.of(luaScripts.release);
 const extendScript = LuaScript.of(luaScripts.extend);
+const leaveScript = LuaScript.of(luaScripts.leave);
 
-/** Suffix of the fence counter's key (see ./keyLayout.ts for where it lives). */
+/** Suffixes of a lock's helper keys and channel (see ./keyLayout.ts for where they live). */
 export const FENCE_SUFFIX = ':fence';
+export const LINE_SUFFIX = ':line';
+export const LAPSES_SUFFIX = ':lapses';
+export const WAKE_SUFFIX = ':wake';
+
+/** Options of {@link RedisLockStore}. */
+export interface RedisLockStoreOptions {
+  /**
+   * Wake waiters by pub/sub when a release hands them the key. Turn it off for a Redis without
+   * pub/sub (some managed services): waiters then find their grant by polling.
+   * @default true
+   */
+  wakeUp?: boolean;
+  /**
+   * The connection that receives wake-up signals. It is put in subscriber mode, so it cannot be
+   * the client used for commands.
+   * @default client.duplicate(), opened on the first wait and closed when no key is watched
+   */
+  subscriber?: RedisSubscriber;
+  /**
+   * How long a waiter's place in line lasts without being renewed, in ms (an integer from 100 to
+   * 2147483647). A waiter renews it with every attempt; one that died loses it after this long,
+   * and a key handed to it meanwhile lapses when its place would have. Waiters that are woken by
+   * pub/sub poll only every third of this.
+   * @default 3000
+   */
+  placeTtl?: number;
+  /**
+   * How long a wake-up channel stays subscribed after its last waiter left, in ms (an integer
+   * from 0 to 2147483647), so a hot key is not subscribed and unsubscribed for every wait.
+   * @default 2000
+   */
+  lingerMs?: number;
+}
 
 /**
  * {@link LockStore} on Redis through an ioredis client the caller owns (and closes).
  *
- * Keys: the lock itself is a string key holding its owner's token, with the lease as its TTL.
- * Beside it, `<key>:fence` (or `{<key>}:fence` for keys without a hash tag, so that both share a
- * Cluster hash slot) counts the fencing tokens issued for the key. The counter never expires: a
- * fence must stay above every fence issued before, so it costs one small key per lock name
- * ever used. (If Redis loses its data, say a restart without persistence, fences start again
- * from 1.)
+ * Keys, all in the lock key's Cluster hash slot (`<key>:x` when the key has a `{…}` hash tag,
+ * else `{<key>}:x`): the lock itself is a string key holding its owner's token with the lease as
+ * its TTL; `:fence` counts the fencing tokens issued for the key (it never expires: fences must
+ * only grow, so it costs one small key per lock name ever used, and it restarts from 0 if Redis
+ * loses its data); `:line` and `:lapses` hold the waiters in line while there are any; `:wake` is
+ * the pub/sub channel of grants.
+ *
+ * Fair hand-off: a waiter that finds the key held takes a place in line. A release with waiters in
+ * line does not free the key: it hands it to the first live waiter (new fence, TTL until that
+ * waiter's place would have lapsed) and publishes the grant; the waiter, woken at once, extends it
+ * to its own TTL. So a hot key goes round the processes in arrival order, with one round trip per
+ * release and no polling storm, and a process that just released cannot grab it back ahead of
+ * those in line.
  *
  * Store calls are bounded by the locker's `commandTimeout`, not by the client: a paused or
  * unreachable Redis fails the call with `LockStoreError` instead of hanging it. Lease renewals
@@ -38,30 +91,62 @@ export const FENCE_SUFFIX = ':fence';
  * import { RedisLockStore } from 'rxjs-lock/redis';
  *
  * const redis = new Redis(6379, '127.0.0.1');
- * const locker = createLocker({ store: new RedisLockStore(redis), ttl: 10_000 });
+ * const store = new RedisLockStore(redis);
+ * const locker = createLocker({ store, ttl: 10_000 });
+ * // on shutdown: store.close() (the subscriber it opened), then redis.quit()
  * ```
  */
 export class RedisLockStore implements LockStore {
-  constructor(private readonly client: RedisClient) {}
+  private readonly wake: WakeChannels | undefined;
+  private readonly placeTtl: number;
 
-  async tryAcquire(key: string, token: string, ttlMs: number): Promise<AcquireResult> {
-    const fence = Number(await acquireScript.run(this.client, [key, helperKey(key, FENCE_SUFFIX)], [token, ttlMs]));
-    return fence > 0 ? { acquired: true, fence } : NOT_ACQUIRED;
+  constructor(
+    private readonly client: RedisClient,
+    options: RedisLockStoreOptions = {},
+  ) {
+    if (typeof options !== 'object' || options === null) throw new LockOptionsError('options', 'an object of RedisLockStore options', options);
+    const { wakeUp = true, subscriber, placeTtl = 3000, lingerMs = 2000, ...unknown } = options;
+    const extra = Object.keys(unknown)[0];
+    if (extra !== undefined) throw new LockOptionsError(`options.${extra}`, 'one of the known RedisLockStore options: wakeUp, subscriber, placeTtl, lingerMs', (unknown as Record<string, unknown>)[extra]);
+    if (typeof wakeUp !== 'boolean') throw new LockOptionsError('wakeUp', 'true or false', wakeUp);
+    if (!Number.isInteger(placeTtl) || placeTtl < 100 || placeTtl > MAX_MS) throw new LockOptionsError('placeTtl', `an integer from 100 to ${MAX_MS} (ms)`, placeTtl);
+    if (!Number.isInteger(lingerMs) || lingerMs < 0 || lingerMs > MAX_MS) throw new LockOptionsError('lingerMs', `an integer from 0 to ${MAX_MS} (ms)`, lingerMs);
+    if (subscriber !== undefined && (typeof subscriber !== 'object' || subscriber === null || typeof subscriber.subscribe !== 'function')) {
+      throw new LockOptionsError('subscriber', 'an ioredis connection for pub/sub', subscriber);
+    }
+    this.placeTtl = placeTtl;
+    if (wakeUp) {
+      if (subscriber !== undefined) this.wake = new WakeChannels(() => subscriber, lingerMs, false);
+      else if (typeof client.duplicate === 'function') this.wake = new WakeChannels(() => client.duplicate!(), lingerMs, true);
+    }
+  }
+
+  async tryAcquire(key: string, token: string, ttlMs: number, queue = false): Promise<AcquireResult> {
+    const reply = (await acquireScript.run(this.client, this.keysOf(key), [token, ttlMs, FENCE_STRIDE, queue ? this.placeTtl : 0])) as number[];
+    if (reply[0] === 1) return reply[2] === ttlMs ? { acquired: true, fence: reply[1]! } : { acquired: true, fence: reply[1]!, ttl: Math.max(0, reply[2]!) };
+    const pttl = reply[1]!;
+    if (pttl < 0 && reply[2] !== 1) return NOT_ACQUIRED;
+    return reply[2] === 1 ? { acquired: false, holderTtl: pttl >= 0 ? pttl : undefined, queued: true, placeTtl: this.placeTtl } : { acquired: false, holderTtl: pttl };
   }
 
   async release(key: string, token: string): Promise<boolean> {
-    return (await releaseScript.run(this.client, [key], [token])) === 1;
+    const channel = this.wake === undefined ? '' : helperKey(key, WAKE_SUFFIX);
+    return ((await releaseScript.run(this.client, this.keysOf(key), [token, FENCE_STRIDE, channel])) as number) > 0;
   }
 
   async extend(key: string, token: string, ttlMs: number): Promise<ExtendOutcome> {
     return extendOutcome(await extendScript.run(this.client, [key], [token, ttlMs]));
   }
 
+  async leave(key: string, token: string): Promise<boolean> {
+    return (await leaveScript.run(this.client, [key, helperKey(key, LINE_SUFFIX), helperKey(key, LAPSES_SUFFIX)], [token])) === 1;
+  }
+
   /**
    * Extends many leases in one pipeline (one round trip). Leases whose script the server did
-   * not know (NOSCRIPT) are extended again by the script's source. On a Cluster, where a pipeline must stay
-   * within one slot, each lease is extended with its own call (sent together, answered as they
-   * come).
+   * not know (NOSCRIPT) are extended again by the script's source. On a Cluster, where a pipeline
+   * must stay within one slot, each lease is extended with its own call (sent together, answered
+   * as they come).
    */
   async extendMany(requests: readonly ExtendRequest[]): Promise<ExtendOutcome[]> {
     const client = this.client;
@@ -82,8 +167,28 @@ export class RedisLockStore implements LockStore {
     );
   }
 
+  /** Grants to queued tokens of `key`, by pub/sub (absent when wake-up is off). */
+  get watch(): ((key: string, listener: (signal: WakeSignal) => void) => StoreWatch) | undefined {
+    const wake = this.wake;
+    if (wake === undefined) return undefined;
+    return (key, listener) =>
+      wake.watch(helperKey(key, WAKE_SUFFIX), (message) => {
+        const [type, token, fence] = message.split(' ');
+        if (type === 'granted' && token !== undefined && fence !== undefined) listener({ type: 'granted', token, fence: Number(fence), ttl: this.placeTtl });
+      });
+  }
+
   checkKey(key: string): void {
     checkKeyLayout(key);
+  }
+
+  /** Closes the subscriber connection the store opened (not yours, nor the client). */
+  close(): void {
+    this.wake?.close();
+  }
+
+  private keysOf(key: string): string[] {
+    return [key, helperKey(key, FENCE_SUFFIX), helperKey(key, LINE_SUFFIX), helperKey(key, LAPSES_SUFFIX)];
   }
 }
 

@@ -1,0 +1,54 @@
+-- acquire: set-if-absent with a time-to-live and a fencing token, fair to waiters in line.
+-- KEYS[1] the lock key; KEYS[2] its fence counter (never expires); KEYS[3] the line of waiting
+-- tokens (sorted set, score = arrival time in ms); KEYS[4] the line's expiry times (sorted set,
+-- score = when each entry lapses). All in the lock key's hash slot.
+-- ARGV[1] the caller's token; ARGV[2] the time-to-live in ms; ARGV[3] the fence stride;
+-- ARGV[4] how long a waiter's place lasts without being renewed, in ms (0: do not queue).
+--
+-- Returns {1, fence, ttl} when the caller holds the key: it was free and nobody was ahead in
+-- line, or (for a caller in line) a release handed it to the caller while it waited (then ttl is
+-- what the key has left);
+-- {0, holder's pttl, queued (1/0)} otherwise.
+local lock, fences, line, lapses = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local token, ttl, stride, place = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+
+local holder = redis.call('GET', lock)
+if holder == token and place > 0 then
+  redis.call('ZREM', line, token)
+  redis.call('ZREM', lapses, token)
+  return {1, tonumber(redis.call('GET', fences)), redis.call('PTTL', lock)}
+end
+
+-- The common case, nobody in line: no clock, no clean-up.
+if not holder and redis.call('EXISTS', line) == 0 then
+  redis.call('SET', lock, token, 'PX', ttl)
+  return {1, redis.call('INCRBY', fences, stride), ttl}
+end
+
+local now = redis.call('TIME')
+now = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+for _, gone in ipairs(redis.call('ZRANGEBYSCORE', lapses, '-inf', now)) do
+  redis.call('ZREM', line, gone)
+  redis.call('ZREM', lapses, gone)
+end
+
+if not holder then
+  local first = redis.call('ZRANGE', line, 0, 0)[1]
+  if first == nil or first == token then
+    redis.call('SET', lock, token, 'PX', ttl)
+    if first then
+      redis.call('ZREM', line, token)
+      redis.call('ZREM', lapses, token)
+    end
+    return {1, redis.call('INCRBY', fences, stride), ttl}
+  end
+end
+
+if place > 0 then
+  redis.call('ZADD', line, 'NX', now, token)
+  redis.call('ZADD', lapses, now + place, token)
+  redis.call('PEXPIRE', line, place * 2)
+  redis.call('PEXPIRE', lapses, place * 2)
+  return {0, redis.call('PTTL', lock), 1}
+end
+return {0, redis.call('PTTL', lock), 0}

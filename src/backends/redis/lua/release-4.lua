@@ -1,0 +1,43 @@
+-- release: compare-and-delete, or hand the key straight to the first live waiter in line.
+-- KEYS as for acquire (lock, fence counter, line, line expiries).
+-- ARGV[1] the caller's token; ARGV[2] the fence stride; ARGV[3] the wake-up channel ('' for none).
+--
+-- Only while the key still holds the caller's token (so a holder whose lease expired cannot
+-- touch the key of whoever took it next). If a waiter is in line, the key becomes theirs at once,
+-- with a new fence and a TTL that ends when their place in line would have lapsed (a waiter that
+-- died does not hold the key longer than that; a live one extends it to its own TTL), and the
+-- grant is published on the channel. Returns 2 when handed over, 1 when deleted, 0 otherwise.
+local lock, fences, line, lapses = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local token, stride, channel = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+
+if redis.call('GET', lock) ~= token then
+  return 0
+end
+
+if redis.call('EXISTS', line) == 0 then
+  redis.call('DEL', lock)
+  return 1
+end
+
+local now = redis.call('TIME')
+now = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+for _, gone in ipairs(redis.call('ZRANGEBYSCORE', lapses, '-inf', now)) do
+  redis.call('ZREM', line, gone)
+  redis.call('ZREM', lapses, gone)
+end
+
+local nextToken = redis.call('ZRANGE', line, 0, 0)[1]
+if nextToken then
+  local lapsesAt = tonumber(redis.call('ZSCORE', lapses, nextToken))
+  redis.call('ZREM', line, nextToken)
+  redis.call('ZREM', lapses, nextToken)
+  redis.call('SET', lock, nextToken, 'PX', math.max(1, lapsesAt - now))
+  local fence = redis.call('INCRBY', fences, stride)
+  if channel ~= '' then
+    redis.call('PUBLISH', channel, 'granted ' .. nextToken .. ' ' .. fence)
+  end
+  return 2
+end
+
+redis.call('DEL', lock)
+return 1

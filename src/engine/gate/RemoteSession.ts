@@ -1,0 +1,201 @@
+/**
+ * The store side of a key's wait: attempts at the store on behalf of whoever is first in the local
+ * line, with one token for the whole session, so the process keeps its place in the store's own
+ * line (when the store has one) even as local waiters come and go.
+ *
+ * Loop: attempt → (held) listen for wake-up → sleep → attempt … until the store grants the key
+ * (by answering an attempt, or by a wake-up signal that it handed the key to this token), the
+ * local line empties (abandon), or the store fails.
+ *
+ * Sleeps: the retry policy's jittered back-off while polling; while queued with a live wake-up
+ * channel only a slow refresh of the place in line (a third of its lifetime, at most), since the
+ * grant comes by signal. Every sleep is capped by the holder's remaining TTL and by what is left of
+ * the first waiter's wait, so a lost signal costs at most one step.
+ *
+ * Cancellation safety: abandoning the session abandons an in-flight attempt; a grant that comes
+ * anyway (late answer, or a hand-off while it was leaving the line) is released at once.
+ */
+import { asyncScheduler, Subscription } from 'rxjs';
+import { v4 as uuidv4 } from 'uuid';
+import type { RetryPolicy } from '../../options/validate.js';
+import type { NotAcquired, StoreWatch, WakeSignal } from '../../store/LockStore.js';
+import { backoff, jitteredDelay } from '../backoff.js';
+import { callStore, type StoreCall } from '../storeCall.js';
+import type { KeyGate } from './KeyGate.js';
+
+export class RemoteSession {
+  readonly token = uuidv4();
+  private call: StoreCall | undefined;
+  private sleep: Subscription | undefined;
+  private watch: StoreWatch | undefined;
+  /** Send time of the latest attempt answered "queued": a grant came after it. */
+  private queuedSentAt: number | undefined;
+  /** Lifetime of a place in line, as the store said. */
+  private placeTtl: number | undefined;
+  /** A grant signal that came while an attempt was in flight. */
+  private pendingGrant: WakeSignal | undefined;
+  private closed = false;
+
+  constructor(private readonly gate: KeyGate) {}
+
+  start(): void {
+    this.attempt();
+  }
+
+  /** Nobody waits any more: stop, leave the store's line, give back a grant that comes anyway. */
+  abandon(): void {
+    if (this.closed) return;
+    this.close();
+    this.call?.abandon();
+    const engine = this.gate.engine;
+    const { key, storeKey } = this.gate;
+    const store = engine.store;
+    if (this.queuedSentAt === undefined && this.pendingGrant === undefined) return;
+    if (store.leave === undefined) return; // the place lapses by itself
+    callStore(engine.deadlines, 'release', key, () => store.leave!(storeKey, this.token), {
+      value: (granted) => {
+        if (granted) engine.releaseAbandoned(key, storeKey, this.token);
+      },
+      error: () => undefined, // the place lapses by itself; a grant to it lapses with it
+    });
+  }
+
+  private readonly attempt = (): void => {
+    if (this.closed) return;
+    const gate = this.gate;
+    const head = gate.head();
+    if (head === undefined) {
+      gate.sessionAbandoned(this);
+      return;
+    }
+    const engine = gate.engine;
+    head.attempts++;
+    const ttl = head.settings.ttl;
+    const wantsToWait = head.remaining(engine.now()) > 0;
+    // Queue only where a grant cannot go unnoticed: with a live wake-up channel, or when there is
+    // no wake-up at all (the poll then finds the grant).
+    const queue = wantsToWait && (this.watch === undefined ? !gate.canWatch || this.queuedSentAt !== undefined : this.watch.active);
+    const sentAt = performance.now();
+    this.call = callStore(engine.deadlines, 'acquire', gate.key, () => engine.store.tryAcquire(gate.storeKey, this.token, ttl, queue), {
+      value: (result) => {
+        this.call = undefined;
+        if (this.closed) return;
+        if (result.acquired) this.won(result.fence, sentAt, result.ttl ?? ttl);
+        else this.refused(result, sentAt);
+      },
+      error: (error) => {
+        this.call = undefined;
+        if (this.closed) return;
+        this.close();
+        gate.sessionFailed(this, error);
+      },
+      late: (result) => {
+        if (result.acquired) engine.releaseAbandoned(gate.key, gate.storeKey, this.token);
+      },
+    });
+  };
+
+  private refused(result: NotAcquired, sentAt: number): void {
+    if (result.queued === true) {
+      this.queuedSentAt = sentAt;
+      this.placeTtl = result.placeTtl;
+    }
+    const grant = this.pendingGrant;
+    if (grant !== undefined && this.queuedSentAt !== undefined) {
+      this.won(grant.fence, this.queuedSentAt, grant.ttl);
+      return;
+    }
+    const gate = this.gate;
+    const engine = gate.engine;
+    const now = engine.now();
+    gate.expireHeads(now);
+    const head = gate.head();
+    if (head === undefined) {
+      gate.sessionAbandoned(this);
+      return;
+    }
+    const store = engine.store;
+    if (this.watch === undefined && gate.canWatch) {
+      const watch = (this.watch = store.watch!(gate.storeKey, this.signalled));
+      // Queue as soon as the channel is live, rather than after a whole back-off step.
+      if (!watch.active) void watch.ready.then(() => this.wakeNow());
+    }
+    const remaining = head.remaining(now);
+    // The holder's key is gone once its remaining TTL has passed (expiry is at now > deadline).
+    const cap = Math.min(remaining, result.holderTtl === undefined ? Infinity : result.holderTtl + 1);
+    this.wait(head.settings.retry, head.attempts, cap, result.queued === true && this.watch?.active === true);
+  }
+
+  /** Sleeps, then attempts again. */
+  private wait(policy: RetryPolicy, attempt: number, cap: number, woken: boolean): void {
+    const engine = this.gate.engine;
+    const current = new Subscription();
+    this.sleep = current;
+    let due = false;
+    let synchronous = true;
+    try {
+      const place = this.placeTtl;
+      const notifier =
+        woken && place !== undefined && typeof policy !== 'function'
+          ? backoff({ minDelay: 0, jitter: 0 }, attempt, Math.min(cap, jitteredDelay(place / 4, place / 12, engine.random)), engine.random, engine.scheduler)
+          : backoff(policy, attempt, Math.max(0, cap), engine.random, engine.scheduler);
+      current.add(
+        notifier.subscribe({
+          next: () => {
+            if (due) return;
+            due = true;
+            // A notifier that fires during subscribe (`of(0)`) must not chain attempts as
+            // microtasks: with a store that answers at once, no timer (not even the holder's
+            // release) could ever run. Such attempts go through the scheduler.
+            if (synchronous) current.add((engine.scheduler ?? asyncScheduler).schedule(this.attempt));
+            else this.attempt();
+          },
+          error: (error: unknown) => {
+            this.close();
+            this.gate.sessionFailed(this, error);
+          },
+          complete: () => {
+            if (due) return;
+            // A custom retry policy completed without emitting: the first waiter stops waiting.
+            this.gate.headGivesUp();
+            this.attempt();
+          },
+        }),
+      );
+    } catch (error) {
+      // The injected random source threw.
+      this.close();
+      this.gate.sessionFailed(this, error);
+    }
+    synchronous = false;
+  }
+
+  /** Cuts a sleep short and attempts now. */
+  private wakeNow(): void {
+    if (this.closed || this.call !== undefined || this.sleep === undefined) return;
+    this.sleep.unsubscribe();
+    this.sleep = undefined;
+    this.attempt();
+  }
+
+  private readonly signalled = (signal: WakeSignal): void => {
+    if (this.closed || signal.token !== this.token) return;
+    if (this.call !== undefined || this.queuedSentAt === undefined) {
+      this.pendingGrant = signal;
+      return;
+    }
+    this.won(signal.fence, this.queuedSentAt, signal.ttl);
+  };
+
+  private won(fence: number, sentAt: number, ttl: number): void {
+    this.close();
+    this.gate.sessionWon(this, fence, sentAt, ttl);
+  }
+
+  private close(): void {
+    this.closed = true;
+    this.sleep?.unsubscribe();
+    this.sleep = undefined;
+    this.watch?.stop();
+  }
+}
