@@ -32,6 +32,8 @@ export class LockEngine implements Locker, StoreLeaseOwner {
   readonly timers = new LeaseTimers((leases) => this.renew(leases as StoreLease[]));
   readonly defaults: AcquireSettings;
   private readonly localGate: boolean;
+  /** Bounds of local hand-offs per store grant. */
+  readonly cohort: LockerSettings['cohort'];
   /** The gates of keys with a holder, waiters or a release in flight (see KeyGate). */
   private readonly gates = new Map<string, KeyGate>();
   private readonly events = new Subject<LockEvent>();
@@ -48,6 +50,7 @@ export class LockEngine implements Locker, StoreLeaseOwner {
     this.now = scheduler ? () => scheduler.now() : () => performance.now();
     this.defaults = settings;
     this.localGate = settings.localGate;
+    this.cohort = settings.cohort;
   }
 
   acquire(key: string, options?: AcquireOptions): Observable<Lease> {
@@ -106,9 +109,7 @@ export class LockEngine implements Locker, StoreLeaseOwner {
     return new Promise<boolean>((resolve) => {
       callStore(this.deadlines, 'release', lease.key, () => this.store.release(lease.storeKey, lease.token), {
         value: (deleted) => {
-          if (holder !== undefined && this.events.observed) {
-            this.events.next({ type: 'released', key: lease.key, token: lease.token, fence: holder.fence, heldMs: performance.now() - holder.acquiredAt, deleted });
-          }
+          if (holder !== undefined) this.reportReleased(holder, deleted, false);
           resolve(deleted);
         },
         error: (error) => {
@@ -173,6 +174,10 @@ export class LockEngine implements Locker, StoreLeaseOwner {
 
   reportAcquired(key: string, token: string, fence: number, waitedMs: number, attempts: number): void {
     if (this.events.observed) this.events.next({ type: 'acquired', key, token, fence, waitedMs, attempts });
+  }
+
+  reportReleased(holder: HeldLease, deleted: boolean, passed: boolean): void {
+    if (this.events.observed) this.events.next({ type: 'released', key: holder.key, token: holder.token, fence: holder.fence, heldMs: performance.now() - holder.acquiredAt, deleted, passed });
   }
 
   reportTimedOut(key: string, waitedMs: number, attempts: number): void {

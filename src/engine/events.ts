@@ -43,6 +43,8 @@ export interface ReleasedEvent {
   readonly heldMs: number;
   /** False when the key had already expired or been taken by another owner. */
   readonly deleted: boolean;
+  /** True when the lock went straight to the next local waiter, without a store call (cohort hand-off). */
+  readonly passed: boolean;
 }
 
 /** A release could not be confirmed (store down or slow); the key expires with its TTL. */

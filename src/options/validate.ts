@@ -4,7 +4,7 @@
  */
 import type { SchedulerLike } from 'rxjs';
 import { LockOptionsError } from '../errors.js';
-import type { LockStore } from '../store/LockStore.js';
+import { FENCE_STRIDE, type LockStore } from '../store/LockStore.js';
 import { DEFAULTS, type AcquireOptions, type LockerOptions, type OnLost, type RetryDelay } from './LockerOptions.js';
 import { leaseValidity } from '../engine/lease/validity.js';
 import { MAX_KEY_LENGTH, MAX_MS, MAX_PREFIX_LENGTH } from './limits.js';
@@ -30,10 +30,11 @@ export interface LockerSettings extends AcquireSettings {
   readonly random: () => number;
   readonly scheduler: SchedulerLike | undefined;
   readonly localGate: boolean;
+  readonly cohort: { readonly maxPasses: number; readonly maxMs: number };
 }
 
 const ACQUIRE_KEYS = ['ttl', 'waitTimeout', 'retry', 'renew', 'onLost'] as const;
-const LOCKER_KEYS = [...ACQUIRE_KEYS, 'store', 'commandTimeout', 'keyPrefix', 'random', 'scheduler', 'localGate'] as const;
+const LOCKER_KEYS = [...ACQUIRE_KEYS, 'store', 'commandTimeout', 'keyPrefix', 'random', 'scheduler', 'localGate', 'cohort'] as const;
 const RETRY_KEYS = ['minDelay', 'jitter'] as const;
 const RENEW_KEYS = ['interval'] as const;
 
@@ -67,6 +68,7 @@ export function resolveLockerOptions(options: LockerOptions | undefined, default
     scheduler,
     commandTimeout: o.commandTimeout === undefined ? DEFAULTS.commandTimeout : checkMs('commandTimeout', o.commandTimeout, 1),
     localGate: checkBoolean('localGate', o.localGate, DEFAULTS.localGate),
+    cohort: checkCohort(o.cohort),
   };
 }
 
@@ -170,6 +172,24 @@ function checkRenewFits(ttl: number, renew: AcquireSettings['renew']): void {
     const max = Math.ceil(validity) - 1;
     throw new LockOptionsError('renew.interval', `an integer from 1 to ${max} (ms): below the validity of a ${ttl} ms lease (ttl − ttl·1% − 2 ms)`, renew.interval);
   }
+}
+
+const COHORT_KEYS = ['maxPasses', 'maxMs'] as const;
+const MAX_PASSES = FENCE_STRIDE - 1;
+
+function checkCohort(value: unknown): LockerSettings['cohort'] {
+  if (value === undefined) return DEFAULTS.cohort;
+  if (value === false) return { maxPasses: 0, maxMs: 0 };
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new LockOptionsError('cohort', 'false or { maxPasses, maxMs }', value);
+  }
+  const c = checkObject(value as Record<string, unknown>, 'cohort', COHORT_KEYS, 'cohort options');
+  const maxPasses = c.maxPasses === undefined ? DEFAULTS.cohort.maxPasses : c.maxPasses;
+  if (typeof maxPasses !== 'number' || !Number.isInteger(maxPasses) || maxPasses < 0 || maxPasses > MAX_PASSES) {
+    throw new LockOptionsError('cohort.maxPasses', `an integer from 0 to ${MAX_PASSES}`, maxPasses);
+  }
+  const maxMs = c.maxMs === undefined ? DEFAULTS.cohort.maxMs : checkMs('cohort.maxMs', c.maxMs, 0);
+  return { maxPasses, maxMs };
 }
 
 function checkBoolean(option: string, value: unknown, fallback: boolean): boolean {

@@ -3,9 +3,15 @@
  * while one of them holds it. Only the first waiter's {@link RemoteSession} talks to the store; the
  * others wait here, costing the store nothing (seed 000's local hot-spot lock).
  *
- * Order: when the process gives the store lock up, it releases it first and only then starts the
- * next local waiter's session, at once, with no back-off sleep. A gate lives only while its key
- * has a holder, waiters or a release in flight, so memory is bounded by live keys.
+ * Cohort hand-off: when a holder releases and a local waiter is next in line, the lock passes to
+ * it without a store round trip — same store lease (and renewal), next fence — a bounded number of
+ * times and for a bounded time after the store granted it (`cohort`). Then, or when nobody here
+ * waits, the process gives the store lock up: it releases it first and only then starts the next
+ * local waiter's session, at once, with no back-off sleep; a store with a line hands the key to the
+ * next process meanwhile, so processes take turns.
+ *
+ * A gate lives only while its key has a holder, waiters, a hand-off or a release in flight, so
+ * memory is bounded by live keys.
  */
 import { LockTimeoutError, type LockLostError } from '../../errors.js';
 import { HeldLease, type HolderOwner } from '../lease/HeldLease.js';
@@ -20,6 +26,9 @@ export class KeyGate implements HolderOwner {
   private storeLease: StoreLease | undefined;
   private session: RemoteSession | undefined;
   private releasing = false;
+  /** Local hand-offs made with the current store lease, and when the store granted it. */
+  private passes = 0;
+  private grantedAt = 0;
 
   constructor(
     readonly engine: LockEngine,
@@ -42,12 +51,17 @@ export class KeyGate implements HolderOwner {
 
   /** Nothing held, nothing in flight, nobody waiting. */
   get empty(): boolean {
-    return this.holder === undefined && this.session === undefined && !this.releasing && this.waiters.size === 0;
+    return !this.busy && this.waiters.size === 0;
+  }
+
+  /** Held, passing, being taken or being given back. */
+  private get busy(): boolean {
+    return this.holder !== undefined || this.storeLease !== undefined || this.session !== undefined || this.releasing;
   }
 
   enqueue(waiter: Waiter): void {
     this.waiters.add(waiter);
-    if (this.waiters.size === 1 && this.holder === undefined && this.session === undefined && !this.releasing) {
+    if (this.waiters.size === 1 && !this.busy) {
       this.startSession();
       return;
     }
@@ -95,6 +109,8 @@ export class KeyGate implements HolderOwner {
       return;
     }
     this.storeLease = storeLease;
+    this.passes = 0;
+    this.grantedAt = performance.now();
     storeLease.onLost = (error) => this.lost(storeLease, error);
     this.grant(head, fence);
     storeLease.start();
@@ -121,6 +137,41 @@ export class KeyGate implements HolderOwner {
     // (harmless if it is gone or taken; useful if the store was only slow).
     if (this.holder !== holder) return this.engine.releaseStore(storeLease, holder);
     this.holder = undefined;
+    if (this.mayPass(storeLease)) {
+      // Handed over in a microtask, not inside this release() call: a chain of local holders whose
+      // work ends synchronously must not grow the stack.
+      this.passes++;
+      this.engine.reportReleased(holder, true, true);
+      queueMicrotask(() => this.pass(storeLease, holder.fence + 1));
+      return Promise.resolve(true);
+    }
+    return this.giveBack(storeLease, holder);
+  }
+
+  /** May the lock go to the next local waiter without the store? */
+  private mayPass(storeLease: StoreLease): boolean {
+    const head = this.head();
+    if (head === undefined) return false;
+    const { maxPasses, maxMs } = this.engine.cohort;
+    if (this.passes >= maxPasses || performance.now() - this.grantedAt >= maxMs) return false;
+    const settings = head.settings;
+    const renew = storeLease.renew;
+    const sameRenewal = settings.renew === false ? renew === false : renew !== false && renew.interval === settings.renew.interval;
+    return settings.ttl === storeLease.renewTtl && sameRenewal && storeLease.valid(performance.now());
+  }
+
+  private pass(storeLease: StoreLease, fence: number): void {
+    if (this.storeLease !== storeLease) return; // lost meanwhile: the line has moved on
+    const head = this.head();
+    if (head === undefined || !storeLease.valid(performance.now())) {
+      void this.giveBack(storeLease, undefined);
+      return;
+    }
+    this.grant(head, fence);
+  }
+
+  /** Releases the store lock, then lets the next local waiter go to the store. */
+  private giveBack(storeLease: StoreLease, holder: HeldLease | undefined): Promise<boolean> {
     this.storeLease = undefined;
     storeLease.end();
     this.releasing = true;
@@ -137,7 +188,7 @@ export class KeyGate implements HolderOwner {
 
   /** Starts the next waiter's session if the key is free here, or forgets the gate when empty. */
   private next(): void {
-    if (this.holder !== undefined || this.session !== undefined || this.releasing) return;
+    if (this.busy) return;
     if (this.waiters.size > 0) this.startSession();
     else this.dispose();
   }
