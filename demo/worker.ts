@@ -44,6 +44,8 @@ function countingClient(redis: Redis, tally: Tally): RedisClient {
   return {
     evalsha: (sha, keyCount, ...keysAndArgs) => counted(redis.evalsha(sha, keyCount, ...keysAndArgs)),
     eval: (script, keyCount, ...keysAndArgs) => counted(redis.eval(script, keyCount, ...keysAndArgs)),
+    // the wake-up subscriber: its SUBSCRIBE/UNSUBSCRIBE are rare and not counted
+    duplicate: () => redis.duplicate(),
   };
 }
 
@@ -147,6 +149,7 @@ async function main(): Promise<void> {
   // QUIT is answered after every command already sent, so the last releases reach Redis first; a
   // bare disconnect could drop one and leave the key held until its TTL. Not on failure, though: a
   // Redis that stopped answering would never answer QUIT either (exiting drops the connection).
+  store.close();
   await redis.quit();
 
   await send(reportOf(tally));

@@ -29,6 +29,8 @@ export class KeyGate implements HolderOwner {
   /** Local hand-offs made with the current store lease, and when the store granted it. */
   private passes = 0;
   private grantedAt = 0;
+  /** A session of this gate was refused by the store at least once. */
+  contended = false;
 
   constructor(
     readonly engine: LockEngine,
@@ -196,7 +198,7 @@ export class KeyGate implements HolderOwner {
   private startSession(): void {
     const session = new RemoteSession(this);
     this.session = session;
-    session.start();
+    session.start(this.contended || this.waiters.size > 1);
   }
 
   private grant(waiter: Waiter, fence: number): void {

@@ -38,8 +38,20 @@ export class RemoteSession {
 
   constructor(private readonly gate: KeyGate) {}
 
-  start(): void {
+  /**
+   * @param contended the key was contended lately here: listen for wake-up before the first
+   * attempt, so it can take its place in line at once (an uncontended key never subscribes).
+   */
+  start(contended: boolean): void {
+    if (contended && this.gate.canWatch) this.listen();
     this.attempt();
+  }
+
+  /** Starts listening for grants; once the channel is live, an attempt can queue. */
+  private listen(): void {
+    const watch = (this.watch = this.gate.engine.store.watch!(this.gate.storeKey, this.signalled));
+    // Queue as soon as the channel is live, rather than after a whole back-off step.
+    if (!watch.active) void watch.ready.then(() => this.wakeNow());
   }
 
   /** Nobody waits any more: stop, leave the store's line, give back a grant that comes anyway. */
@@ -114,11 +126,14 @@ export class RemoteSession {
       gate.sessionAbandoned(this);
       return;
     }
-    const store = engine.store;
+    gate.contended = true;
     if (this.watch === undefined && gate.canWatch) {
-      const watch = (this.watch = store.watch!(gate.storeKey, this.signalled));
-      // Queue as soon as the channel is live, rather than after a whole back-off step.
-      if (!watch.active) void watch.ready.then(() => this.wakeNow());
+      this.listen();
+      // Already live (another waiter of this key listens): take the place in line now.
+      if (this.watch!.active && head.remaining(now) > 0) {
+        this.attempt();
+        return;
+      }
     }
     const remaining = head.remaining(now);
     // The holder's key is gone once its remaining TTL has passed (expiry is at now > deadline).
@@ -137,7 +152,7 @@ export class RemoteSession {
       const place = this.placeTtl;
       const notifier =
         woken && place !== undefined && typeof policy !== 'function'
-          ? backoff({ minDelay: 0, jitter: 0 }, attempt, Math.min(cap, jitteredDelay(place / 4, place / 12, engine.random)), engine.random, engine.scheduler)
+          ? backoff({ minDelay: jitteredDelay(place / 4, place / 12, engine.random), jitter: 0 }, attempt, Math.max(0, cap), engine.random, engine.scheduler)
           : backoff(policy, attempt, Math.max(0, cap), engine.random, engine.scheduler);
       current.add(
         notifier.subscribe({

@@ -79,10 +79,13 @@ export class StoreLease implements TimedLease {
    */
   start(): void {
     const now = performance.now();
-    if (this.currentTtl !== this.wantedTtl && this.renew !== false) {
+    if (this.currentTtl !== this.wantedTtl && this.renew === false) {
+      // A granted key's TTL is not ours, and nothing would renew it: extend it once, now.
       if (this.checkValid(now)) this.owner.schedule(this, 'renew', now);
       return;
     }
+    // A granted key's shorter TTL is renewed on its own schedule (a third of it): work that is done
+    // before then never pays for the extension.
     this.scheduleNext(now);
   }
 
@@ -161,7 +164,7 @@ export class StoreLease implements TimedLease {
   }
 
   private get interval(): number {
-    return this.renew === false ? Infinity : renewIntervalFor(this.wantedTtl, this.renew.interval);
+    return this.renew === false ? Infinity : renewIntervalFor(Math.min(this.currentTtl, this.wantedTtl), this.renew.interval);
   }
 
   /** The next renewal (counted from `from`, when the validity started), or the deadline. */
