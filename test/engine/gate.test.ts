@@ -1,0 +1,185 @@
+/**
+ * The local gate and the cohort hand-off, on the in-memory store: waiters of one process queue
+ * FIFO per key and only the first talks to the store; a release is answered before the next
+ * waiter goes to the store, at once; the lock passes between local holders without the store, a
+ * bounded number of times, with growing fences; gates exist only while their key is in use, so a
+ * million keys passing through leave no trace.
+ */
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { defer, finalize, firstValueFrom, lastValueFrom, merge, NEVER, of, timer } from 'rxjs';
+import { describe, expect, it } from 'vitest';
+import { createLocker, isLockTimeoutError, MemoryLockStore, type LockEvent, type LockerOptions } from '../../src/index.js';
+import type { LockEngine } from '../../src/engine/LockEngine.js';
+import { RecordingStore } from '../support/recordingStore.js';
+
+function setup(options: LockerOptions = {}) {
+  const memory = new MemoryLockStore();
+  const store = new RecordingStore(memory);
+  const locker = createLocker({ store, keyPrefix: '', ...options });
+  const events: LockEvent[] = [];
+  locker.events$.subscribe((e) => events.push(e));
+  return { memory, store, locker, events, engine: locker as unknown as LockEngine };
+}
+
+describe('local gate', () => {
+  for (const cohort of [false, { maxMs: 60_000 }] as const) {
+    it(`grants local waiters in arrival order, and only the first one asks the store (cohort ${cohort === false ? 'off' : 'on'})`, async () => {
+      const { store, locker } = setup({ cohort });
+      const order: number[] = [];
+      const runs = Array.from({ length: 6 }, (_, i) =>
+        lastValueFrom(
+          defer(() => {
+            order.push(i);
+            return timer(5);
+          }).pipe(locker.withLock('k')),
+        ),
+      );
+      // all six are waiting before the first is even granted
+      await Promise.all(runs);
+      expect(order).toEqual([0, 1, 2, 3, 4, 5]);
+      // with the cohort hand-off, one store grant serves them all; without, one each, and never an
+      // attempt that finds the key held by this very process
+      const attempts = store.count('tryAcquire');
+      expect(attempts).toBe(cohort === false ? 6 : 1);
+      expect(store.count('release')).toBe(cohort === false ? 6 : 1);
+    });
+  }
+
+  it('gives the store lock back before the next local waiter asks for it, and that waiter asks at once', async () => {
+    const { store, locker } = setup({ cohort: false });
+    await Promise.all([lastValueFrom(timer(10).pipe(locker.withLock('k'))), lastValueFrom(timer(10).pipe(locker.withLock('k')))]);
+    const ops = store.calls.map((c) => c.op);
+    expect(ops).toEqual(['tryAcquire', 'release', 'tryAcquire', 'release']);
+    // the second attempt follows the first release with no back-off sleep (10–30 ms by default)
+    expect(store.calls[2]!.at - store.calls[1]!.at).toBeLessThan(5);
+  });
+
+  it('times out waiters queued behind a local holder at their own wait limit, without store calls', async () => {
+    const { store, locker, events } = setup();
+    const holder = await firstValueFrom(locker.acquire('k'));
+    const started = performance.now();
+    const errors = await Promise.all([
+      firstValueFrom(locker.acquire('k', { waitTimeout: 50 })).catch((e: unknown) => e),
+      firstValueFrom(locker.acquire('k', { waitTimeout: 0 })).catch((e: unknown) => e),
+    ]);
+    expect(errors.every(isLockTimeoutError)).toBe(true);
+    expect(errors[0]).toMatchObject({ attempts: 0 });
+    expect(performance.now() - started).toBeGreaterThanOrEqual(49);
+    expect(store.count('tryAcquire')).toBe(1);
+    expect(events.filter((e) => e.type === 'timed-out')).toHaveLength(2);
+    await holder.release();
+  });
+
+  it('a waiter that leaves the line lets the next one through; the first waiter leaving hands its store session on', async () => {
+    const { memory, locker } = setup({ retry: { minDelay: 5, jitter: 0 } });
+    await memory.tryAcquire('k', 'other-process', 60);
+    const granted: string[] = [];
+    const a = locker.acquire('k').subscribe((l) => (granted.push('a'), void l.release()));
+    const b = locker.acquire('k').subscribe((l) => (granted.push('b'), void l.release()));
+    const c = lastValueFrom(locker.acquire('k')).then((l) => (granted.push('c'), l.release()));
+    await new Promise((r) => setTimeout(r, 20));
+    a.unsubscribe(); // the first in line leaves while its session polls
+    b.unsubscribe();
+    await c;
+    expect(granted).toEqual(['c']);
+  });
+
+  it('keeps a gate only while its key is in use: the map is empty when all streams end', async () => {
+    const { engine, locker } = setup();
+    const subs = Array.from({ length: 200 }, (_, i) => NEVER.pipe(locker.withLock(`k${i % 20}`)).subscribe());
+    await new Promise((r) => setTimeout(r, 10));
+    expect(engine.liveKeys).toBe(20);
+    subs.forEach((s) => s.unsubscribe());
+    await new Promise((r) => setTimeout(r, 10));
+    expect(engine.liveKeys).toBe(0);
+  });
+
+  it('1,000,000 distinct keys passing through leave the heap within 5 MB of where it started', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const store = new MemoryLockStore();
+    const locker = createLocker({ store, keyPrefix: '' });
+    const engine = locker as unknown as LockEngine;
+    const settle = () => new Promise((r) => setImmediate(r));
+    /** `count` acquisitions of distinct keys, 100 at a time, each released at once. */
+    const passThrough = async (prefix: string, count: number) => {
+      for (let i = 0; i < count; i += 100) {
+        await Promise.all(Array.from({ length: 100 }, (_, j) => firstValueFrom(locker.acquire(`${prefix}:${i + j}`)).then((lease) => lease.release())));
+      }
+    };
+    // warm up the code paths first, so the baseline includes compiled code
+    await passThrough('warm', 20_000);
+    await settle();
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    await passThrough('key', 1_000_000);
+    await settle();
+    gc();
+    const after = process.memoryUsage().heapUsed;
+    expect(engine.liveKeys).toBe(0);
+    expect(store.size).toBe(0);
+    expect(engine.timers.size).toBeLessThan(5000);
+    expect((after - before) / 2 ** 20).toBeLessThan(5);
+  }, 60_000);
+});
+
+describe('cohort hand-off', () => {
+  it('passes the lock to the next local waiter without the store, each holder with a higher fence', async () => {
+    const { store, locker, events } = setup({ cohort: { maxMs: 60_000 } });
+    const fences: number[] = [];
+    await Promise.all(
+      Array.from({ length: 5 }, () => lastValueFrom(locker.using('k', (lease) => (fences.push(lease.fence), timer(1))))),
+    );
+    expect(fences).toEqual([fences[0], fences[0]! + 1, fences[0]! + 2, fences[0]! + 3, fences[0]! + 4]);
+    expect(store.count('tryAcquire')).toBe(1);
+    const released = events.filter((e): e is Extract<LockEvent, { type: 'released' }> => e.type === 'released');
+    expect(released.map((e) => e.passed)).toEqual([true, true, true, true, false]);
+    // the next grant from the store is above every fence handed out locally
+    const next = await firstValueFrom(locker.acquire('k'));
+    expect(next.fence).toBeGreaterThan(fences[4]!);
+    await next.release();
+  });
+
+  it('goes back to the store after cohort.maxPasses hand-offs', async () => {
+    const { store, locker } = setup({ cohort: { maxPasses: 2, maxMs: 60_000 } });
+    await Promise.all(Array.from({ length: 7 }, () => lastValueFrom(timer(1).pipe(locker.withLock('k')))));
+    // 7 holders, 3 per store grant: grants at holders 1, 4 and 7
+    expect(store.count('tryAcquire')).toBe(3);
+    expect(store.count('release')).toBe(3);
+  });
+
+  it('goes back to the store once cohort.maxMs has passed since the store grant', async () => {
+    const { store, locker } = setup({ cohort: { maxPasses: 1000, maxMs: 25 } });
+    await Promise.all(Array.from({ length: 6 }, () => lastValueFrom(timer(10).pipe(locker.withLock('k')))));
+    // holders of ~10 ms each: a grant serves the holders that start within 25 ms of it (three)
+    expect(store.count('tryAcquire')).toBeGreaterThanOrEqual(2);
+    expect(store.count('tryAcquire')).toBeLessThanOrEqual(3);
+  });
+
+  it('does not pass to a waiter that asked for another TTL, and a chain of synchronous holders does not grow the stack', async () => {
+    const { store, locker } = setup();
+    await Promise.all([lastValueFrom(timer(1).pipe(locker.withLock('k', { ttl: 5000 }))), lastValueFrom(of(1).pipe(locker.withLock('k', { ttl: 6000 })))]);
+    expect(store.count('tryAcquire')).toBe(2);
+    // 5,000 waiters whose work completes synchronously: handed over in microtasks, not recursively
+    let done = 0;
+    await lastValueFrom(merge(...Array.from({ length: 5000 }, () => of(1).pipe(locker.withLock('sync'), finalize(() => done++)))));
+    expect(done).toBe(5000);
+  });
+
+  it('a holder whose lease is lost does not pass it on: the next waiter goes to the store', async () => {
+    const { memory, store, locker, events } = setup({ ttl: 300 });
+    const first = firstValueFrom(locker.acquire('k'));
+    const lease = await first;
+    const second = lastValueFrom(locker.using('k', (l) => of(l.fence)));
+    memory['entries'].delete('k'); // someone deleted our key
+    await memory.tryAcquire('k', 'intruder', 150); // outlives the next renewal (every 100 ms)
+    const lost = await firstValueFrom(lease.lost$);
+    expect(lost.reason).toBe('taken-over');
+    const fence = await second; // granted by the store once the intruder's 150 ms ran out
+    expect(fence).toBeGreaterThan(lease.fence);
+    expect(store.count('tryAcquire')).toBeGreaterThanOrEqual(2);
+    expect(events.some((e) => e.type === 'lost')).toBe(true);
+    await lease.release();
+  });
+});
