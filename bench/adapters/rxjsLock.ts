@@ -1,0 +1,72 @@
+/**
+ * rxjs-lock, from this repository's source (../../src). The only file of the bench that builds
+ * the store and the locker: `createRxjsLock` below. A variant's `options` (../libraries.ts) are
+ * spread into `createLocker`; its `storeOptions`, when it has any, are the store's second argument.
+ */
+import { firstValueFrom, Observable } from 'rxjs';
+import { createLocker, isLockTimeoutError, type LockerOptions } from '../../src/index.js';
+import { RedisLockStore } from '../../src/redis.js';
+import { AcquireTimeout, type AdapterContext, type LockAdapter } from './types.js';
+
+/** The store's constructor with its optional second argument (options), which older versions do not declare. */
+type StoreConstructor = new (client: Awaited<ReturnType<AdapterContext['connect']>>, options?: Readonly<Record<string, unknown>>) => RedisLockStore;
+
+/** Same as the library's default (`DEFAULTS.keyPrefix`), unless a variant sets its own. */
+const DEFAULT_KEY_PREFIX = 'lock:';
+
+export async function createRxjsLock(ctx: AdapterContext, options: Readonly<Record<string, unknown>>, storeOptions?: Readonly<Record<string, unknown>>): Promise<LockAdapter> {
+  const redis = await ctx.connect();
+  // The store opens its own subscriber with redis.duplicate(), which the round-trip counter follows.
+  const store = storeOptions === undefined ? new RedisLockStore(redis) : new (RedisLockStore as unknown as StoreConstructor)(redis, storeOptions);
+  // Throws LockOptionsError for an option this version does not know: the worker then skips the variant.
+  const locker = createLocker({ store, ...options } as LockerOptions);
+  const prefix = typeof options.keyPrefix === 'string' ? options.keyPrefix : DEFAULT_KEY_PREFIX;
+
+  return {
+    storeKey: (name) => prefix + name,
+
+    async acquire(name, limits) {
+      try {
+        const lease = await firstValueFrom(locker.acquire(name, { waitTimeout: limits.waitTimeoutMs, ttl: limits.ttlMs }));
+        return {
+          release: async () => {
+            await lease.release();
+          },
+        };
+      } catch (error) {
+        if (isLockTimeoutError(error)) throw new AcquireTimeout(error.message);
+        throw error;
+      }
+    },
+
+    // The idiomatic way to cancel in RxJS: unsubscribe from `work.pipe(withLock(key))`. The work
+    // never ends by itself; its teardown (upstream of withLock) marks the end of the hold.
+    holdUntilAborted(name, limits, signal, section) {
+      return new Promise((resolve) => {
+        let held = false;
+        const work = new Observable<never>(() => {
+          held = true;
+          section.enter();
+          return () => section.exit();
+        });
+        const subscription = work.pipe(locker.withLock<never>(name, { waitTimeout: limits.waitTimeoutMs, ttl: limits.ttlMs })).subscribe({
+          error: (error: unknown) => resolve(isLockTimeoutError(error) ? 'timeout' : 'error'),
+        });
+        const cancel = () => {
+          subscription.unsubscribe();
+          resolve(held ? 'held' : 'cancelled');
+        };
+        if (signal.aborted) cancel();
+        else signal.addEventListener('abort', cancel, { once: true });
+      });
+    },
+
+    // Releases after an unsubscribe, and of acquisitions granted after their subscriber left,
+    // run inside the engine; the worker's settle pause covers them.
+    settle: async () => undefined,
+    // Closes the subscriber connection the store opened, where the store has one.
+    close: async () => {
+      (store as { close?: () => unknown }).close?.();
+    },
+  };
+}

@@ -1,0 +1,83 @@
+/**
+ * The one shape every measured library is driven through. Each adapter uses its library the way
+ * that library's README shows, and translates only the wait limit and the lease length.
+ */
+import type { Redis } from 'ioredis';
+
+export interface Limits {
+  /** Give up waiting for a held lock after this long (each library's own way of saying it). */
+  readonly waitTimeoutMs: number;
+  /** Lease length. */
+  readonly ttlMs: number;
+}
+
+export interface Held {
+  /** Gives the lock back; resolves once the library says it is done. Never rejects. */
+  release(): Promise<void>;
+}
+
+/** Marks the holding part of a cancellable acquisition (cancel-storm). */
+export interface Section {
+  /** Call right when the lock is held. */
+  enter(): void;
+  /** Call when the holder stops relying on the lock (before the release is sent). */
+  exit(): void;
+}
+
+/** How a cancellable acquisition ended. */
+export type StormOutcome = 'held' | 'cancelled' | 'timeout' | 'error';
+
+export interface LockAdapter {
+  /** The key this library writes in Redis for the lock name `name`. */
+  storeKey(name: string): string;
+  /** Waits for the lock; rejects with {@link AcquireTimeout} when the wait limit runs out. */
+  acquire(name: string, limits: Limits): Promise<Held>;
+  /**
+   * Takes the lock and holds it until `signal` aborts, then lets go the library's own way;
+   * cancelling while still waiting abandons the wait. Resolves when the caller may move on.
+   */
+  holdUntilAborted(name: string, limits: Limits, signal: AbortSignal, section: Section): Promise<StormOutcome>;
+  /** Resolves once work the library left running in the background (abandoned acquisitions) has ended. */
+  settle(): Promise<void>;
+  /** Library clean-up beyond closing the connections (the worker quits those itself). */
+  close(): Promise<void>;
+}
+
+export interface AdapterContext {
+  /**
+   * A new ioredis connection to the bench's Redis, connected, counted as the library's round
+   * trips (the connection name tags it; `duplicate()` keeps the tag). Closed by the worker.
+   */
+  connect(): Promise<Redis>;
+}
+
+/** The library's wait limit ran out (each adapter maps its library's own timeout error to this). */
+export class AcquireTimeout extends Error {
+  override readonly name = 'AcquireTimeout';
+}
+
+/** Resolves when `signal` aborts (at once if it already has). */
+export function whenAborted(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve();
+    else signal.addEventListener('abort', () => resolve(), { once: true });
+  });
+}
+
+/** Keeps the promises of work left running in the background, so `settle()` can wait for them. */
+export class Background {
+  private readonly pending = new Set<Promise<unknown>>();
+
+  track(work: Promise<unknown>): void {
+    const settled = work.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.pending.add(settled);
+    void settled.then(() => this.pending.delete(settled));
+  }
+
+  async settle(): Promise<void> {
+    while (this.pending.size > 0) await Promise.all([...this.pending]);
+  }
+}

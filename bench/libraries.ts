@@ -1,0 +1,59 @@
+/**
+ * Who is measured, in which scenarios. To try a new rxjs-lock option, add a variant below: its
+ * `options` are spread into `createLocker`, its `storeOptions` (if any) are `RedisLockStore`'s
+ * second argument (see ./adapters/rxjsLock.ts). A variant whose options are rejected with
+ * `LockOptionsError` (an option that does not exist yet) is skipped with a note instead of
+ * failing the bench.
+ */
+import type { ScenarioName } from './scenarios.js';
+
+export const LIBRARY_NAMES = ['rxjs-lock', 'redlock', 'redis-semaphore', 'baseline'] as const;
+export type LibraryName = (typeof LIBRARY_NAMES)[number];
+export const PEERS: readonly LibraryName[] = ['redlock', 'redis-semaphore', 'baseline'];
+
+export interface BenchEntry {
+  readonly library: LibraryName;
+  /** `default` for every library's own settings; another name for an rxjs-lock option set. */
+  readonly variant: string;
+  /** rxjs-lock only: spread into `createLocker({ store, ...options })`. */
+  readonly options: Readonly<Record<string, unknown>>;
+  /** rxjs-lock only: `new RedisLockStore(redis, storeOptions)` when set. */
+  readonly storeOptions?: Readonly<Record<string, unknown>>;
+}
+
+interface RxjsLockVariant {
+  readonly variant: string;
+  readonly options: Readonly<Record<string, unknown>>;
+  readonly storeOptions?: Readonly<Record<string, unknown>>;
+  /** Scenarios this variant runs in; every scenario when omitted. */
+  readonly scenarios?: readonly ScenarioName[];
+}
+
+export const RXJS_LOCK_VARIANTS: readonly RxjsLockVariant[] = [
+  { variant: 'default', options: {} },
+  // The local hot-spot gate (per-key FIFO of one process's waiters) switched off: seed-000
+  // compares the SET commands Redis sees with and without it.
+  { variant: 'localGate-off', options: { localGate: false }, scenarios: ['seed-000'] },
+  // More to compare, e.g. wake-up on release switched off (a store option):
+  // { variant: 'wakeUp-off', options: {}, storeOptions: { wakeUp: false }, scenarios: ['hot-key-1ms', 'hot-key-0ms'] },
+];
+
+/** The runs of one scenario, in the order they run: rxjs-lock and its variants first, then the peers. */
+export function entriesFor(scenario: ScenarioName, only: readonly string[] | undefined): BenchEntry[] {
+  const wanted = (library: LibraryName) => only === undefined || only.includes(library);
+  const entries: BenchEntry[] = [];
+  if (wanted('rxjs-lock')) {
+    for (const v of RXJS_LOCK_VARIANTS) {
+      if (v.scenarios === undefined || v.scenarios.includes(scenario)) {
+        entries.push({ library: 'rxjs-lock', variant: v.variant, options: v.options, ...(v.storeOptions ? { storeOptions: v.storeOptions } : {}) });
+      }
+    }
+  }
+  for (const peer of PEERS) if (wanted(peer)) entries.push({ library: peer, variant: 'default', options: {} });
+  return entries;
+}
+
+/** How a run is named in tables and on the chart. */
+export function entryLabel(e: { library: string; variant: string | null }): string {
+  return e.variant === null || e.variant === 'default' ? e.library : `${e.library} (${e.variant})`;
+}

@@ -1,0 +1,258 @@
+/**
+ * Turns the workers' reports and Redis's counters into one result row. Pure functions, so the
+ * arithmetic can be checked by eye.
+ */
+import { findOverlaps, type CriticalSection } from '../src/testing.js';
+import type { BenchEntry } from './libraries.js';
+import type { Noise } from './noise.js';
+import { entryLabel } from './libraries.js';
+import type { WorkerReport } from './protocol.js';
+import type { ResultRow, RowEnv } from './results.js';
+import type { ScenarioSpec } from './scenarios.js';
+
+/** Nearest-rank percentile of an ascending array; null when empty. */
+export function percentile(ascending: readonly number[], p: number): number | null {
+  if (ascending.length === 0) return null;
+  const rank = Math.min(ascending.length, Math.max(1, Math.ceil(p * ascending.length)));
+  return ascending[rank - 1]!;
+}
+
+/** Jain's fairness index: (Σx)² / (n·Σx²); 1 when every loop got the same share. */
+export function jainIndex(counts: readonly number[]): number | null {
+  if (counts.length === 0) return null;
+  const sum = counts.reduce((a, b) => a + b, 0);
+  const squares = counts.reduce((a, b) => a + b * b, 0);
+  return squares === 0 ? null : (sum * sum) / (counts.length * squares);
+}
+
+/**
+ * Commands the bench itself sends to the server (reading and resetting the statistics, flushing,
+ * closing connections), which say nothing about what a lock costs.
+ */
+const HOUSEKEEPING = new Set(['info', 'config', 'flushall', 'quit']);
+
+/** `calls` per command from `INFO commandstats` (subcommands folded into their command), housekeeping left out. */
+export function parseCommandStats(info: string): Record<string, number> {
+  const calls: Record<string, number> = {};
+  for (const match of info.matchAll(/^cmdstat_([^:|\r\n]+)(?:\|[^:\r\n]*)?:calls=(\d+)/gm)) {
+    const name = match[1]!.toLowerCase();
+    if (HOUSEKEEPING.has(name)) continue;
+    calls[name] = (calls[name] ?? 0) + Number(match[2]);
+  }
+  return calls;
+}
+
+/** One acquisition as the parent sees it. */
+export interface Acquisition {
+  readonly worker: number;
+  /** Globally unique loop id (worker × loops + loop). */
+  readonly loop: number;
+  readonly keyIndex: number;
+  readonly enter: number;
+  readonly exit: number;
+}
+
+export function acquisitionsOf(reports: readonly WorkerReport[]): Acquisition[] {
+  const all: Acquisition[] = [];
+  let loopBase = 0;
+  reports.forEach((r, worker) => {
+    for (let i = 0; i < r.enterNs.length; i++) {
+      all.push({ worker, loop: loopBase + r.loop[i]!, keyIndex: r.keyIndex[i]!, enter: r.enterNs[i]!, exit: r.exitNs[i]! });
+    }
+    loopBase += r.loops;
+  });
+  return all;
+}
+
+/** Pairs of critical sections on the same key that ran at the same time, across all processes. */
+export function countOverlaps(acquisitions: readonly Acquisition[]): number {
+  const byKey = new Map<number, CriticalSection[]>();
+  for (const a of acquisitions) {
+    const list = byKey.get(a.keyIndex) ?? [];
+    list.push({ enter: BigInt(a.enter), exit: BigInt(a.exit), owner: `${a.worker}` });
+    byKey.set(a.keyIndex, list);
+  }
+  let overlaps = 0;
+  for (const sections of byKey.values()) overlaps += findOverlaps(sections).length;
+  return overlaps;
+}
+
+export interface HandoffStats {
+  /** Release (right before the call) → next holder's acquire resolved, when the two are in different processes, ms ascending. */
+  readonly handoffsMs: number[];
+  /** Share of acquisitions whose preceding release (latest one before it, any process) came from the same loop. */
+  readonly sameLoopPct: number | null;
+}
+
+/**
+ * For one key: pairs each acquisition with the latest release that precedes it in time across
+ * all processes (release = the holder's timestamp right before it called release).
+ */
+export function handoffStats(acquisitions: readonly Acquisition[]): HandoffStats {
+  const releases = [...acquisitions].sort((a, b) => a.exit - b.exit);
+  const exits = releases.map((r) => r.exit);
+  const handoffsMs: number[] = [];
+  let paired = 0;
+  let sameLoop = 0;
+  for (const a of acquisitions) {
+    // Last release with exit <= a.enter (binary search).
+    let lo = 0;
+    let hi = exits.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (exits[mid]! <= a.enter) lo = mid + 1;
+      else hi = mid;
+    }
+    if (lo === 0) continue;
+    const previous = releases[lo - 1]!;
+    paired++;
+    if (previous.loop === a.loop) sameLoop++;
+    if (previous.worker !== a.worker) handoffsMs.push((a.enter - previous.exit) / 1e6);
+  }
+  handoffsMs.sort((x, y) => x - y);
+  return { handoffsMs, sameLoopPct: paired === 0 ? null : (100 * sameLoop) / paired };
+}
+
+const round = (value: number | null, digits: number): number | null => (value === null || !Number.isFinite(value) ? null : Number(value.toFixed(digits)));
+const perAcquisition = (n: number, acquisitions: number): number | null => (acquisitions === 0 ? null : round(n / acquisitions, 3));
+
+export interface RunFacts {
+  readonly spec: ScenarioSpec;
+  readonly entry: BenchEntry;
+  readonly reports: readonly WorkerReport[];
+  /** ns between the run's start and the deadline of time-bound runs. */
+  readonly windowNs: number;
+  readonly commandsBefore: Record<string, number>;
+  readonly commandsAfter: Record<string, number>;
+  readonly orphanedKeys: number | null;
+  readonly noise: Noise | undefined;
+  readonly env: RowEnv;
+}
+
+export function emptyRow(spec: ScenarioSpec, entry: BenchEntry, status: 'skipped' | 'failed', note: string, env: RowEnv): ResultRow {
+  return {
+    ...baseFields(spec, entry, env),
+    status,
+    note,
+    durationSec: null,
+    acquisitions: null,
+    acquisitionsPerSec: null,
+    roundTrips: null,
+    roundTripsPerAcquisition: null,
+    serverCommands: null,
+    serverCommandsPerAcquisition: null,
+    commands: null,
+    setCommands: null,
+    setBefore: null,
+    setAfter: null,
+    waitP50Ms: null,
+    waitP99Ms: null,
+    waitMaxMs: null,
+    jain: null,
+    perLoopMin: null,
+    perLoopMax: null,
+    timeouts: null,
+    errors: null,
+    overlaps: null,
+    handoffP50Ms: null,
+    handoffP99Ms: null,
+    handoffs: null,
+    sameLoopReacquirePct: null,
+    pairP50Ms: null,
+    pairP99Ms: null,
+    successes: null,
+    failures: null,
+    stormAttempts: null,
+    cancelledWhileWaiting: null,
+    orphanedKeys: null,
+    otherCpuPct: null,
+    stealPct: null,
+  };
+}
+
+function baseFields(spec: ScenarioSpec, entry: BenchEntry, env: RowEnv) {
+  return {
+    scenario: spec.name,
+    library: entry.library,
+    variant: entry.variant,
+    label: entryLabel(entry),
+    options: entry.storeOptions ? { ...entry.options, storeOptions: entry.storeOptions } : entry.options,
+    processes: spec.processes,
+    loopsPerProcess: spec.storm ? spec.storm.concurrency : spec.loopsPerProcess,
+    hold: spec.hold.kind === 'timer' ? `${spec.hold.ms} ms timer` : spec.hold.kind === 'yield' ? 'setImmediate' : 'none',
+    waitTimeoutMs: spec.waitTimeoutMs,
+    ttlMs: spec.ttlMs,
+    env,
+  };
+}
+
+export function buildRow(f: RunFacts): ResultRow {
+  const { spec, reports } = f;
+  const acquisitions = acquisitionsOf(reports);
+  const count = acquisitions.length;
+  const finishedNs = Math.max(0, ...reports.map((r) => r.finishedNs));
+  const timeBound = spec.stop.kind === 'time' && !spec.storm;
+  const durationSec = (timeBound ? f.windowNs : finishedNs) / 1e9;
+  const inWindow = timeBound ? acquisitions.filter((a) => a.enter < f.windowNs).length : count;
+
+  const waits = reports.flatMap((r) => r.waitMs).sort((a, b) => a - b);
+  const pairs = reports.flatMap((r) => r.pairMs).sort((a, b) => a - b);
+  const perLoop = new Array<number>(reports.reduce((n, r) => n + r.loops, 0)).fill(0);
+  for (const a of acquisitions) perLoop[a.loop] = (perLoop[a.loop] ?? 0) + 1;
+
+  const commands: Record<string, number> = {};
+  for (const [name, calls] of Object.entries(f.commandsAfter)) {
+    const delta = calls - (f.commandsBefore[name] ?? 0);
+    if (delta > 0) commands[name] = delta;
+  }
+  const serverCommands = Object.values(commands).reduce((a, b) => a + b, 0);
+  const roundTrips = reports.reduce((n, r) => n + r.roundTrips, 0);
+  const timeouts = reports.reduce((n, r) => n + r.timeouts, 0);
+  const errors = reports.reduce((n, r) => n + r.errors, 0);
+  const errorSamples = [...new Set(reports.flatMap((r) => r.errorSamples))].slice(0, 3);
+
+  const sharedKey = spec.keyMode === 'shared' && !spec.storm;
+  const handoff = sharedKey ? handoffStats(acquisitions) : undefined;
+  const multiProcess = spec.processes > 1;
+  const storm = spec.storm ? reports.map((r) => r.storm) : undefined;
+  const sumStorm = (pick: (t: NonNullable<WorkerReport['storm']>) => number) => (storm ? storm.reduce((n, t) => n + (t ? pick(t) : 0), 0) : null);
+
+  return {
+    ...baseFields(spec, f.entry, f.env),
+    status: 'ok',
+    note: errors > 0 ? `${errors} errors: ${errorSamples.join(' | ')}` : null,
+    durationSec: round(durationSec, 3),
+    acquisitions: count,
+    acquisitionsPerSec: durationSec > 0 ? round(inWindow / durationSec, 1) : null,
+    roundTrips,
+    roundTripsPerAcquisition: perAcquisition(roundTrips, count),
+    serverCommands,
+    serverCommandsPerAcquisition: perAcquisition(serverCommands, count),
+    commands,
+    setCommands: commands.set ?? 0,
+    setBefore: f.commandsBefore.set ?? 0,
+    setAfter: f.commandsAfter.set ?? 0,
+    waitP50Ms: round(percentile(waits, 0.5), 3),
+    waitP99Ms: round(percentile(waits, 0.99), 3),
+    waitMaxMs: round(waits.at(-1) ?? null, 3),
+    jain: round(jainIndex(perLoop), 4),
+    perLoopMin: perLoop.length > 0 ? Math.min(...perLoop) : null,
+    perLoopMax: perLoop.length > 0 ? Math.max(...perLoop) : null,
+    timeouts,
+    errors,
+    overlaps: countOverlaps(acquisitions),
+    handoffP50Ms: handoff && multiProcess ? round(percentile(handoff.handoffsMs, 0.5), 3) : null,
+    handoffP99Ms: handoff && multiProcess ? round(percentile(handoff.handoffsMs, 0.99), 3) : null,
+    handoffs: handoff && multiProcess ? handoff.handoffsMs.length : null,
+    sameLoopReacquirePct: handoff && perLoop.length > 1 ? round(handoff.sameLoopPct, 2) : null,
+    pairP50Ms: spec.recordPairs ? round(percentile(pairs, 0.5), 4) : null,
+    pairP99Ms: spec.recordPairs ? round(percentile(pairs, 0.99), 4) : null,
+    successes: count,
+    failures: spec.storm ? sumStorm((t) => t.timeouts + t.errors) : timeouts + errors,
+    stormAttempts: sumStorm((t) => t.attempts),
+    cancelledWhileWaiting: sumStorm((t) => t.cancelled),
+    orphanedKeys: f.orphanedKeys,
+    otherCpuPct: f.noise?.otherCpuPct ?? null,
+    stealPct: f.noise?.stealPct ?? null,
+  };
+}

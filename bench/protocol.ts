@@ -1,0 +1,68 @@
+/**
+ * What the bench's parent and its worker processes tell each other over the fork() IPC channel.
+ * Worker processes live for the whole bench and serve one run after another; each run builds
+ * the library afresh on new connections.
+ *
+ * Timestamps are `process.hrtime.bigint()` (CLOCK_MONOTONIC on Linux, one clock for every process
+ * of the machine). They travel as nanosecond offsets from the run's start (plain numbers, exact
+ * below 2^53 ns ≈ 104 days) or, for absolute values, as decimal strings.
+ */
+import type { BenchEntry } from './libraries.js';
+import type { ScenarioSpec } from './scenarios.js';
+
+export interface RunSetup {
+  readonly runId: string;
+  /** 0-based index of this worker within the run. */
+  readonly worker: number;
+  readonly entry: BenchEntry;
+  readonly scenario: ScenarioSpec;
+  readonly redis: { readonly host: string; readonly port: number };
+}
+
+export type ParentMessage =
+  | { readonly type: 'run'; readonly setup: RunSetup }
+  /** Start now; `startNs` is the run's time origin, `stopAtNs` the deadline of time-bound runs. */
+  | { readonly type: 'go'; readonly startNs: string; readonly stopAtNs: string }
+  /** A run that will not go ahead (another worker could not start it): close and stand by. */
+  | { readonly type: 'cancel' }
+  | { readonly type: 'exit' };
+
+export interface StormTally {
+  readonly attempts: number;
+  readonly held: number;
+  readonly cancelled: number;
+  readonly timeouts: number;
+  readonly errors: number;
+}
+
+export interface WorkerReport {
+  /** One entry per acquisition (critical section), parallel arrays. */
+  readonly loop: number[];
+  readonly keyIndex: number[];
+  /** ns from the run's start: right after the acquire resolved. */
+  readonly enterNs: number[];
+  /** ns from the run's start: right before release was called. */
+  readonly exitNs: number[];
+  /** From starting to acquire until holding, ms. */
+  readonly waitMs: number[];
+  /** Acquire start → release resolved, ms (only when the scenario records pairs). */
+  readonly pairMs: number[];
+  /** ns from the run's start when this worker's loops had all finished (before any settle pause). */
+  readonly finishedNs: number;
+  readonly loops: number;
+  readonly timeouts: number;
+  readonly errors: number;
+  readonly errorSamples: string[];
+  readonly roundTrips: number;
+  readonly storm?: StormTally;
+  /** The Redis keys of the scenario's locks, as this library writes them. */
+  readonly storeKeys: string[];
+}
+
+export type WorkerMessage =
+  | { readonly type: 'started'; readonly pid: number }
+  | { readonly type: 'ready' }
+  | { readonly type: 'skipped'; readonly reason: string }
+  | { readonly type: 'failed'; readonly message: string }
+  | { readonly type: 'cancelled' }
+  | ({ readonly type: 'done' } & WorkerReport);

@@ -1,0 +1,268 @@
+/**
+ * Writes docs/benchmarks.md and docs/benchmarks.svg from bench/results/latest.json alone.
+ * `npm run bench` calls it after a full run; `npx tsx bench/report.ts [results.json]` regenerates
+ * the page from a saved result file.
+ */
+import { writeFileSync } from 'node:fs';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { renderChart } from './chart.js';
+import { LATEST_PATH, readRows, type ResultRow } from './results.js';
+import { bestPeer, evaluateTargets } from './targets.js';
+
+export const DOC_PATH = fileURLToPath(new URL('../docs/benchmarks.md', import.meta.url));
+export const CHART_PATH = fileURLToPath(new URL('../docs/benchmarks.svg', import.meta.url));
+
+const dash = '–';
+const num = (n: number | null | undefined, digits = 2): string => (n === null || n === undefined ? dash : n.toFixed(digits));
+const int = (n: number | null | undefined): string => (n === null || n === undefined ? dash : Math.round(n).toLocaleString('en-US'));
+const us = (ms: number | null | undefined): string => (ms === null || ms === undefined ? dash : (ms * 1000).toFixed(1));
+const ratio = (a: number | null | undefined, b: number | null | undefined): string => (a === null || a === undefined || !b ? dash : `×${(a / b).toFixed(2)}`);
+
+/** A Markdown table; the first column (or the first `leftColumns`) left-aligned, the figures right-aligned. */
+function table(header: readonly string[], body: readonly (readonly string[])[], leftColumns = 1): string {
+  const line = (cells: readonly string[]) => `| ${cells.join(' | ')} |`;
+  return [line(header), line(header.map((_, i) => (i < leftColumns ? '---' : '---:'))), ...body.map(line)].join('\n');
+}
+
+/** Notes can be long (a whole error message): tables get the start of them. */
+const shortNote = (note: string | null, max = 110): string => {
+  const clean = (note ?? '').replace(/\|/g, '\\|').replace(/\s+/g, ' ');
+  return clean.length > max ? `${clean.slice(0, max - 1)}…` : clean;
+};
+
+/** A row's first cell; a run that did not produce numbers says why instead of the figures. */
+function labelCell(r: ResultRow): string {
+  return r.status === 'ok' ? `**${r.label}**` : `${r.label} (${r.status})`;
+}
+
+function notRun(r: ResultRow, columns: number): string[] {
+  return [labelCell(r), ...Array.from({ length: columns - 1 }, (_, i) => (i === 0 ? shortNote(r.note) : ''))];
+}
+
+function scenarioTable(scenario: string, rows: readonly ResultRow[]): string {
+  const rs = rows.filter((r) => r.scenario === scenario);
+  const base = rs.find((r) => r.library === 'baseline' && r.status === 'ok');
+  const best = bestPeer(rows, scenario);
+  switch (scenario) {
+    case 'uncontended': {
+      const h = ['library', 'pair p50 µs', 'pair p99 µs', '÷ baseline p50', 'acq/s', 'round trips/acq', 'server cmds/acq', 'wait p50 ms'];
+      return table(h, rs.map((r) => (r.status !== 'ok' ? notRun(r, h.length) : [labelCell(r), us(r.pairP50Ms), us(r.pairP99Ms), ratio(r.pairP50Ms, base?.pairP50Ms), int(r.acquisitionsPerSec), num(r.roundTripsPerAcquisition), num(r.serverCommandsPerAcquisition), num(r.waitP50Ms, 3)])));
+    }
+    case 'many-keys': {
+      const h = ['library', 'acq/s', '÷ baseline', 'round trips/acq', 'server cmds/acq', 'wait p50 ms', 'wait p99 ms', 'wait max ms', 'Jain', 'overlaps'];
+      return table(h, rs.map((r) => (r.status !== 'ok' ? notRun(r, h.length) : [labelCell(r), int(r.acquisitionsPerSec), ratio(r.acquisitionsPerSec, base?.acquisitionsPerSec), num(r.roundTripsPerAcquisition), num(r.serverCommandsPerAcquisition), num(r.waitP50Ms, 3), num(r.waitP99Ms, 3), num(r.waitMaxMs, 1), num(r.jain, 3), int(r.overlaps)])));
+    }
+    case 'hot-key-1ms':
+    case 'hot-key-0ms': {
+      const h = ['library', 'acq/s', '÷ best peer', 'round trips/acq', 'server cmds/acq', 'wait p50 ms', 'wait p99 ms', 'wait max ms', 'Jain', 'min–max per loop', 'timeouts', 'overlaps', 'handoff p50 ms', 'same loop re-acquires'];
+      return table(
+        h,
+        rs.map((r) =>
+          r.status !== 'ok'
+            ? notRun(r, h.length)
+            : [labelCell(r), int(r.acquisitionsPerSec), ratio(r.acquisitionsPerSec, best?.acquisitionsPerSec), num(r.roundTripsPerAcquisition), num(r.serverCommandsPerAcquisition), num(r.waitP50Ms, 2), num(r.waitP99Ms, 1), num(r.waitMaxMs, 1), num(r.jain, 3), `${int(r.perLoopMin)}–${int(r.perLoopMax)}`, int(r.timeouts), int(r.overlaps), num(r.handoffP50Ms, 3), r.sameLoopReacquirePct === null ? dash : `${r.sameLoopReacquirePct.toFixed(1)}%`],
+        ),
+      );
+    }
+    case 'seed-000': {
+      const h = ['case', 'SET before', 'SET after', 'successes', 'failures', 'SET requests', 'round trips', 'server commands', 'round trips/acq', 'wait max ms', 'same loop re-acquires', 'overlaps'];
+      return table(h, rs.map((r) => (r.status !== 'ok' ? notRun(r, h.length) : [labelCell(r), int(r.setBefore), int(r.setAfter), int(r.successes), int(r.failures), int(r.setCommands), int(r.roundTrips), int(r.serverCommands), num(r.roundTripsPerAcquisition), num(r.waitMaxMs, 1), r.sameLoopReacquirePct === null ? dash : `${r.sameLoopReacquirePct.toFixed(1)}%`, int(r.overlaps)])));
+    }
+    case 'cancel-storm': {
+      const h = ['library', 'acquisitions started', 'held, then cancelled', 'cancelled while waiting', 'timeouts', 'orphaned keys', 'overlaps', 'round trips/held', 'server cmds/held'];
+      return table(h, rs.map((r) => (r.status !== 'ok' ? notRun(r, h.length) : [labelCell(r), int(r.stormAttempts), int(r.successes), int(r.cancelledWhileWaiting), int(r.timeouts), `**${int(r.orphanedKeys)}**`, int(r.overlaps), num(r.roundTripsPerAcquisition), num(r.serverCommandsPerAcquisition)])));
+    }
+    default:
+      return table(['library', 'acq/s'], rs.map((r) => [labelCell(r), int(r.acquisitionsPerSec)]));
+  }
+}
+
+/** A figure of this run, for the scenario texts. */
+function measured(rows: readonly ResultRow[], pick: (r: ResultRow) => number | null): number | null {
+  for (const r of rows) {
+    const value = r.status === 'ok' ? pick(r) : null;
+    if (value !== null) return value;
+  }
+  return null;
+}
+
+function scenarioText(scenario: string, all: readonly ResultRow[]): string {
+  const rows = all.filter((r) => r.scenario === scenario);
+  const seconds = (fallback: number) => `${(measured(rows, (r) => r.durationSec) ?? fallback).toFixed(0)} s`;
+  switch (scenario) {
+    case 'uncontended':
+      return `One process, one loop: acquire and release one key, one after the other, for ${seconds(3)} (\`BENCH_SHORT_SECONDS\`) after a 1 s warm-up. The pair time runs from the call to acquire until release has resolved: the cost of a lock + unlock when nobody else wants it. Redis runs on the client's CPU here (see the machine note).`;
+    case 'many-keys':
+      return `One process, 64 concurrent loops, each on its own key, all through one connection, for ${seconds(3)}; no hold. The per-acquisition cost when nothing contends, and how well a library keeps one socket busy.`;
+    case 'hot-key-1ms':
+      return `8 processes × 4 loops take turns on one key for ${seconds(10)} (\`BENCH_SECONDS\`); each holder keeps the lock 1 ms (\`setTimeout(1)\`, which fires after 1 ms or a little more), then releases and goes again at once. The hold and the two round trips around it cap every library at a few hundred acquisitions per second here, so the differences are in fairness, tail wait and commands per acquisition.`;
+    case 'hot-key-0ms':
+      return `As hot-key-1ms with no hold: the critical section only yields once to the event loop (\`await new Promise(setImmediate)\`, so replies already read are processed while the lock is held). How fast a lock can change hands.`;
+    case 'seed-000': {
+      const tries = measured(rows, (r) => (r.successes === null || r.failures === null ? null : r.successes + r.failures));
+      const perLoop = tries === null ? 400 : Math.round(tries / 12);
+      return `3 processes × 4 concurrent loops × ${perLoop} tries each (\`BENCH_SEED_TRIES\`) on the key \`lock_key\`; each try waits at most 1,000 ms, then holds 1 ms (timer) and releases. Counts the SET commands Redis executed (\`cmdstat_set\` in \`INFO commandstats\`, which also counts SETs run inside Lua scripts; reset before each run, so "SET before" is 0) and the tries that got the lock or gave up. A library whose acquire script checks the key before it SETs executes a SET only when it wins, so its SET count equals its successes whatever it costs: the round trips and server commands beside it show the rest. rxjs-lock runs with its defaults and with \`{ localGate: false }\`; a variant whose option this version of \`createLocker\` rejects (\`LockOptionsError\`) is skipped.`;
+    }
+    case 'cancel-storm': {
+      const started = measured(rows, (r) => r.stormAttempts) ?? 4000;
+      return `One process starts ${started.toLocaleString('en-US')} acquisitions (\`BENCH_STORM_ACQUISITIONS\`) of 4 hot keys, 16 at a time, and cancels each after a random 0–5 ms, whether it is still waiting or already holding. Then it waits for the libraries' background work to end (and 0.5 s more) and counts the lock keys still in Redis: an orphaned key stays locked until its 10 s TTL, so every later acquisition of it waits in vain. rxjs-lock: \`work$.pipe(locker.withLock(key))\`, unsubscribed. redis-semaphore: \`acquire(abortSignal)\`, release in \`finally\`. redlock and the baseline cannot be cancelled: the acquire is raced against the timer and abandoned when the timer wins (released in \`finally\` when it won) — the naive pattern, which leaks whenever the abandoned acquire succeeds later; their abandoned retries also explain their round trips per held lock.`;
+    }
+    default:
+      return '';
+  }
+}
+
+/** How busy the rest of the machine was during a scenario's runs. */
+function noiseLine(rows: readonly ResultRow[]): string | null {
+  const measuredRows = rows.filter((r) => r.otherCpuPct !== null);
+  if (measuredRows.length === 0) return null;
+  const range = (values: number[]) => {
+    const lo = Math.min(...values);
+    const hi = Math.max(...values);
+    return lo === hi ? `${lo.toFixed(1)}%` : `${lo.toFixed(1)}–${hi.toFixed(1)}%`;
+  };
+  const other = measuredRows.map((r) => r.otherCpuPct!);
+  const steal = measuredRows.map((r) => r.stealPct ?? 0);
+  const noisy = measuredRows.filter((r) => r.otherCpuPct! >= 10).map((r) => `${r.label} (${r.otherCpuPct}%)`);
+  const text = `Other processes on the machine used ${range(other)} of its CPU time during these runs; hypervisor steal ${range(steal)}.`;
+  return noisy.length > 0 ? `**Disturbed:** ${text} Runs disturbed by 10% or more: ${noisy.join(', ')}.` : `_${text}_`;
+}
+
+/** How the run was pinned, from the rows (each row records its own placement). */
+function pinningText(rows: readonly ResultRow[]): string {
+  const split = rows.find((r) => r.env.pinned !== null && !/^redis@(\d+) clients@\1$/.test(r.env.pinned));
+  const shared = rows.find((r) => r.env.pinned !== null && /^redis@(\d+) clients@\1$/.test(r.env.pinned));
+  if (!split && !shared) return 'not pinned (no taskset)';
+  const parts: string[] = [];
+  if (split) parts.push(`pinned with taskset: ${split.env.pinned!.replace('redis@', 'Redis on CPU ').replace(' clients@', ', every client process on CPU ')}`);
+  if (shared) parts.push(`Redis moved to CPU ${/clients@(\d+)/.exec(shared.env.pinned!)?.[1]} for ${[...new Set(rows.filter((r) => r.env.pinned === shared.env.pinned).map((r) => r.scenario))].join(', ')}`);
+  return parts.join('; ');
+}
+
+export function renderReport(rows: readonly ResultRow[]): string {
+  const env = rows[0]?.env;
+  const scenarios = [...new Set(rows.map((r) => r.scenario))];
+  const targets = evaluateTargets(rows);
+  const passed = targets.filter((t) => t.status === 'PASS').length;
+  const problems = rows.filter((r) => r.status !== 'ok' || (r.errors ?? 0) > 0);
+
+  const out: string[] = [];
+  out.push('# Benchmarks');
+  out.push('');
+  out.push('<!-- Generated by bench/report.ts from bench/results/latest.json: edit the generator, not this file. -->');
+  out.push('');
+  out.push('rxjs-lock against the libraries people would otherwise pick, measured **in the same run on the same private Redis**: [redlock](https://www.npmjs.com/package/redlock) 5.0.0-beta.2, [redis-semaphore](https://www.npmjs.com/package/redis-semaphore) 5.x (`Mutex`), and a hand-written `SET NX PX` loop (the baseline). All use ioredis 6.');
+  out.push('');
+  if (env) {
+    out.push(`Run of ${env.runAt.replace('T', ' ').slice(0, 16)} UTC: Redis ${env.redisVersion}, node ${env.node}, ${env.cores} × ${env.cpu}; ${pinningText(rows)}. rxjs-lock source: ${env.rxjsLockSource ?? 'unknown'}.${env.quick ? ' **QUICK smoke run: the durations were cut, the numbers are not comparable.**' : ''}`);
+    out.push('');
+  }
+  out.push('![acquisitions per second and longest wait per scenario and library](benchmarks.svg)');
+  out.push('');
+  out.push('## How to run');
+  out.push('');
+  out.push('```sh');
+  out.push('npm install');
+  out.push('npm run bench                  # every scenario × library, about 3 minutes; rewrites bench/results/ and this page');
+  out.push('BENCH_QUICK=1 npm run bench    # smoke run, under a minute (numbers not comparable; this page is left alone)');
+  out.push('npx tsx bench/report.ts        # regenerate this page and the chart from bench/results/latest.json');
+  out.push('```');
+  out.push('');
+  out.push('The bench starts its own `redis-server` (the system binary, through `support/embeddedRedis.ts`) on a free port — never a server already running on 6379 — and stops it, with every worker process, when it ends, fails or is interrupted.');
+  out.push('');
+  out.push(
+    table(
+      ['variable', 'default', 'meaning'],
+      [
+        ['`BENCH_QUICK`', 'unset', '`1`: every duration and count cut down (smoke test)'],
+        ['`BENCH_SECONDS`', '10', 'contention time of hot-key-1ms and hot-key-0ms'],
+        ['`BENCH_SHORT_SECONDS`', '3', 'measured time of uncontended and many-keys'],
+        ['`BENCH_SEED_TRIES`', '400', 'tries per loop in seed-000'],
+        ['`BENCH_STORM_ACQUISITIONS`', '4000', 'acquisitions started in cancel-storm'],
+        ['`BENCH_SCENARIOS`', 'all', 'comma-separated subset, e.g. `hot-key-1ms,seed-000`'],
+        ['`BENCH_LIBRARIES`', 'all', 'comma-separated subset of `rxjs-lock,redlock,redis-semaphore,baseline`'],
+        ['`BENCH_NO_PIN`', 'unset', '`1`: do not pin with taskset'],
+      ],
+      3,
+    ),
+  );
+  out.push('');
+  out.push('To add an rxjs-lock variant (an option set to compare), add it to `RXJS_LOCK_VARIANTS` in `bench/libraries.ts`; its options are spread into `createLocker` in `bench/adapters/rxjsLock.ts`, the one file that builds the store and the locker.');
+  out.push('');
+  out.push('## Read this first: the machine');
+  out.push('');
+  out.push('The reference machine has **2 noisy vCPUs**. Absolute numbers move by 20–30% between runs; **compare ratios within one run**, never numbers across runs. Durations are short (10 s per hot-key run) to keep the whole bench at about three minutes.');
+  out.push('');
+  out.push('Where `taskset` is available, every client process runs on the first CPU and Redis on the second, so the two sides do not take turns on one core (in the hot-key scenarios 8 client processes share the client CPU). One exception: on this machine a message from one vCPU to a process sleeping on the other costs a wake-up of about 80 µs, so a lone client doing one request at a time pays it twice per round trip (an uncontended lock + unlock takes ≈ 200 µs split across the CPUs, ≈ 30 µs on one). That would swamp the libraries\' own cost, so **uncontended runs with Redis on the client\'s CPU**. In the other scenarios both CPUs are busy and the split layout applies; their handoff times include that cross-CPU hop.');
+  out.push('');
+  out.push('## Targets');
+  out.push('');
+  out.push(`rxjs-lock with its default settings, judged against the peers of the same run: **${passed} of ${targets.length} met**. A MISS does not fail \`npm run bench\`.`);
+  out.push('');
+  out.push(table(['scenario', 'target', 'result', 'measured (rxjs-lock vs reference)', 'ratio'], targets.map((t) => [t.scenario, t.target, t.status === 'PASS' ? 'PASS' : '**MISS**', t.measured, t.ratio === null ? dash : t.ratio.toFixed(2)])));
+  out.push('');
+  out.push('## Results');
+  out.push('');
+  for (const scenario of scenarios) {
+    out.push(`### ${scenario}`);
+    out.push('');
+    const text = scenarioText(scenario, rows);
+    if (text) {
+      out.push(text);
+      out.push('');
+    }
+    out.push(scenarioTable(scenario, rows));
+    out.push('');
+    const quiet = noiseLine(rows.filter((r) => r.scenario === scenario));
+    if (quiet) {
+      out.push(quiet);
+      out.push('');
+    }
+  }
+  if (problems.length > 0) {
+    out.push('### Skipped, failed or erroring runs');
+    out.push('');
+    for (const r of problems) out.push(`- ${r.scenario} · ${r.label}: ${r.status}${r.note ? ` — ${r.note}` : ''}`);
+    out.push('');
+  }
+  out.push('## How each library is used');
+  out.push('');
+  out.push('- **rxjs-lock** (this repository\'s `src/`, loaded through tsx): `createLocker({ store: new RedisLockStore(redis), ...variantOptions })`; `firstValueFrom(locker.acquire(key, { waitTimeout, ttl }))` then `lease.release()`; in cancel-storm `work$.pipe(locker.withLock(key))`, unsubscribed. Keys `lock:<name>`.');
+  out.push('- **redlock 5.0.0-beta.2**: `new Redlock([redis])` with its default settings (retry every 200 ± 100 ms). It has no wait limit in milliseconds, so each call passes `retryCount = round(waitTimeout / 200)` (50 for a 10 s wait, 5 for 1 s); nothing else is changed. `acquire([key], ttl)` then `lock.release()`; a failed acquire (`ExecutionError`) counts as a timeout.');
+  out.push('- **redis-semaphore 5.x**: `new Mutex(redis, key, { acquireTimeout: waitTimeout, lockTimeout: ttl })` (both 10 s, its defaults, except in seed-000 and cancel-storm where the wait is 1 s); retry every 10 ms; `acquire()` then `release()`. Keys `mutex:<name>`.');
+  out.push('- **baseline**: `SET key token NX PX ttl`; after a failed attempt a fixed 10 ms sleep (cut to what is left of the wait); release by a compare-and-delete Lua script called with `EVALSHA` (`EVAL` once on `NOSCRIPT`).');
+  out.push('');
+  out.push('Every library gets new connections for each run (one ioredis connection per process, plus any the library opens itself), a warm-up on a private key before the measurement, and the same lease (10 s) and wait limit (10 s; 1 s in seed-000 and cancel-storm). Scenarios run in the order shown, libraries in the order of the tables. Worker processes are forked once and serve every run in turn.');
+  out.push('');
+  out.push('## What the columns mean');
+  out.push('');
+  out.push('- **acq/s**: acquisitions per second. In the time-bound scenarios, the acquisitions that started inside the window, divided by the window; loops stop starting new work at the deadline and finish what they are doing.');
+  out.push('- **round trips/acq**: commands the library\'s connections sent, counted in the client by patching ioredis\'s `Redis.prototype.sendCommand`, divided by acquisitions. A pipeline or MULTI batch counts once (ioredis passes a batch writer, marked `isPipeline`, with each of its commands); SUBSCRIBE and UNSUBSCRIBE count; messages the server pushes do not. Connections are recognised by their connection name, which `duplicate()` keeps. A self-check against known traffic runs at the start of every bench.');
+  out.push('- **server cmds/acq**: the sum of `calls` over every `cmdstat_*` of `INFO commandstats` (reset with `CONFIG RESETSTAT` before each run; the bench\'s own INFO, CONFIG, FLUSHALL and QUIT left out), divided by acquisitions. Redis counts the commands a Lua script runs too, so a script call costs 1 round trip but 2–3 server commands.');
+  out.push('- **wait**: from the call to acquire until the lock is held, for acquisitions that got the lock (p50, p99, max). A wait that ran out is a **timeout** instead.');
+  out.push('- **Jain**: Jain\'s fairness index over the acquisitions of every loop of every process, (Σx)² / (n·Σx²): 1 = every loop got the same share, 1/n = one loop got everything. **min–max per loop** shows the spread.');
+  out.push('- **overlaps**: pairs of critical sections on the same key that ran at the same time, across all processes (`findOverlaps` from `rxjs-lock/testing`). Each section is timestamped right after the acquire resolves and right before release is called. Must be 0.');
+  out.push('- **handoff p50**: from a holder\'s timestamp right before it calls release to the moment the next holder\'s acquire resolves, counted only when the two are in different processes. Each acquisition is paired with the latest release that precedes it, in any process.');
+  out.push('- **same loop re-acquires**: share of acquisitions whose preceding release (the latest before it, in any process) came from the same loop — a loop that releases and wins again at once starves the others.');
+  out.push('- **orphaned keys** (cancel-storm): lock keys still in Redis once every cancelled acquisition and release has settled; each stays locked until its TTL.');
+  out.push('- **other processes / steal** (under each table): the share of the machine\'s CPU time, between `go` and the last report, used by processes that are not the bench\'s (its workers, its redis-server, itself), and stolen by the hypervisor — from `/proc/stat` and `/proc/<pid>/stat`. A run next to a busy neighbour (a test suite, a build) is flagged, so a strange number can be told from a disturbed one.');
+  out.push('');
+  out.push('Timestamps are `process.hrtime.bigint()` (`monotonicNs()` in `rxjs-lock/testing`), which on Linux reads CLOCK_MONOTONIC: one clock for the whole machine, so times taken in different processes can be compared and subtracted. The parent gives every worker the same start time and deadline on that clock.');
+  out.push('');
+  out.push('Raw numbers: `bench/results/latest.json` (one row per scenario × library × variant, with per-command counts) and `bench/results/meta.json` (machine, versions, settings).');
+  out.push('');
+  return out.join('\n');
+}
+
+/** Writes the page and the chart; returns the paths written. */
+export function writeReport(rows: readonly ResultRow[]): string[] {
+  writeFileSync(DOC_PATH, renderReport(rows));
+  writeFileSync(CHART_PATH, renderChart(rows));
+  return [DOC_PATH, CHART_PATH];
+}
+
+const invokedDirectly = process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href;
+if (invokedDirectly) {
+  const rows = readRows(process.argv[2] ?? LATEST_PATH);
+  for (const path of writeReport(rows)) console.log(`wrote ${path}`);
+}

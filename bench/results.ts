@@ -1,0 +1,95 @@
+/**
+ * The shape of bench/results/latest.json: an array of rows, one per (scenario, library, variant).
+ * Times in ms, rates per second; null where a figure does not apply to the scenario (or the run
+ * was skipped or failed).
+ */
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+export const RESULTS_DIR = fileURLToPath(new URL('./results/', import.meta.url));
+export const LATEST_PATH = fileURLToPath(new URL('./results/latest.json', import.meta.url));
+export const META_PATH = fileURLToPath(new URL('./results/meta.json', import.meta.url));
+
+/** Where and how the row was measured (repeated in every row so the file stands on its own). */
+export interface RowEnv {
+  readonly runAt: string;
+  readonly redisVersion: string;
+  readonly node: string;
+  readonly cpu: string;
+  readonly cores: number;
+  /** `redis@1 clients@0`, or null when nothing was pinned. */
+  readonly pinned: string | null;
+  readonly quick: boolean;
+  /** The rxjs-lock source measured: `git describe`-like commit of this repository, and whether src/ had uncommitted changes. */
+  readonly rxjsLockSource: string;
+}
+
+export interface ResultRow {
+  readonly scenario: string;
+  readonly library: string;
+  readonly variant: string;
+  readonly label: string;
+  readonly options: Readonly<Record<string, unknown>>;
+  readonly status: 'ok' | 'skipped' | 'failed';
+  readonly note: string | null;
+  readonly processes: number;
+  readonly loopsPerProcess: number;
+  readonly hold: string;
+  readonly waitTimeoutMs: number;
+  readonly ttlMs: number;
+  readonly env: RowEnv;
+
+  /** Time-bound scenarios: the contention window; others: start → last loop finished. */
+  readonly durationSec: number | null;
+  readonly acquisitions: number | null;
+  /** Time-bound scenarios: acquisitions that started inside the window, per second of it. */
+  readonly acquisitionsPerSec: number | null;
+  /** Commands the library's connections sent (a pipeline or MULTI batch counts once). */
+  readonly roundTrips: number | null;
+  readonly roundTripsPerAcquisition: number | null;
+  /** Sum of `calls` over `INFO commandstats` (including commands run inside Lua), bench housekeeping excluded. */
+  readonly serverCommands: number | null;
+  readonly serverCommandsPerAcquisition: number | null;
+  readonly commands: Readonly<Record<string, number>> | null;
+  /** `cmdstat_set` calls during the run (SETs inside scripts included). */
+  readonly setCommands: number | null;
+  readonly setBefore: number | null;
+  readonly setAfter: number | null;
+  /** Start of acquire → lock held. */
+  readonly waitP50Ms: number | null;
+  readonly waitP99Ms: number | null;
+  readonly waitMaxMs: number | null;
+  /** Jain's fairness index over acquisitions per loop (every loop of every process). */
+  readonly jain: number | null;
+  readonly perLoopMin: number | null;
+  readonly perLoopMax: number | null;
+  readonly timeouts: number | null;
+  readonly errors: number | null;
+  /** Overlapping pairs of critical sections on one key, across all processes. */
+  readonly overlaps: number | null;
+  /** Release (holder's timestamp right before the call) → next holder's acquire resolved, other process. */
+  readonly handoffP50Ms: number | null;
+  readonly handoffP99Ms: number | null;
+  readonly handoffs: number | null;
+  /** % of acquisitions whose preceding release came from the same loop. */
+  readonly sameLoopReacquirePct: number | null;
+  /** Acquire start → release resolved (uncontended). */
+  readonly pairP50Ms: number | null;
+  readonly pairP99Ms: number | null;
+  readonly successes: number | null;
+  readonly failures: number | null;
+  readonly stormAttempts: number | null;
+  readonly cancelledWhileWaiting: number | null;
+  /** cancel-storm: lock keys still in Redis after everything settled. */
+  readonly orphanedKeys: number | null;
+  /** % of the machine's CPU time used by processes other than the bench's during the run (from /proc). */
+  readonly otherCpuPct: number | null;
+  /** % of the machine's CPU time stolen by the hypervisor during the run. */
+  readonly stealPct: number | null;
+}
+
+export function readRows(path = LATEST_PATH): ResultRow[] {
+  const rows: unknown = JSON.parse(readFileSync(path, 'utf8'));
+  if (!Array.isArray(rows)) throw new Error(`${path}: expected an array of result rows`);
+  return rows as ResultRow[];
+}

@@ -1,0 +1,247 @@
+/**
+ * `npm run bench`: rxjs-lock against redlock, redis-semaphore and a hand-written SET NX loop, in
+ * one run, on one private redis-server. Writes bench/results/latest.json (one row per scenario ×
+ * library × variant) and meta.json, prints a PASS/MISS line per target, and (except in quick
+ * mode) regenerates docs/benchmarks.md and docs/benchmarks.svg.
+ *
+ * Settings: see ./scenarios.ts (BENCH_QUICK=1 for a smoke run under a minute).
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, release, totalmem, type } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { EmbeddedRedis } from '../support/embeddedRedis.js';
+import { entriesFor, entryLabel, type BenchEntry } from './libraries.js';
+import { buildRow, emptyRow, parseCommandStats } from './metrics.js';
+import { cpuSnapshot, noiseBetween, type CpuSnapshot } from './noise.js';
+import { pinProcess, pinRedis, type Pinning } from './pinning.js';
+import { WorkerPool } from './pool.js';
+import type { RunSetup } from './protocol.js';
+import { writeReport } from './report.js';
+import { LATEST_PATH, META_PATH, RESULTS_DIR, type ResultRow, type RowEnv } from './results.js';
+import { checkRoundTripCounting } from './roundTrips.js';
+import { lockNames, readSettings, runDeadlineMs, scenarioSpecs, type ScenarioSpec } from './scenarios.js';
+import { evaluateTargets, formatTargetLine } from './targets.js';
+
+const nowNs = (): bigint => process.hrtime.bigint();
+/** Time between telling the workers to go and the run's time origin, so all start together. */
+const GO_LEAD_NS = 20_000_000n;
+/** Other processes using this share of the CPU during a run make it worth a warning. */
+const NOISY_PCT = 10;
+
+/** A dependency's version, read from its package.json on disk (not every package exports that file). */
+function packageVersion(name: string): string {
+  try {
+    const manifest = JSON.parse(readFileSync(new URL(`../node_modules/${name}/package.json`, import.meta.url), 'utf8')) as { version?: string };
+    return manifest.version ?? 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** The commit the rxjs-lock source comes from, and whether src/ differs from it. */
+function sourceVersion(): string {
+  const git = (...args: string[]) => spawnSync('git', args, { cwd: fileURLToPath(new URL('..', import.meta.url)), encoding: 'utf8' });
+  const head = git('rev-parse', '--short', 'HEAD');
+  if (head.status !== 0) return 'unknown (not a git checkout)';
+  const dirty = git('status', '--porcelain', '--', 'src').stdout.trim() !== '';
+  return `${head.stdout.trim()}${dirty ? ' + uncommitted changes in src/' : ''}`;
+}
+
+function describeRow(row: ResultRow): string {
+  if (row.status !== 'ok') return `${row.status.toUpperCase()}: ${row.note ?? ''}`;
+  const parts = [
+    `${Math.round(row.acquisitionsPerSec ?? 0).toLocaleString('en-US')} acq/s`,
+    `rt/acq ${row.roundTripsPerAcquisition ?? '-'}`,
+    `srv/acq ${row.serverCommandsPerAcquisition ?? '-'}`,
+    `wait p50/p99/max ${row.waitP50Ms ?? '-'}/${row.waitP99Ms ?? '-'}/${row.waitMaxMs ?? '-'} ms`,
+    `jain ${row.jain ?? '-'}`,
+    `timeouts ${row.timeouts}`,
+    `overlaps ${row.overlaps}`,
+  ];
+  if (row.handoffP50Ms !== null) parts.push(`handoff p50 ${row.handoffP50Ms} ms`);
+  if (row.sameLoopReacquirePct !== null) parts.push(`same-loop ${row.sameLoopReacquirePct}%`);
+  if (row.pairP50Ms !== null) parts.push(`pair p50 ${(row.pairP50Ms * 1000).toFixed(1)} µs`);
+  if (row.scenario === 'seed-000') parts.push(`SET ${row.setCommands}`, `ok ${row.successes}`, `failed ${row.failures}`);
+  if (row.orphanedKeys !== null) parts.push(`orphaned ${row.orphanedKeys}`, `held ${row.successes}/${row.stormAttempts}`);
+  if (row.otherCpuPct !== null && row.otherCpuPct >= NOISY_PCT) parts.push(`NOISY: other processes used ${row.otherCpuPct}% of the CPU`);
+  if (row.note) parts.push(`NOTE ${row.note}`);
+  return parts.join(' · ');
+}
+
+interface Bench {
+  server: EmbeddedRedis | undefined;
+  admin: Redis | undefined;
+  pool: WorkerPool | undefined;
+  pinning: Pinning | undefined;
+}
+
+/** Moves Redis to the CPU the scenario wants; returns how the run is pinned, for its row. */
+function place(bench: Bench, spec: ScenarioSpec): string | null {
+  const { server, pinning } = bench;
+  if (!server || !pinning) return null;
+  const redisCpu = spec.placement === 'shared-core' ? pinning.clientCpu : pinning.redisCpu;
+  return pinProcess(server.pid, redisCpu) ? `redis@${redisCpu} clients@${pinning.clientCpu}` : null;
+}
+
+async function runOne(bench: Bench, spec: ScenarioSpec, entry: BenchEntry, runId: string, baseEnv: RowEnv): Promise<ResultRow> {
+  const { server, admin, pool } = bench;
+  if (!server || !admin || !pool) throw new Error('bench not started');
+  const env: RowEnv = { ...baseEnv, pinned: place(bench, spec) };
+  const setups: RunSetup[] = Array.from({ length: spec.processes }, (_, worker) => ({
+    runId,
+    worker,
+    entry,
+    scenario: spec,
+    redis: { host: server.host, port: server.port },
+  }));
+  let commandsBefore: Record<string, number> = {};
+  const ourPids = () => [process.pid, server.pid, ...pool.pids()];
+  let cpuBefore: CpuSnapshot | undefined;
+  const result = await pool.run(
+    setups,
+    async () => {
+      // Every worker is connected and warmed up: start from an empty database and zeroed counters.
+      await admin.flushall();
+      await admin.config('RESETSTAT');
+      commandsBefore = parseCommandStats(await admin.info('commandstats'));
+      cpuBefore = cpuSnapshot(ourPids());
+      const startNs = nowNs() + GO_LEAD_NS;
+      const seconds = spec.stop.kind === 'time' && !spec.storm ? spec.stop.seconds : 0;
+      return { startNs, stopAtNs: startNs + BigInt(Math.round(seconds * 1e9)) };
+    },
+    runDeadlineMs(spec),
+  );
+  if (result.kind === 'skipped') return emptyRow(spec, entry, 'skipped', result.reason, env);
+  if (result.kind === 'failed') return emptyRow(spec, entry, 'failed', result.message, env);
+  const noise = noiseBetween(cpuBefore, cpuSnapshot(ourPids()));
+
+  const commandsAfter = parseCommandStats(await admin.info('commandstats'));
+  let orphanedKeys: number | null = null;
+  if (spec.storm) {
+    const keys = result.reports[0]?.storeKeys ?? lockNames(spec);
+    orphanedKeys = keys.length === 0 ? 0 : await admin.exists(...keys);
+  }
+  return buildRow({
+    spec,
+    entry,
+    reports: result.reports,
+    windowNs: Number(result.stopAtNs - result.startNs),
+    commandsBefore,
+    commandsAfter,
+    orphanedKeys,
+    noise,
+    env,
+  });
+}
+
+async function main(): Promise<number> {
+  const settings = readSettings();
+  const specs = scenarioSpecs(settings);
+  const bench: Bench = { server: undefined, admin: undefined, pool: undefined, pinning: undefined };
+
+  let cleaningUp: Promise<void> | undefined;
+  const cleanUp = () =>
+    (cleaningUp ??= (async () => {
+      bench.pool?.killAll();
+      bench.admin?.disconnect();
+      await bench.server?.stop().catch(() => undefined);
+    })());
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.once(signal, () => {
+      console.error(`\n${signal}: stopping the workers and Redis`);
+      void cleanUp().finally(() => process.exit(130));
+    });
+  }
+
+  try {
+    const started = Date.now();
+    bench.server = await EmbeddedRedis.start();
+    const server = bench.server;
+    bench.admin = new Redis({ host: server.host, port: server.port });
+    const admin = bench.admin;
+    const pinning: Pinning | undefined = pinRedis(server.pid);
+    bench.pinning = pinning;
+    const redisVersion = /redis_version:([^\r\n]+)/.exec(await admin.info('server'))?.[1] ?? 'unknown';
+    const checked = await checkRoundTripCounting(server.host, server.port);
+
+    const cpuModel = cpus()[0]?.model ?? 'unknown';
+    const env: RowEnv = {
+      runAt: new Date().toISOString(),
+      redisVersion,
+      node: process.version,
+      cpu: cpuModel,
+      cores: cpus().length,
+      pinned: pinning ? `redis@${pinning.redisCpu} clients@${pinning.clientCpu}` : null,
+      quick: settings.quick,
+      rxjsLockSource: sourceVersion(),
+    };
+    console.log(
+      [
+        `rxjs-lock bench${settings.quick ? ' (QUICK smoke run: numbers not comparable)' : ''}`,
+        `  redis-server ${redisVersion} on ${server.host}:${server.port} (private)`,
+        `  ${pinning ? `pinned: client processes on CPU ${pinning.clientCpu}; Redis on CPU ${pinning.redisCpu} (on CPU ${pinning.clientCpu} too for uncontended)` : 'not pinned (taskset missing or fewer than 2 CPUs)'}`,
+        `  ${cpus().length} × ${cpuModel}, node ${process.version}`,
+        `  rxjs-lock source: ${env.rxjsLockSource}`,
+        `  round-trip counter self-check: ok (${checked} of ${checked})`,
+        '',
+      ].join('\n'),
+    );
+
+    const poolSize = Math.max(...specs.map((s) => s.processes), 1);
+    bench.pool = new WorkerPool(poolSize, pinning?.clientCpu);
+    await bench.pool.start();
+
+    const rows: ResultRow[] = [];
+    let runNumber = 0;
+    for (const spec of specs) {
+      console.log(`${spec.name}: ${spec.summary}`);
+      for (const entry of entriesFor(spec.name, settings.libraries)) {
+        runNumber++;
+        const row = await runOne(bench, spec, entry, `${runNumber}`, env);
+        rows.push(row);
+        console.log(`  ${entryLabel(entry).padEnd(28)} ${describeRow(row)}`);
+      }
+    }
+
+    mkdirSync(RESULTS_DIR, { recursive: true });
+    writeFileSync(LATEST_PATH, `${JSON.stringify(rows, null, 2)}\n`);
+    const meta = {
+      ...env,
+      totalMemoryGiB: Number((totalmem() / 2 ** 30).toFixed(1)),
+      os: `${type()} ${release()}`,
+      settings,
+      scenarios: specs,
+      versions: {
+        ioredis: packageVersion('ioredis'),
+        redlock: packageVersion('redlock'),
+        'redis-semaphore': packageVersion('redis-semaphore'),
+        rxjs: packageVersion('rxjs'),
+      },
+      durationSec: Math.round((Date.now() - started) / 1000),
+    };
+    writeFileSync(META_PATH, `${JSON.stringify(meta, null, 2)}\n`);
+
+    console.log('\nTargets (rxjs-lock with default settings, same run):');
+    for (const t of evaluateTargets(rows)) console.log(`  ${formatTargetLine(t)}`);
+    console.log(`\nwrote ${LATEST_PATH}`);
+    if (settings.quick) console.log('quick run: docs/benchmarks.md and docs/benchmarks.svg left as they were (regenerate with `npx tsx bench/report.ts`)');
+    else for (const path of writeReport(rows)) console.log(`wrote ${path}`);
+    console.log(`bench took ${meta.durationSec} s`);
+    return 0;
+  } finally {
+    await bench.pool?.shutdown().catch(() => bench.pool?.killAll());
+    await cleanUp();
+  }
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    console.error('\nbench failed:', error);
+    process.exitCode = 1;
+  },
+);

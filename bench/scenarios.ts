@@ -1,0 +1,229 @@
+/**
+ * What each benchmark scenario does, as plain data (it is sent to the worker processes as JSON),
+ * and how the environment shortens or lengthens it.
+ *
+ * Environment:
+ *   BENCH_QUICK=1             smoke-test lengths: the whole bench in well under a minute
+ *   BENCH_SECONDS             contention time of the hot-key scenarios (default 10; quick 1)
+ *   BENCH_SHORT_SECONDS       measured time of uncontended and many-keys (default 3; quick 0.5)
+ *   BENCH_SEED_TRIES          tries per loop in seed-000 (default 400; quick 40)
+ *   BENCH_STORM_ACQUISITIONS  acquisitions started in cancel-storm (default 4000; quick 800)
+ *   BENCH_SCENARIOS           comma-separated subset of scenario names to run
+ *   BENCH_LIBRARIES           comma-separated subset of libraries (rxjs-lock, redlock, redis-semaphore, baseline)
+ */
+
+export const SCENARIO_NAMES = ['uncontended', 'many-keys', 'hot-key-1ms', 'hot-key-0ms', 'seed-000', 'cancel-storm'] as const;
+export type ScenarioName = (typeof SCENARIO_NAMES)[number];
+
+/** What a holder does between acquiring and releasing. */
+export type Hold =
+  | { readonly kind: 'none' }
+  /** `setTimeout(ms)`: the holder sleeps on a timer. */
+  | { readonly kind: 'timer'; readonly ms: number }
+  /** `await new Promise(setImmediate)`: one turn of the event loop, so pending I/O is processed once. */
+  | { readonly kind: 'yield' };
+
+export type Stop =
+  /** Each loop starts new acquisitions until the deadline (work in progress at the deadline finishes). */
+  | { readonly kind: 'time'; readonly seconds: number }
+  /** Each loop makes exactly this many tries, whatever their outcome. */
+  | { readonly kind: 'tries'; readonly perLoop: number };
+
+export interface StormShape {
+  /** Acquisitions started in total (shared by the concurrent loops). */
+  readonly acquisitions: number;
+  /** How many hot keys they are spread over (uniformly at random). */
+  readonly keys: number;
+  /** Concurrent acquisitions in flight. */
+  readonly concurrency: number;
+  /** Each acquisition is cancelled after a delay drawn uniformly from [0, maxCancelMs). */
+  readonly maxCancelMs: number;
+  /** Pause after the last cancellation, before orphaned keys are counted. */
+  readonly settleMs: number;
+}
+
+export interface ScenarioSpec {
+  readonly name: ScenarioName;
+  readonly summary: string;
+  readonly processes: number;
+  readonly loopsPerProcess: number;
+  /** The lock name as the caller passes it to the library (each library may add its own prefix). */
+  readonly key: string;
+  /** `shared`: every loop of every process uses `key`; `per-loop`: loop i uses `key:i`. */
+  readonly keyMode: 'shared' | 'per-loop';
+  readonly hold: Hold;
+  readonly stop: Stop;
+  /** Wait limit of each acquisition (each library's own way of saying it; see the adapters). */
+  readonly waitTimeoutMs: number;
+  /** Lease length given to every library. */
+  readonly ttlMs: number;
+  /** Sequential acquire + release on a private key before the measurement starts. */
+  readonly warmupMs: number;
+  /** Record acquire-start → release-resolved time of each pair (pairP50Ms). */
+  readonly recordPairs: boolean;
+  readonly storm?: StormShape;
+  /**
+   * Where Redis runs when pinning is available (the clients always run on the first CPU).
+   * `split`: Redis on the second CPU. `shared-core`: Redis on the clients' CPU, for the one
+   * latency scenario, where every hop between the two vCPUs of the reference machine costs a
+   * wake-up of about 80 µs that would swamp the library's own cost (pair ≈ 200 µs instead of 30).
+   */
+  readonly placement: 'split' | 'shared-core';
+}
+
+export interface BenchSettings {
+  readonly quick: boolean;
+  readonly hotSeconds: number;
+  readonly shortSeconds: number;
+  readonly seedTries: number;
+  readonly stormAcquisitions: number;
+  readonly scenarios: readonly ScenarioName[];
+  readonly libraries: readonly string[] | undefined;
+}
+
+function numberFromEnv(name: string, fallback: number, min: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < min) throw new Error(`${name} must be a number ≥ ${min}, got "${raw}"`);
+  return value;
+}
+
+function listFromEnv(name: string): string[] | undefined {
+  const raw = process.env[name];
+  if (raw === undefined || raw.trim() === '') return undefined;
+  return raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+}
+
+export function readSettings(): BenchSettings {
+  const quick = process.env.BENCH_QUICK === '1' || process.env.BENCH_QUICK === 'true';
+  const scenarios = listFromEnv('BENCH_SCENARIOS') ?? [...SCENARIO_NAMES];
+  for (const name of scenarios) {
+    if (!(SCENARIO_NAMES as readonly string[]).includes(name)) throw new Error(`BENCH_SCENARIOS: unknown scenario "${name}" (known: ${SCENARIO_NAMES.join(', ')})`);
+  }
+  return {
+    quick,
+    hotSeconds: numberFromEnv('BENCH_SECONDS', quick ? 1 : 10, 0.1),
+    shortSeconds: numberFromEnv('BENCH_SHORT_SECONDS', quick ? 0.5 : 3, 0.1),
+    seedTries: Math.floor(numberFromEnv('BENCH_SEED_TRIES', quick ? 40 : 400, 1)),
+    stormAcquisitions: Math.floor(numberFromEnv('BENCH_STORM_ACQUISITIONS', quick ? 800 : 4000, 1)),
+    scenarios: scenarios as ScenarioName[],
+    libraries: listFromEnv('BENCH_LIBRARIES'),
+  };
+}
+
+/** The lease every library gets: long enough that no holder in these scenarios ever loses it. */
+const TTL_MS = 10_000;
+
+export function scenarioSpecs(s: BenchSettings): ScenarioSpec[] {
+  const all: ScenarioSpec[] = [
+    {
+      name: 'uncontended',
+      summary: '1 process, 1 loop: acquire + release of one key, one after the other',
+      processes: 1,
+      loopsPerProcess: 1,
+      key: 'bench:uncontended',
+      keyMode: 'shared',
+      hold: { kind: 'none' },
+      stop: { kind: 'time', seconds: s.shortSeconds },
+      waitTimeoutMs: 10_000,
+      ttlMs: TTL_MS,
+      warmupMs: s.quick ? 200 : 1_000,
+      recordPairs: true,
+      placement: 'shared-core',
+    },
+    {
+      name: 'many-keys',
+      summary: '1 process, 64 concurrent loops, each on its own key, one connection',
+      processes: 1,
+      loopsPerProcess: 64,
+      key: 'bench:many',
+      keyMode: 'per-loop',
+      hold: { kind: 'none' },
+      stop: { kind: 'time', seconds: s.shortSeconds },
+      waitTimeoutMs: 10_000,
+      ttlMs: TTL_MS,
+      warmupMs: s.quick ? 200 : 500,
+      recordPairs: false,
+      placement: 'split',
+    },
+    {
+      name: 'hot-key-1ms',
+      summary: '8 processes × 4 loops on one key, 1 ms hold (timer)',
+      processes: 8,
+      loopsPerProcess: 4,
+      key: 'bench:hot',
+      keyMode: 'shared',
+      hold: { kind: 'timer', ms: 1 },
+      stop: { kind: 'time', seconds: s.hotSeconds },
+      waitTimeoutMs: 10_000,
+      ttlMs: TTL_MS,
+      warmupMs: s.quick ? 100 : 300,
+      recordPairs: false,
+      placement: 'split',
+    },
+    {
+      name: 'hot-key-0ms',
+      summary: '8 processes × 4 loops on one key, no hold (the critical section yields once: setImmediate)',
+      processes: 8,
+      loopsPerProcess: 4,
+      key: 'bench:hot',
+      keyMode: 'shared',
+      hold: { kind: 'yield' },
+      stop: { kind: 'time', seconds: s.hotSeconds },
+      waitTimeoutMs: 10_000,
+      ttlMs: TTL_MS,
+      warmupMs: s.quick ? 100 : 300,
+      recordPairs: false,
+      placement: 'split',
+    },
+    {
+      name: 'seed-000',
+      summary: `3 processes × 4 concurrent loops × ${s.seedTries} tries on "lock_key", 1000 ms wait limit, 1 ms hold (timer)`,
+      processes: 3,
+      loopsPerProcess: 4,
+      key: 'lock_key',
+      keyMode: 'shared',
+      hold: { kind: 'timer', ms: 1 },
+      stop: { kind: 'tries', perLoop: s.seedTries },
+      waitTimeoutMs: 1_000,
+      ttlMs: TTL_MS,
+      warmupMs: s.quick ? 100 : 300,
+      recordPairs: false,
+      placement: 'split',
+    },
+    {
+      name: 'cancel-storm',
+      summary: `1 process: ${s.stormAcquisitions} acquisitions of 4 hot keys, 16 at a time, each cancelled after 0–5 ms (waiting or holding)`,
+      processes: 1,
+      loopsPerProcess: 16,
+      key: 'bench:storm',
+      keyMode: 'per-loop',
+      hold: { kind: 'none' },
+      stop: { kind: 'tries', perLoop: 0 },
+      waitTimeoutMs: 1_000,
+      ttlMs: TTL_MS,
+      warmupMs: s.quick ? 100 : 300,
+      recordPairs: false,
+      storm: { acquisitions: s.stormAcquisitions, keys: 4, concurrency: 16, maxCancelMs: 5, settleMs: 500 },
+      placement: 'split',
+    },
+  ];
+  return all.filter((spec) => s.scenarios.includes(spec.name));
+}
+
+/** The Redis key names (before any library prefix) a scenario locks, in key-index order. */
+export function lockNames(spec: ScenarioSpec): string[] {
+  if (spec.storm) return Array.from({ length: spec.storm.keys }, (_, i) => `${spec.key}:${i}`);
+  if (spec.keyMode === 'shared') return [spec.key];
+  return Array.from({ length: spec.loopsPerProcess }, (_, i) => `${spec.key}:${i}`);
+}
+
+/** Longest a run may take before the harness gives up on it (the workers are then killed). */
+export function runDeadlineMs(spec: ScenarioSpec): number {
+  const measured = spec.stop.kind === 'time' ? spec.stop.seconds * 1000 : 120_000;
+  return measured + spec.warmupMs + spec.waitTimeoutMs * 2 + (spec.storm ? spec.storm.settleMs + 60_000 : 0) + 60_000;
+}

@@ -1,0 +1,137 @@
+/**
+ * The targets rxjs-lock (default settings) must meet, judged against the peers measured in the
+ * same run. A MISS is reported, never fatal.
+ */
+import { PEERS } from './libraries.js';
+import type { ResultRow } from './results.js';
+
+export interface TargetResult {
+  readonly scenario: string;
+  readonly target: string;
+  readonly status: 'PASS' | 'MISS';
+  /** What rxjs-lock measured, and against what. */
+  readonly measured: string;
+  /** rxjs-lock ÷ the reference (best peer, baseline or the variant), where the target is a ratio. */
+  readonly ratio: number | null;
+}
+
+const usable = (row: ResultRow | undefined): row is ResultRow => row !== undefined && row.status === 'ok';
+const fmt = (n: number | null | undefined, digits = 2): string => (n === null || n === undefined ? 'n/a' : n.toFixed(digits));
+
+function find(rows: readonly ResultRow[], scenario: string, library: string, variant = 'default'): ResultRow | undefined {
+  return rows.find((r) => r.scenario === scenario && r.library === library && r.variant === variant);
+}
+
+/** The peer with the most acquisitions per second in `scenario`. */
+export function bestPeer(rows: readonly ResultRow[], scenario: string): ResultRow | undefined {
+  const peers = rows.filter((r) => r.scenario === scenario && PEERS.includes(r.library as (typeof PEERS)[number]) && usable(r) && r.acquisitionsPerSec !== null);
+  return peers.sort((a, b) => b.acquisitionsPerSec! - a.acquisitionsPerSec!)[0];
+}
+
+export function evaluateTargets(rows: readonly ResultRow[]): TargetResult[] {
+  const results: TargetResult[] = [];
+  const judge = (scenario: string, target: string, pass: boolean | null, measured: string, ratio: number | null = null) =>
+    results.push({ scenario, target, status: pass === true ? 'PASS' : 'MISS', measured, ratio: ratio === null || !Number.isFinite(ratio) ? null : Number(ratio.toFixed(3)) });
+  const missing = (scenario: string, target: string, why: string) => judge(scenario, target, null, why);
+
+  const limit = (scenario: string, target: string, value: number | null, max: number, digits = 2) =>
+    judge(scenario, target, value !== null && value <= max, `${fmt(value, digits)} (limit ${max})`);
+  const atLeast = (scenario: string, target: string, value: number | null, min: number) =>
+    judge(scenario, target, value !== null && value >= min, `${fmt(value, 4)} (minimum ${min})`);
+
+  const throughput = (scenario: string, factor: number) => {
+    const target = `acquisitions/s ≥ ${factor} × best peer`;
+    const rx = find(rows, scenario, 'rxjs-lock');
+    const peer = bestPeer(rows, scenario);
+    if (!usable(rx) || !peer) return missing(scenario, target, !usable(rx) ? 'rxjs-lock did not run' : 'no peer ran');
+    const ratio = rx.acquisitionsPerSec! / peer.acquisitionsPerSec!;
+    judge(scenario, target, ratio >= factor, `${fmt(rx.acquisitionsPerSec, 0)} vs ${peer.library} ${fmt(peer.acquisitionsPerSec, 0)}: ×${fmt(ratio)}`, ratio);
+  };
+
+  // hot-key-1ms
+  {
+    const s = 'hot-key-1ms';
+    const rx = find(rows, s, 'rxjs-lock');
+    throughput(s, 0.95);
+    if (usable(rx)) {
+      limit(s, 'round trips / acquisition ≤ 1.0', rx.roundTripsPerAcquisition, 1.0);
+      atLeast(s, 'Jain fairness ≥ 0.98', rx.jain, 0.98);
+      limit(s, 'max wait ≤ 100 ms', rx.waitMaxMs, 100, 1);
+      limit(s, '0 timeouts', rx.timeouts, 0, 0);
+      limit(s, '0 overlaps', rx.overlaps, 0, 0);
+    } else {
+      for (const t of ['round trips / acquisition ≤ 1.0', 'Jain fairness ≥ 0.98', 'max wait ≤ 100 ms', '0 timeouts', '0 overlaps']) missing(s, t, 'rxjs-lock did not run');
+    }
+  }
+
+  // hot-key-0ms
+  {
+    const s = 'hot-key-0ms';
+    const rx = find(rows, s, 'rxjs-lock');
+    throughput(s, 2);
+    if (usable(rx)) {
+      atLeast(s, 'Jain fairness ≥ 0.98', rx.jain, 0.98);
+      limit(s, 'max wait ≤ 50 ms', rx.waitMaxMs, 50, 1);
+      limit(s, 'handoff p50 ≤ 0.2 ms', rx.handoffP50Ms, 0.2, 3);
+    } else {
+      for (const t of ['Jain fairness ≥ 0.98', 'max wait ≤ 50 ms', 'handoff p50 ≤ 0.2 ms']) missing(s, t, 'rxjs-lock did not run');
+    }
+  }
+
+  // seed-000: the local gate against the same engine without it
+  {
+    const s = 'seed-000';
+    const gated = find(rows, s, 'rxjs-lock');
+    const ungated = find(rows, s, 'rxjs-lock', 'localGate-off');
+    const setTarget = 'SET commands ≥ 90% fewer with the local gate than without';
+    const failTarget = 'no more failures with the local gate than without';
+    if (!usable(gated) || !usable(ungated)) {
+      const note = ungated?.note ? `: ${ungated.note.length > 70 ? `${ungated.note.slice(0, 69)}…` : ungated.note}` : '';
+      const why = !usable(gated) ? 'rxjs-lock did not run' : `variant localGate-off ${ungated?.status ?? 'not run'}${note}`;
+      missing(s, setTarget, why);
+      missing(s, failTarget, why);
+    } else {
+      const ratio = ungated.setCommands! === 0 ? null : gated.setCommands! / ungated.setCommands!;
+      const fewer = (a: number | null, b: number | null) => (a === null || b === null || b === 0 ? 'n/a' : `${fmt(100 * (1 - a / b), 1)}% fewer`);
+      judge(
+        s,
+        setTarget,
+        ratio !== null && ratio <= 0.1,
+        `${gated.setCommands} vs ${ungated.setCommands} SETs: ${fewer(gated.setCommands, ungated.setCommands)} (round trips ${gated.roundTrips} vs ${ungated.roundTrips}: ${fewer(gated.roundTrips, ungated.roundTrips)}; server commands ${fewer(gated.serverCommands, ungated.serverCommands)})`,
+        ratio,
+      );
+      judge(s, failTarget, gated.failures! <= ungated.failures!, `${gated.failures} vs ${ungated.failures} failures`);
+    }
+  }
+
+  // uncontended: lock + unlock latency against the hand-written baseline
+  {
+    const s = 'uncontended';
+    const target = 'pair p50 ≤ 1.15 × baseline';
+    const rx = find(rows, s, 'rxjs-lock');
+    const base = find(rows, s, 'baseline');
+    if (!usable(rx) || !usable(base) || rx.pairP50Ms === null || base.pairP50Ms === null) missing(s, target, !usable(rx) ? 'rxjs-lock did not run' : 'baseline did not run');
+    else {
+      const ratio = rx.pairP50Ms / base.pairP50Ms;
+      judge(s, target, ratio <= 1.15, `${fmt(rx.pairP50Ms * 1000, 1)} µs vs ${fmt(base.pairP50Ms * 1000, 1)} µs: ×${fmt(ratio)}`, ratio);
+    }
+  }
+
+  // many-keys: throughput against the baseline
+  {
+    const s = 'many-keys';
+    const target = 'acquisitions/s ≥ 0.9 × baseline';
+    const rx = find(rows, s, 'rxjs-lock');
+    const base = find(rows, s, 'baseline');
+    if (!usable(rx) || !usable(base)) missing(s, target, !usable(rx) ? 'rxjs-lock did not run' : 'baseline did not run');
+    else {
+      const ratio = rx.acquisitionsPerSec! / base.acquisitionsPerSec!;
+      judge(s, target, ratio >= 0.9, `${fmt(rx.acquisitionsPerSec, 0)} vs ${fmt(base.acquisitionsPerSec, 0)}: ×${fmt(ratio)}`, ratio);
+    }
+  }
+  return results;
+}
+
+export function formatTargetLine(t: TargetResult): string {
+  return `${t.status}  ${t.scenario.padEnd(12)} ${t.target.padEnd(58)} ${t.measured}`;
+}

@@ -1,0 +1,207 @@
+/**
+ * A bench worker process: serves runs one after another for the parent (./run.ts). For each run
+ * it builds the library on new connections, warms it up, waits for `go`, runs the scenario's
+ * workload, closes the connections and reports.
+ *
+ * Forked by ./pool.ts; not meant to be run on its own.
+ */
+import { Redis } from 'ioredis';
+import { createAdapter, preloadAdapters } from './adapters/index.js';
+import type { AdapterContext, LockAdapter } from './adapters/types.js';
+import type { ParentMessage, RunSetup, StormTally, WorkerMessage } from './protocol.js';
+import { installRoundTripCounter } from './roundTrips.js';
+import { nowNs, Recorder, runLoops, runStorm, warmUp } from './workloads.js';
+import { lockNames } from './scenarios.js';
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+const describe = (error: unknown) => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
+
+const CONNECT_TIMEOUT_MS = 10_000;
+const QUIT_TIMEOUT_MS = 5_000;
+
+const counter = installRoundTripCounter();
+
+/**
+ * Rejections nobody handled (a library's timer failing, say) are counted as errors of the run in
+ * progress instead of killing the process.
+ */
+const strayErrors: string[] = [];
+process.on('unhandledRejection', (reason: unknown) => {
+  strayErrors.push(`unhandled rejection: ${describe(reason)}`);
+});
+
+/** Messages from the parent, taken one at a time. */
+class Inbox {
+  private readonly queue: ParentMessage[] = [];
+  private waiting: ((message: ParentMessage) => void) | undefined;
+
+  push(message: ParentMessage): void {
+    const waiting = this.waiting;
+    this.waiting = undefined;
+    if (waiting) waiting(message);
+    else this.queue.push(message);
+  }
+
+  next(): Promise<ParentMessage> {
+    const queued = this.queue.shift();
+    if (queued) return Promise.resolve(queued);
+    return new Promise((resolve) => {
+      this.waiting = resolve;
+    });
+  }
+}
+
+/** Sends to the parent; a parent that is gone leaves nobody to work for, so the worker exits. */
+function send(message: WorkerMessage): Promise<void> {
+  return new Promise((resolve) => {
+    if (!process.connected) process.exit(1);
+    process.send!(message, (error: Error | null) => (error ? process.exit(1) : resolve()));
+  });
+}
+
+
+/** A connected ioredis client, tagged for round-trip counting by its connection name. */
+async function connect(setup: RunSetup, tag: string): Promise<Redis> {
+  const redis = new Redis({ host: setup.redis.host, port: setup.redis.port, connectionName: tag });
+  redis.on('error', () => undefined); // failures surface as rejected commands
+  if (redis.status !== 'ready') {
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no connection to Redis after ${CONNECT_TIMEOUT_MS} ms`)), CONNECT_TIMEOUT_MS);
+      redis.once('ready', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+  return redis;
+}
+
+/** QUIT is answered after every command already sent, so the last releases reach Redis first. */
+async function closeAll(connections: readonly Redis[]): Promise<void> {
+  await Promise.all(
+    connections.map(async (redis) => {
+      try {
+        await Promise.race([redis.quit(), sleep(QUIT_TIMEOUT_MS)]);
+      } catch {
+        // already closed
+      }
+      redis.disconnect();
+    }),
+  );
+}
+
+async function serveRun(setup: RunSetup, inbox: Inbox): Promise<void> {
+  const spec = setup.scenario;
+  const tag = `bench-${setup.runId}-w${setup.worker}`;
+  const connections: Redis[] = [];
+  const ctx: AdapterContext = {
+    connect: async () => {
+      const redis = await connect(setup, tag);
+      connections.push(redis);
+      return redis;
+    },
+  };
+
+  let adapter: LockAdapter;
+  try {
+    adapter = await createAdapter(setup.entry, ctx);
+  } catch (error) {
+    await closeAll(connections);
+    // A variant naming an option this version of rxjs-lock does not have: skip it, not fail.
+    if (error instanceof Error && error.name === 'LockOptionsError') await send({ type: 'skipped', reason: error.message });
+    else await send({ type: 'failed', message: `could not build ${setup.entry.library}: ${describe(error)}` });
+    return;
+  }
+
+  try {
+    // The orphan count of cancel-storm looks for storeKey(name) in Redis: check the name is right.
+    const warmupName = `bench:warmup:${process.pid}`;
+    await warmUp(adapter, spec, warmupName, async () => {
+      const key = adapter.storeKey(warmupName);
+      if ((await connections[0]!.exists(key)) !== 1) throw new Error(`${setup.entry.library} holds a lock but "${key}" is not in Redis: storeKey() is out of date`);
+    });
+  } catch (error) {
+    await adapter.close().catch(() => undefined);
+    await closeAll(connections);
+    await send({ type: 'failed', message: `warm-up failed: ${describe(error)}` });
+    return;
+  }
+
+  await send({ type: 'ready' });
+  const order = await inbox.next();
+  if (order.type !== 'go') {
+    await adapter.close().catch(() => undefined);
+    await closeAll(connections);
+    await send({ type: 'cancelled' });
+    if (order.type === 'exit') process.exit(0);
+    return;
+  }
+
+  const startNs = BigInt(order.startNs);
+  const stopAtNs = BigInt(order.stopAtNs);
+  // The parent sets the origin a little ahead, so every worker starts at the same moment.
+  // (A timer, not a spin: eight workers share one CPU. Timers are late, never early.)
+  const lead = Number(startNs - nowNs()) / 1e6;
+  if (lead > 0) await sleep(lead);
+  while (nowNs() < startNs) await sleep(0);
+  const rec = new Recorder(startNs, spec.recordPairs);
+  strayErrors.length = 0;
+  counter.start(tag);
+  let storm: StormTally | undefined;
+  let failure: unknown;
+  let finishedNs = 0;
+  try {
+    if (spec.storm) storm = await runStorm(adapter, spec, rec);
+    else await runLoops(adapter, spec, rec, stopAtNs);
+    finishedNs = Number(nowNs() - startNs);
+    await adapter.settle();
+    if (spec.storm) await sleep(spec.storm.settleMs);
+  } catch (error) {
+    failure = error;
+  }
+  const roundTrips = counter.stop();
+  await adapter.close().catch(() => undefined);
+  await closeAll(connections);
+  if (failure !== undefined) {
+    await send({ type: 'failed', message: describe(failure) });
+    return;
+  }
+  await send({
+    type: 'done',
+    loop: rec.loop,
+    keyIndex: rec.keyIndex,
+    enterNs: rec.enterNs,
+    exitNs: rec.exitNs,
+    waitMs: rec.waitMs,
+    pairMs: rec.pairMs,
+    finishedNs,
+    loops: spec.storm ? spec.storm.concurrency : spec.loopsPerProcess,
+    timeouts: rec.timeouts,
+    errors: rec.errors + strayErrors.length,
+    errorSamples: [...rec.errorSamples, ...strayErrors.slice(0, 5)],
+    roundTrips,
+    ...(storm ? { storm } : {}),
+    storeKeys: lockNames(spec).map((name) => adapter.storeKey(name)),
+  });
+}
+
+async function main(): Promise<void> {
+  if (!process.send) throw new Error('bench/worker.ts is started by bench/run.ts (npm run bench), not directly');
+  // A worker whose parent is gone has nobody to report to.
+  process.once('disconnect', () => process.exit(1));
+  const inbox = new Inbox();
+  process.on('message', (message: ParentMessage) => inbox.push(message));
+  await preloadAdapters();
+  await send({ type: 'started', pid: process.pid });
+  for (;;) {
+    const message = await inbox.next();
+    if (message.type === 'exit') break;
+    if (message.type === 'run') await serveRun(message.setup, inbox);
+  }
+  process.exit(0);
+}
+
+main().catch((error: unknown) => {
+  console.error(`bench worker ${process.pid} failed:`, error);
+  process.exit(1);
+});

@@ -1,0 +1,153 @@
+/**
+ * What a worker process does during a run: the acquire/hold/release loops, or the cancel storm,
+ * recording every critical section on the machine-wide monotonic clock.
+ */
+import { AcquireTimeout, type Held, type LockAdapter, type Limits, type StormOutcome } from './adapters/types.js';
+import type { StormTally } from './protocol.js';
+import { lockNames, type Hold, type ScenarioSpec } from './scenarios.js';
+
+/** `process.hrtime.bigint()`: CLOCK_MONOTONIC on Linux, the same clock in every process (as `monotonicNs` in rxjs-lock/testing). */
+export const nowNs = (): bigint => process.hrtime.bigint();
+
+const MAX_ERRORS = 200;
+const ERROR_SAMPLES = 5;
+
+/** Every acquisition of one worker, as parallel arrays (compact over IPC). */
+export class Recorder {
+  readonly loop: number[] = [];
+  readonly keyIndex: number[] = [];
+  readonly enterNs: number[] = [];
+  readonly exitNs: number[] = [];
+  readonly waitMs: number[] = [];
+  readonly pairMs: number[] = [];
+  timeouts = 0;
+  errors = 0;
+  readonly errorSamples: string[] = [];
+
+  constructor(
+    readonly startNs: bigint,
+    private readonly recordPairs: boolean,
+  ) {}
+
+  /** `t0` acquire started, `enter` lock held, `exit` release about to be called, `done` release resolved. */
+  add(loop: number, keyIndex: number, t0: bigint, enter: bigint, exit: bigint, done?: bigint): void {
+    this.loop.push(loop);
+    this.keyIndex.push(keyIndex);
+    this.enterNs.push(Number(enter - this.startNs));
+    this.exitNs.push(Number(exit - this.startNs));
+    this.waitMs.push(Number(enter - t0) / 1e6);
+    if (this.recordPairs && done !== undefined) this.pairMs.push(Number(done - t0) / 1e6);
+  }
+
+  error(error: unknown): void {
+    this.errors++;
+    if (this.errorSamples.length < ERROR_SAMPLES) this.errorSamples.push(error instanceof Error ? `${error.name}: ${error.message}` : String(error));
+    if (this.errors >= MAX_ERRORS) throw new Error(`${this.errors} errors, giving up; first: ${this.errorSamples[0]}`);
+  }
+}
+
+function holder(hold: Hold): () => Promise<void> | undefined {
+  switch (hold.kind) {
+    case 'none':
+      return () => undefined;
+    case 'timer':
+      return () => new Promise<void>((resolve) => setTimeout(resolve, hold.ms));
+    case 'yield':
+      return () => new Promise<void>((resolve) => setImmediate(resolve));
+  }
+}
+
+const limitsOf = (spec: ScenarioSpec): Limits => ({ waitTimeoutMs: spec.waitTimeoutMs, ttlMs: spec.ttlMs });
+
+/**
+ * Sequential acquire + release of a private key, so code paths are compiled and scripts loaded.
+ * `whileFirstHeld` runs once, while the first lock is held (the worker checks the key name there).
+ */
+export async function warmUp(adapter: LockAdapter, spec: ScenarioSpec, name: string, whileFirstHeld: () => Promise<void>): Promise<void> {
+  const until = nowNs() + BigInt(Math.round(spec.warmupMs * 1e6));
+  const limits = limitsOf(spec);
+  let rounds = 0;
+  while (rounds < 3 || nowNs() < until) {
+    const held = await adapter.acquire(name, limits);
+    if (rounds === 0) await whileFirstHeld();
+    await held.release();
+    rounds++;
+  }
+}
+
+/** The scenario's loops: acquire, hold, release, until the deadline or the number of tries. */
+export async function runLoops(adapter: LockAdapter, spec: ScenarioSpec, rec: Recorder, stopAtNs: bigint): Promise<void> {
+  const names = lockNames(spec);
+  const limits = limitsOf(spec);
+  const hold = holder(spec.hold);
+  const stop = spec.stop;
+  const more = stop.kind === 'time' ? () => nowNs() < stopAtNs : (tries: number) => tries < stop.perLoop;
+
+  const loop = async (i: number) => {
+    const keyIndex = spec.keyMode === 'shared' ? 0 : i;
+    const name = names[keyIndex]!;
+    for (let tries = 0; more(tries); tries++) {
+      const t0 = nowNs();
+      let held: Held;
+      try {
+        held = await adapter.acquire(name, limits);
+      } catch (error) {
+        if (error instanceof AcquireTimeout) rec.timeouts++;
+        else rec.error(error);
+        continue;
+      }
+      const enter = nowNs();
+      await hold();
+      const exit = nowNs();
+      await held.release();
+      rec.add(i, keyIndex, t0, enter, exit, nowNs());
+    }
+  };
+  await Promise.all(Array.from({ length: spec.loopsPerProcess }, (_, i) => loop(i)));
+}
+
+/**
+ * The cancel storm: `concurrency` loops start acquisitions of random hot keys until
+ * `acquisitions` have started; each is cancelled after a random delay, while waiting or holding.
+ */
+export async function runStorm(adapter: LockAdapter, spec: ScenarioSpec, rec: Recorder): Promise<StormTally> {
+  const shape = spec.storm;
+  if (!shape) throw new Error(`${spec.name} is not a storm scenario`);
+  const names = lockNames(spec);
+  const limits = limitsOf(spec);
+  const counts: Record<StormOutcome, number> = { held: 0, cancelled: 0, timeout: 0, error: 0 };
+  let started = 0;
+
+  const loop = async (i: number) => {
+    while (started < shape.acquisitions) {
+      started++;
+      const keyIndex = Math.floor(Math.random() * shape.keys);
+      const controller = new AbortController();
+      const t0 = nowNs();
+      let enter: bigint | undefined;
+      const section = {
+        enter: () => {
+          enter = nowNs();
+        },
+        exit: () => {
+          if (enter !== undefined) rec.add(i, keyIndex, t0, enter, nowNs());
+        },
+      };
+      const outcome = adapter.holdUntilAborted(names[keyIndex]!, limits, controller.signal, section);
+      const timer = setTimeout(() => controller.abort(), Math.random() * shape.maxCancelMs);
+      let result: StormOutcome;
+      try {
+        result = await outcome;
+      } catch (error) {
+        rec.error(error);
+        result = 'error';
+      } finally {
+        clearTimeout(timer);
+      }
+      counts[result]++;
+    }
+  };
+  await Promise.all(Array.from({ length: shape.concurrency }, (_, i) => loop(i)));
+  rec.timeouts += counts.timeout;
+  return { attempts: started, held: counts.held, cancelled: counts.cancelled, timeouts: counts.timeout, errors: counts.error };
+}
