@@ -1,0 +1,652 @@
+/**
+ * Contention on a real Redis: how a hot key is shared, not how fast.
+ *
+ * Two lockers on two connections (two RedisLockStores) stand for two processes; a forked child
+ * stands in only where a real process death is needed. Checked here: the key goes round the
+ * "processes" in turn (store grants alternate, shares are even) with cohort hand-offs in between,
+ * and never to two holders at once, with fences that only grow; well under one round trip per
+ * acquisition; a lost wake-up signal costs one capped back-off step; a waiter that died in line
+ * blocks the key only until its place lapses; wake-up off still works (and never subscribes);
+ * cancellations leave no gate, no lock and no line behind; the local gate spares the store.
+ * CONTENTION_VERBOSE=1 prints the measured figures.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { Redis } from 'ioredis';
+import { defer, finalize, firstValueFrom, lastValueFrom, NEVER, timer, type Subscription } from 'rxjs';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createLocker, isLockTimeoutError, type Lease, type LockerOptions, type LockEvent, type Locker } from '../../src/index.js';
+import { RedisLockStore, type RedisClient, type RedisPipeline } from '../../src/redis.js';
+import type { RedisLockStoreOptions } from '../../src/backends/redis/RedisLockStore.js';
+import type { RedisSubscriber } from '../../src/backends/redis/RedisClient.js';
+import type { LockEngine } from '../../src/engine/LockEngine.js';
+import { findOverlaps, monotonicNs, type CriticalSection } from '../../src/testing.js';
+import type { LineWaiterSettings } from '../fixtures/lineWaiter.js';
+import { connect, EmbeddedRedis } from '../support/redis.js';
+import { lockKeyCount } from '../support/lockKeys.js';
+
+const lineWaiter = fileURLToPath(new URL('../fixtures/lineWaiter.ts', import.meta.url));
+
+let server: EmbeddedRedis;
+let admin: Redis;
+/** Connections and stores opened by the current test, closed after it. */
+let opened: Array<{ close(): void }> = [];
+const unhandled: unknown[] = [];
+const onUnhandled = (reason: unknown) => unhandled.push(reason);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+beforeAll(async () => {
+  process.on('unhandledRejection', onUnhandled);
+  server = await EmbeddedRedis.start();
+  admin = connect(server);
+});
+afterAll(async () => {
+  process.off('unhandledRejection', onUnhandled);
+  admin?.disconnect();
+  await server?.stop();
+});
+beforeEach(async () => {
+  opened = [];
+  await admin.flushall();
+  await admin.config('RESETSTAT');
+});
+afterEach(() => {
+  for (const thing of opened.reverse()) thing.close();
+  expect(unhandled).toEqual([]);
+});
+
+/** A new connection of this test (closed after it). */
+function newClient(): Redis {
+  const client = connect(server);
+  opened.push({ close: () => client.disconnect() });
+  return client;
+}
+
+/** A new store of this test (its own subscriber closed after it). */
+function newStore(client: RedisClient, options: RedisLockStoreOptions = {}): RedisLockStore {
+  const store = new RedisLockStore(client, options);
+  opened.push(store);
+  return store;
+}
+
+/** Resolves true once `check` holds, polling every 5 ms, or false after `ms`. */
+async function settles(check: () => Promise<boolean> | boolean, ms = 3000): Promise<boolean> {
+  const deadline = performance.now() + ms;
+  while (!(await check())) {
+    if (performance.now() > deadline) return false;
+    await sleep(5);
+  }
+  return true;
+}
+
+async function eventually(check: () => Promise<boolean> | boolean, ms = 3000): Promise<void> {
+  if (!(await settles(check, ms))) throw new Error('condition not reached in time');
+}
+
+/** Calls of `command` the server ran since the last RESETSTAT (commands inside scripts included). */
+async function calls(command: string): Promise<number> {
+  const match = new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(await admin.info('commandstats'));
+  return match ? Number(match[1]) : 0;
+}
+
+/** Keys whose name ends with ':line' or ':lapses': the Redis-side lines of waiters. */
+async function lineKeys(): Promise<string[]> {
+  return (await admin.keys('*')).filter((key) => key.endsWith(':line') || key.endsWith(':lapses'));
+}
+
+/**
+ * A client that counts the round trips the store makes (scripts, and pipelines as one), passing
+ * everything to a real ioredis connection.
+ */
+class CountingClient implements RedisClient {
+  roundTrips = 0;
+  constructor(private readonly inner: Redis) {}
+
+  evalsha(sha: string, numberOfKeys: number, ...keysAndArgs: Array<string | number>): Promise<unknown> {
+    this.roundTrips++;
+    return this.inner.evalsha(sha, numberOfKeys, ...keysAndArgs);
+  }
+
+  eval(script: string, numberOfKeys: number, ...keysAndArgs: Array<string | number>): Promise<unknown> {
+    this.roundTrips++;
+    return this.inner.eval(script, numberOfKeys, ...keysAndArgs);
+  }
+
+  pipeline(): RedisPipeline {
+    const pipeline = this.inner.pipeline();
+    return {
+      evalsha: (sha, numberOfKeys, ...keysAndArgs) => pipeline.evalsha(sha, numberOfKeys, ...keysAndArgs),
+      exec: () => {
+        this.roundTrips++;
+        return pipeline.exec();
+      },
+    };
+  }
+
+  duplicate(): RedisSubscriber {
+    return this.inner.duplicate();
+  }
+}
+
+/** One "process": its own connection, store and locker. */
+interface Contender {
+  readonly name: string;
+  readonly locker: Locker;
+  readonly engine: LockEngine;
+  readonly store: RedisLockStore;
+  readonly counting: CountingClient;
+}
+
+function contender(name: string, lockerOptions: LockerOptions = {}, storeOptions: RedisLockStoreOptions = {}): Contender {
+  const counting = new CountingClient(newClient());
+  const store = newStore(counting, storeOptions);
+  const locker = createLocker({ store, ...lockerOptions });
+  return { name, locker, engine: locker as unknown as LockEngine, store, counting };
+}
+
+/** One acquisition as its locker's `acquired` event told it. */
+interface Acquisition {
+  readonly who: string;
+  /** monotonicNs() in the event handler: acquisitions are totally ordered by it. */
+  readonly at: bigint;
+  readonly token: string;
+  readonly fence: number;
+}
+
+interface HotRun {
+  /** In the order they happened. */
+  readonly acquisitions: Acquisition[];
+  /** `passed` of each `released` event, by `token/fence`. */
+  readonly passedBy: Map<string, boolean>;
+  readonly sections: CriticalSection[];
+  /** (enter, lease.fence) seen inside the work. */
+  readonly fencesSeen: Array<{ at: bigint; fence: number }>;
+  readonly events: LockEvent[];
+}
+
+/**
+ * Every contender runs `loops` concurrent loops taking `key` through `using` (holding it `holdMs`)
+ * until `ms` have passed; records acquisitions, releases, critical sections and the fences the
+ * work saw.
+ */
+async function hotKey(contenders: Contender[], key: string, { loops, ms, holdMs }: { loops: number; ms: number; holdMs: number }): Promise<HotRun> {
+  const run: HotRun = { acquisitions: [], passedBy: new Map(), sections: [], fencesSeen: [], events: [] };
+  const listening: Subscription[] = contenders.map((c) =>
+    c.locker.events$.subscribe((event) => {
+      run.events.push(event);
+      if (event.type === 'acquired') run.acquisitions.push({ who: c.name, at: monotonicNs(), token: event.token, fence: event.fence });
+      else if (event.type === 'released') run.passedBy.set(`${event.token}/${event.fence}`, event.passed);
+    }),
+  );
+  const stopAt = performance.now() + ms;
+  const loop = async (c: Contender): Promise<void> => {
+    while (performance.now() < stopAt) {
+      await lastValueFrom(
+        c.locker.using(key, (lease) => {
+          const enter = monotonicNs();
+          run.fencesSeen.push({ at: enter, fence: lease.fence });
+          return timer(holdMs).pipe(finalize(() => run.sections.push({ enter, exit: monotonicNs(), owner: c.name })));
+        }),
+      );
+    }
+  };
+  try {
+    await Promise.all(contenders.flatMap((c) => Array.from({ length: loops }, () => loop(c))));
+  } finally {
+    for (const subscription of listening) subscription.unsubscribe();
+  }
+  return run;
+}
+
+/** The acquisitions that came from the store (not from a local cohort pass), in order. */
+function storeGrants(run: HotRun): Acquisition[] {
+  return run.acquisitions.filter((acquisition, i) => {
+    const previous = run.acquisitions[i - 1];
+    if (previous === undefined || previous.who !== acquisition.who) return true;
+    // The next acquisition after a release that passed the lock on is that pass.
+    return run.passedBy.get(`${previous.token}/${previous.fence}`) !== true;
+  });
+}
+
+/** Share of consecutive store grants that went to the other locker, while both were taking turns. */
+function switchRatio(grants: Acquisition[], names: string[]): { ratio: number; pairs: number } {
+  const firsts = names.map((n) => grants.findIndex((g) => g.who === n));
+  const lasts = names.map((n) => grants.map((g) => g.who).lastIndexOf(n));
+  const window = grants.slice(Math.max(...firsts), Math.min(...lasts) + 1);
+  let switches = 0;
+  for (let i = 1; i < window.length; i++) if (window[i]!.who !== window[i - 1]!.who) switches++;
+  return { ratio: window.length > 1 ? switches / (window.length - 1) : 0, pairs: window.length - 1 };
+}
+
+/** CONTENTION_VERBOSE=1 prints the measured figures. */
+const report = (what: string, figures: Record<string, unknown>) => {
+  if (process.env.CONTENTION_VERBOSE) console.log(what, JSON.stringify(figures));
+};
+
+const isSorted = (values: number[]) => values.every((v, i) => i === 0 || v > values[i - 1]!);
+const byTime = <T extends { at: bigint }>(a: T, b: T) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0);
+
+describe('a hot key shared by two processes', () => {
+  it('goes round the processes in turn: even shares, alternating store grants, no overlap, growing fences, nothing left', async () => {
+    const a = contender('A');
+    const b = contender('B');
+    const run = await hotKey([a, b], 'hot', { loops: 3, ms: 1500, holdMs: 1 });
+
+    const total = run.acquisitions.length;
+    const ofA = run.acquisitions.filter((x) => x.who === 'A').length;
+    expect(total).toBeGreaterThan(100);
+    expect(total).toBe(run.sections.length);
+    expect(ofA / total).toBeGreaterThanOrEqual(0.35);
+    expect((total - ofA) / total).toBeGreaterThanOrEqual(0.35);
+
+    // Store grants: acquisitions that did not follow a cohort pass. Each pass is the same store
+    // lease (token) as the acquisition before it; each store grant a new one.
+    const grants = storeGrants(run);
+    const passes = [...run.passedBy.values()].filter(Boolean).length;
+    expect(grants.length + passes).toBe(total);
+    const newTokens = run.acquisitions.filter((x, i) => i === 0 || x.token !== run.acquisitions[i - 1]!.token).length;
+    expect(grants.length).toBe(newTokens);
+    // The cohort hand-off is in use, and bounded: the store hands the key over regularly.
+    expect(passes).toBeGreaterThan(0);
+    expect(grants.length).toBeGreaterThan(50);
+
+    // The process that just gave the key back does not win it again and again.
+    const { ratio, pairs } = switchRatio(grants, ['A', 'B']);
+    report('fair hand-off', { total, ofA, grants: grants.length, passes, ratio, pairs });
+    expect(pairs).toBeGreaterThan(50);
+    expect(ratio).toBeGreaterThanOrEqual(0.8);
+
+    expect(findOverlaps(run.sections)).toEqual([]);
+    // Fences strictly increase in acquisition order, as events reported them and as the work saw them.
+    expect(isSorted(run.acquisitions.map((x) => x.fence))).toBe(true);
+    expect(isSorted([...run.fencesSeen].sort(byTime).map((x) => x.fence))).toBe(true);
+    expect(run.fencesSeen.map((x) => x.fence).sort((x, y) => x - y)).toEqual(run.acquisitions.map((x) => x.fence));
+    expect(run.events.filter((e) => !['acquired', 'released', 'renewed'].includes(e.type))).toEqual([]);
+
+    expect(await settles(() => a.engine.liveKeys === 0 && b.engine.liveKeys === 0, 1000)).toBe(true);
+    expect(a.engine.liveKeys).toBe(0);
+    expect(b.engine.liveKeys).toBe(0);
+    expect(await lockKeyCount(admin)).toBe(0);
+  });
+
+  it('costs well under one round trip per acquisition (cohort hand-off + direct grant)', async () => {
+    const a = contender('A');
+    const b = contender('B');
+    const run = await hotKey([a, b], 'hot', { loops: 3, ms: 1500, holdMs: 1 });
+    const roundTrips = a.counting.roundTrips + b.counting.roundTrips;
+    const perAcquisition = roundTrips / run.acquisitions.length;
+    report('round trips', { roundTrips, acquisitions: run.acquisitions.length, perAcquisition });
+    expect(run.acquisitions.length).toBeGreaterThan(100);
+    expect(perAcquisition).toBeLessThan(1);
+    // The counting client saw every script the server ran.
+    expect(roundTrips).toBe((await calls('evalsha')) + (await calls('eval')));
+  });
+});
+
+/** A real subscriber connection whose first `drops` messages are lost on the way. */
+function droppingSubscriber(drops: number): { subscriber: RedisSubscriber; dropped: string[] } {
+  const connection = newClient().duplicate();
+  connection.on('error', () => undefined);
+  opened.push({ close: () => connection.disconnect() });
+  const dropped: string[] = [];
+  let left = drops;
+  const subscriber: RedisSubscriber = {
+    subscribe: (...channels) => connection.subscribe(...channels),
+    unsubscribe: (...channels) => connection.unsubscribe(...channels),
+    on: ((event: string, listener: (...args: never[]) => void) => {
+      if (event !== 'message') return connection.on(event, listener as (...args: unknown[]) => void);
+      const deliver = listener as (channel: string, message: string) => void;
+      return connection.on('message', (channel: string, message: string) => {
+        if (left > 0) {
+          left--;
+          dropped.push(message);
+          return;
+        }
+        deliver(channel, message);
+      });
+    }) as RedisSubscriber['on'],
+    disconnect: () => connection.disconnect(),
+  };
+  return { subscriber, dropped };
+}
+
+/**
+ * A holds `key` for at least 100 ms; B (placeTtl 600, the given subscriber) waits in line; A
+ * releases. Returns when B got the lock relative to the moment A's release was answered.
+ */
+async function handOff(key: string, subscriber: RedisSubscriber): Promise<{ afterRelease: number; bLease: Lease }> {
+  const a = contender('A');
+  const b = contender('B', {}, { placeTtl: 600, subscriber });
+  let bAcquiredAt = 0;
+  b.locker.events$.subscribe((e) => {
+    if (e.type === 'acquired') bAcquiredAt = performance.now();
+  });
+  const aLease = await firstValueFrom(a.locker.acquire(key));
+  const heldSince = performance.now();
+  const bLease = firstValueFrom(b.locker.acquire(key));
+  await eventually(async () => (await admin.zcard(`{lock:${key}}:line`)) === 1);
+  await sleep(Math.max(0, 100 - (performance.now() - heldSince)));
+  expect(bAcquiredAt).toBe(0);
+  expect(await aLease.release()).toBe(true);
+  const releasedAt = performance.now();
+  const lease = await bLease;
+  expect(bAcquiredAt).toBeGreaterThan(0);
+  expect(lease.fence).toBeGreaterThan(aLease.fence);
+  expect(await lease.release()).toBe(true);
+  expect(await lockKeyCount(admin)).toBe(0);
+  return { afterRelease: bAcquiredAt - releasedAt, bLease: lease };
+}
+
+describe('wake-up', () => {
+  it('a missed wake-up signal is recovered by the capped back-off (within placeTtl/3 + 150 ms of the release)', async () => {
+    const { subscriber, dropped } = droppingSubscriber(1);
+    const { afterRelease, bLease } = await handOff('missed', subscriber);
+    report('missed signal', { afterRelease });
+    // The grant signal was the message lost…
+    expect(dropped).toHaveLength(1);
+    expect(dropped[0]).toMatch(new RegExp(`^granted ${bLease.token} ${bLease.fence}$`));
+    // …and B's next poll of its place found the key handed to it.
+    expect(afterRelease).toBeLessThan(600 / 3 + 150);
+  });
+
+  it('with the signal delivered, the waiter gets the lock within a few ms of the release', async () => {
+    const { subscriber, dropped } = droppingSubscriber(0);
+    const { afterRelease } = await handOff('delivered', subscriber);
+    report('delivered signal', { afterRelease });
+    expect(dropped).toEqual([]);
+    expect(afterRelease).toBeLessThan(30);
+  });
+
+  it('wake-up off still works: both processes make progress, no overlap, nothing left, and never a SUBSCRIBE', async () => {
+    const a = contender('A', {}, { wakeUp: false });
+    const b = contender('B', {}, { wakeUp: false });
+    const run = await hotKey([a, b], 'cold', { loops: 2, ms: 1000, holdMs: 1 });
+    expect(run.acquisitions.some((x) => x.who === 'A')).toBe(true);
+    expect(run.acquisitions.some((x) => x.who === 'B')).toBe(true);
+    // Both took the key from the store, not just once at the start.
+    const grants = storeGrants(run);
+    report('wake-up off', { total: run.acquisitions.length, grantsA: grants.filter((g) => g.who === 'A').length, grantsB: grants.filter((g) => g.who === 'B').length });
+    expect(grants.filter((g) => g.who === 'A').length).toBeGreaterThan(2);
+    expect(grants.filter((g) => g.who === 'B').length).toBeGreaterThan(2);
+    expect(findOverlaps(run.sections)).toEqual([]);
+    expect(isSorted(run.acquisitions.map((x) => x.fence))).toBe(true);
+    expect(await settles(() => a.engine.liveKeys === 0 && b.engine.liveKeys === 0, 1000)).toBe(true);
+    expect(await lockKeyCount(admin)).toBe(0);
+    expect(await admin.info('commandstats')).not.toMatch(/^cmdstat_(p|s)?subscribe:/m);
+    expect(await calls('publish')).toBe(0);
+    // The waiters did queue (and found their grants by polling).
+    expect(await calls('zadd')).toBeGreaterThan(0);
+  });
+});
+
+describe('a waiter that dies in line', () => {
+  it('blocks the key only until its place lapses: the key goes to the ghost first, then to the next live waiter', async () => {
+    const a = contender('A');
+    const b = contender('B', {}, { placeTtl: 500 });
+    const ghostStore = newStore(newClient(), { placeTtl: 500 });
+    const aLease = await firstValueFrom(a.locker.acquire('hot2'));
+
+    // The ghost takes its place in line, then never asks again.
+    const ghostSent = performance.now();
+    expect(await ghostStore.tryAcquire('lock:hot2', 'ghost-token', 30_000, true)).toMatchObject({ acquired: false, queued: true, placeTtl: 500 });
+    const ghostAnswered = performance.now();
+    await sleep(10);
+
+    let bAcquiredAt = 0;
+    b.locker.events$.subscribe((e) => {
+      if (e.type === 'acquired') bAcquiredAt = performance.now();
+    });
+    const bLease = firstValueFrom(b.locker.acquire('hot2'));
+    await eventually(async () => (await admin.zcard('{lock:hot2}:line')) === 2, 300);
+    expect((await admin.zrange('{lock:hot2}:line', '0', '-1'))[0]).toBe('ghost-token');
+
+    expect(await aLease.release()).toBe(true);
+    // The release handed the key to the first in line: the ghost, which never takes it.
+    expect(await admin.get('lock:hot2')).toBe('ghost-token');
+    expect(bAcquiredAt).toBe(0);
+
+    const lease = await bLease;
+    report('ghost', { sinceGhostSent: bAcquiredAt - ghostSent, sinceGhostAnswered: bAcquiredAt - ghostAnswered });
+    // B got it once the ghost's claim lapsed (its place's expiry, 500 ms after its last call)…
+    expect(bAcquiredAt).toBeGreaterThanOrEqual(ghostSent + 500 - 25);
+    // …and within one back-off step of it (a waiter's poll is capped by the holder's TTL).
+    expect(bAcquiredAt).toBeLessThanOrEqual(ghostAnswered + 500 + 500 / 3 + 150);
+    // The ghost's grant consumed a fence between A's and B's.
+    expect(lease.fence).toBeGreaterThan(aLease.fence + 1024);
+    expect(await admin.get('lock:hot2')).toBe(lease.token);
+    expect(await lease.release()).toBe(true);
+    expect(await lockKeyCount(admin)).toBe(0);
+  });
+
+  it('a real process killed (SIGKILL) while queued blocks the key only until its place lapses', async () => {
+    const a = contender('A');
+    const b = contender('B', {}, { placeTtl: 500 });
+    const aLease = await firstValueFrom(a.locker.acquire('hot3'));
+    const child = fork(lineWaiter, [], {
+      execArgv: ['--import', 'tsx'],
+      env: { ...process.env, LINE_WAITER: JSON.stringify({ port: server.port, key: 'hot3', placeTtl: 500 } satisfies LineWaiterSettings) },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    const messages: unknown[] = [];
+    child.on('message', (m) => messages.push(m));
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    try {
+      await eventually(() => messages.includes('ready'), 15_000);
+      child.send('go');
+      await eventually(async () => (await admin.zcard('{lock:hot3}:line')) === 1, 3000);
+      const [childToken] = await admin.zrange('{lock:hot3}:line', '0', '-1');
+
+      let bAcquiredAt = 0;
+      b.locker.events$.subscribe((e) => {
+        if (e.type === 'acquired') bAcquiredAt = performance.now();
+      });
+      const bLease = firstValueFrom(b.locker.acquire('hot3'));
+      await eventually(async () => (await admin.zcard('{lock:hot3}:line')) === 2, 300);
+
+      child.kill('SIGKILL');
+      await exited;
+      expect(await aLease.release()).toBe(true);
+      const releasedAt = performance.now();
+      // Handed to the dead child, still first in line.
+      expect(await admin.get('lock:hot3')).toBe(childToken);
+
+      const lease = await bLease;
+      report('killed child', { afterRelease: bAcquiredAt - releasedAt });
+      expect(messages).not.toContain('acquired');
+      // The child's last call was before the kill: its claim lapses within 500 ms of the release;
+      // B takes the key within one back-off step after that.
+      expect(bAcquiredAt - releasedAt).toBeLessThan(500 + 500 / 3 + 150);
+      expect(await lease.release()).toBe(true);
+      expect(await lockKeyCount(admin)).toBe(0);
+    } finally {
+      killIfRunning(child);
+    }
+  });
+});
+
+function killIfRunning(child: ChildProcess): void {
+  if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+}
+
+describe('the local map and the Redis lines are emptied', () => {
+  /**
+   * 500 subscriptions to `withLock` on 20 keys, each holding for 0–5 ms and unsubscribed after
+   * 0–20 ms (before, while or after it holds), on one locker; then waits for the releases to settle.
+   */
+  async function churn(locker: Locker): Promise<unknown[]> {
+    const errors: unknown[] = [];
+    const ended: Promise<void>[] = [];
+    for (let i = 0; i < 500; i++) {
+      const subscription = timer(Math.random() * 5)
+        .pipe(locker.withLock(`churn:${i % 20}`))
+        .subscribe({ error: (e: unknown) => errors.push(e) });
+      ended.push(
+        new Promise((resolve) =>
+          setTimeout(() => {
+            subscription.unsubscribe();
+            resolve();
+          }, Math.random() * 20),
+        ),
+      );
+    }
+    await Promise.all(ended);
+    return errors;
+  }
+
+  /**
+   * Waits (up to 2 s) until no gate and no key but fence counters is left, and still so 100 ms
+   * later (an abandoned acquire may still be in flight when the last gate goes); reports what is left.
+   */
+  async function leftBehind(engines: LockEngine[]): Promise<{ liveKeys: number; lockKeys: number; lines: string[] }> {
+    const started = performance.now();
+    const clean = async () => engines.every((e) => e.liveKeys === 0) && (await lockKeyCount(admin)) === 0;
+    await settles(async () => (await clean()) && (await sleep(100), await clean()), 2000);
+    const left = { liveKeys: engines.reduce((n, e) => n + e.liveKeys, 0), lockKeys: await lockKeyCount(admin), lines: await lineKeys() };
+    report('churn', { settledInMs: performance.now() - started, ...left });
+    return left;
+  }
+
+  const count = (events: LockEvent[], type: LockEvent['type']) => events.filter((e) => e.type === type).length;
+
+  it('after 500 subscriptions on 20 keys cancelled at random moments', async () => {
+    const { locker, engine } = contender('A');
+    // A live connection, so that the churn reaches every state rather than waiting for it.
+    await lastValueFrom(timer(0).pipe(locker.withLock('warm-up')));
+    const events: LockEvent[] = [];
+    locker.events$.subscribe((e) => events.push(e));
+    expect(await churn(locker)).toEqual([]);
+    expect(await leftBehind([engine])).toEqual({ liveKeys: 0, lockKeys: 0, lines: [] });
+    report('churn events', { acquired: count(events, 'acquired'), passed: events.filter((e) => e.type === 'released' && e.passed).length, abandoned: count(events, 'abandoned-released') });
+    // The churn did reach the holding state.
+    expect(count(events, 'acquired')).toBeGreaterThan(0);
+  });
+
+  it('likewise while another process holds the keys, so that cancelled waiters leave the Redis line', async () => {
+    // Short places: a place left behind by a cancelled waiter (see the known bug below) lapses
+    // within the settling time instead of 3 s, so this storm checks what it means to.
+    const a = contender('A', {}, { placeTtl: 500 });
+    const b = contender('B', {}, { placeTtl: 500 });
+    // Live connections, and A's wake-up channel connection open (it lingers 2 s): A queues at once.
+    const warm = lastValueFrom(timer(30).pipe(b.locker.withLock('warm-up')));
+    await eventually(async () => (await lockKeyCount(admin)) === 1);
+    await lastValueFrom(timer(0).pipe(a.locker.withLock('warm-up')));
+    await warm;
+    await admin.config('RESETSTAT');
+    const events: LockEvent[] = [];
+    a.locker.events$.subscribe((e) => events.push(e));
+    // B takes every key first and holds it until 5–25 ms into the churn, then twice more for 5–25 ms.
+    let bAcquired = 0;
+    b.locker.events$.subscribe((e) => void (e.type === 'acquired' && bAcquired++));
+    let startChurn = () => {};
+    const churnStarted = new Promise<void>((resolve) => (startChurn = resolve));
+    const holds = Array.from({ length: 20 }, async (_, k) => {
+      for (let round = 0; round < 3; round++) {
+        const work = defer(async () => {
+          if (round === 0) await churnStarted;
+          await sleep(5 + Math.random() * 20);
+        });
+        await lastValueFrom(work.pipe(b.locker.withLock(`churn:${k}`)));
+      }
+    });
+    await eventually(() => bAcquired === 20, 2000);
+    startChurn();
+    expect(await churn(a.locker)).toEqual([]);
+    await Promise.all(holds);
+    expect(await leftBehind([a.engine, b.engine])).toEqual({ liveKeys: 0, lockKeys: 0, lines: [] });
+    report('churn behind B', { acquired: count(events, 'acquired'), abandoned: count(events, 'abandoned-released'), zadd: await calls('zadd'), zrem: await calls('zrem') });
+    // A's waiters did queue in Redis behind B (and left the line when cancelled).
+    expect(await calls('zadd')).toBeGreaterThan(0);
+  });
+
+  it('a waiter that stops waiting (unsubscribed, or timed out) leaves the Redis line at once', async () => {
+    const a = contender('A');
+    const b = contender('B');
+    const held = await firstValueFrom(a.locker.acquire('left'));
+    const subscription = NEVER.pipe(b.locker.withLock('left')).subscribe();
+    await eventually(async () => (await admin.zcard('{lock:left}:line')) === 1);
+    await sleep(20);
+    subscription.unsubscribe();
+    expect(await settles(async () => (await lineKeys()).length === 0, 200)).toBe(true);
+
+    const error = await firstValueFrom(b.locker.acquire('left', { waitTimeout: 300 })).catch((e: unknown) => e);
+    expect(isLockTimeoutError(error)).toBe(true);
+    expect(await calls('zadd')).toBeGreaterThanOrEqual(4); // both took a place (line and its expiries)
+    expect(await settles(async () => (await lineKeys()).length === 0, 200)).toBe(true);
+
+    // Nobody waits: the release frees the key.
+    expect(await held.release()).toBe(true);
+    expect(await admin.get('lock:left')).toBeNull();
+    expect(await lockKeyCount(admin)).toBe(0);
+    expect(await settles(() => a.engine.liveKeys === 0 && b.engine.liveKeys === 0, 500)).toBe(true);
+  });
+
+  // KNOWN BUG (src/engine/gate/RemoteSession.ts): when the last waiter leaves while the session's
+  // first queued attempt is in flight, `abandon()` sends no `leave` (it has no queued answer yet)
+  // and the late "queued" answer is ignored, so the departed token keeps its place in the Redis
+  // line: the next release hands the key to nobody, and it stays blocked until that place lapses
+  // (placeTtl, 3 s by default). `it.fails` documents it; make it an `it` once fixed.
+  it.fails('a waiter cancelled while its first queued attempt is in flight leaves the Redis line at once', async () => {
+    const a = contender('A');
+    const raw = newClient();
+    let cancel: (() => void) | undefined;
+    // A real connection; the cancellation is triggered right after a queueing acquire is sent.
+    const client: RedisClient = {
+      evalsha: (sha, numberOfKeys, ...keysAndArgs) => {
+        const reply = raw.evalsha(sha, numberOfKeys, ...keysAndArgs);
+        const queueing = numberOfKeys === 4 && keysAndArgs.length === 8 && Number(keysAndArgs[7]) > 0;
+        if (queueing && cancel !== undefined) queueMicrotask(cancel);
+        if (queueing) cancel = undefined;
+        return reply;
+      },
+      eval: (script, numberOfKeys, ...keysAndArgs) => raw.eval(script, numberOfKeys, ...keysAndArgs),
+      duplicate: () => raw.duplicate(),
+    };
+    const b = createLocker({ store: newStore(client) });
+    const held = await firstValueFrom(a.locker.acquire('departed'));
+    const subscription = NEVER.pipe(b.withLock('departed')).subscribe();
+    cancel = () => subscription.unsubscribe();
+    await eventually(() => cancel === undefined);
+    await sleep(100);
+    expect(await held.release()).toBe(true);
+    // Nobody waits: the release frees the key instead of handing it to the departed waiter.
+    expect(await admin.get('lock:departed')).toBeNull();
+    expect(await lineKeys()).toEqual([]);
+  });
+});
+
+describe('the local gate spares the store', () => {
+  /** 8 loops on one key with 1 ms holds until 300 acquisitions: EVALSHA calls per acquisition. */
+  async function evalshaPerAcquisition(options: LockerOptions): Promise<number> {
+    const { locker, engine } = contender('A', options);
+    await admin.config('RESETSTAT');
+    let started = 0;
+    let acquired = 0;
+    const sections: CriticalSection[] = [];
+    const loop = async () => {
+      while (started < 300) {
+        started++;
+        await lastValueFrom(
+          locker.using('spared', () => {
+            acquired++;
+            const enter = monotonicNs();
+            return timer(1).pipe(finalize(() => sections.push({ enter, exit: monotonicNs() })));
+          }),
+        );
+      }
+    };
+    await Promise.all(Array.from({ length: 8 }, loop));
+    expect(acquired).toBe(300);
+    expect(findOverlaps(sections)).toEqual([]);
+    expect(await settles(() => engine.liveKeys === 0, 1000)).toBe(true);
+    expect(await lockKeyCount(admin)).toBe(0);
+    return (await calls('evalsha')) / acquired;
+  }
+
+  it('one locker, 8 loops on one key: far fewer store calls with the gate than without', async () => {
+    const gated = await evalshaPerAcquisition({});
+    const ungated = await evalshaPerAcquisition({ localGate: false });
+    report('local gate', { gated, ungated });
+    expect(gated).toBeLessThan(1);
+    expect(gated).toBeLessThan(0.5 * ungated);
+  });
+});
