@@ -71,16 +71,23 @@ async function fencers(processes: number, settings: Omit<FencerSettings, 'role' 
             }),
         ),
       );
-    await next('ready');
+    await within(next('ready'), 15_000, "'ready' from every fencer");
     const reports = next('report');
     children.forEach((child) => child.send('go'));
-    const result = (await reports) as FencerReport[];
+    const result = (await within(reports, 30_000, 'a report from every fencer')) as FencerReport[];
     const codes = await Promise.race([Promise.all(exits), sleep(10_000).then(() => 'fencers still running after 10 s')]);
     expect(codes).toEqual(children.map(() => 0));
     return result;
   } finally {
     for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   }
+}
+
+/** `promise`, or an error after `ms` (so that stuck children fail the test, and are killed, in time). */
+function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timeout: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => (timeout = setTimeout(() => reject(new Error(`no ${what} within ${ms} ms`)), ms)));
+  return Promise.race([promise, late]).finally(() => clearTimeout(timeout));
 }
 
 /** Every hold of every report, labelled with its process, in the order they were entered. */
@@ -193,5 +200,5 @@ describe('fencing tokens', () => {
     // And across both phases, in order of entry, still strictly increasing.
     expect(notIncreasing([...holds1, ...holds2])).toEqual([]);
     expect(await keysLeft()).toEqual([]);
-  }, 30_000);
+  }, 60_000);
 });

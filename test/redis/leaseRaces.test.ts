@@ -101,6 +101,13 @@ function messagesOf(child: ChildProcess) {
     });
 }
 
+/** `promise`, or an error after `ms` (so that a stuck child fails the test, and is killed, in time). */
+function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timeout: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => (timeout = setTimeout(() => reject(new Error(`no ${what} within ${ms} ms`)), ms)));
+  return Promise.race([promise, late]).finally(() => clearTimeout(timeout));
+}
+
 /** Resolves with how the child exited, or kills it after `ms` and resolves with 'still running'. */
 function exitOf(child: ChildProcess, ms: number): Promise<{ code: number | null; signal: string | null } | 'still running'> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve({ code: child.exitCode, signal: child.signalCode });
@@ -132,17 +139,17 @@ async function race(settings: Omit<RacerSettings, 'role' | 'port' | 'seed'>): Pr
     env: { ...process.env, LEASE_WORKER: JSON.stringify({ ...settings, role: 'racer', port: server.port, seed } satisfies RacerSettings) },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
-  const exited = exitOf(child, 60_000);
+  const exited = exitOf(child, 50_000);
   try {
     const message = messagesOf(child);
-    await message('ready');
+    await within(message('ready'), 15_000, "'ready' from the racer");
     child.send('go');
-    await message('idle');
+    await within(message('idle'), 30_000, "'idle' from the racer (the races did not end)");
     const before = await commandCalls();
     await sleep(IDLE_MS);
     const idleCalls = callsBetween(before, await commandCalls());
     child.send('finish');
-    const report = (await message('report')) as RacerReport;
+    const report = (await within(message('report'), 5_000, "report from the racer")) as RacerReport;
     const reportedAt = performance.now();
     const exit = await Promise.race([exited, exitOf(child, EXIT_WITHIN_MS)]);
     return { report, idleCalls, exit, exitMs: performance.now() - reportedAt };
@@ -188,7 +195,7 @@ describe('cancel / release / renewal races (random timings, many iterations)', (
     expect(counts['released: passed to the next local holder']).toBeGreaterThan(0);
     expect(counts['wake-up signals']).toBeGreaterThan(0);
     expect(await keysLeft()).toEqual([]);
-  }, 40_000);
+  }, 60_000);
 
   it('with Redis frozen (SIGSTOP) mid-race: leases are lost as store-unreachable, and nothing else changes', async () => {
     const SENTINELS = 8;
@@ -217,5 +224,5 @@ describe('cancel / release / renewal races (random timings, many iterations)', (
     expect(counts['acquire-failed']).toBeGreaterThan(0);
     expect(counts['renewed']).toBeGreaterThan(100);
     expect(await keysLeft()).toEqual([]);
-  }, 40_000);
+  }, 60_000);
 });
