@@ -140,7 +140,11 @@ export class LockEngine implements Locker, StoreLeaseOwner {
    * Renews leases whose renewal came due together, in one store call when the store can batch
    * (`extendMany`). Each lease watches only its deadline until the answer comes.
    */
-  private renew(leases: StoreLease[]): void {
+  private renew(due: StoreLease[]): void {
+    // A lease collected with the batch may have been given back since (a loss handled in the same
+    // timer firing can end a sibling stream): it must not be extended, nor rescheduled.
+    const leases = due.filter((lease) => lease.isHeld);
+    if (leases.length === 0) return;
     const sentAt = performance.now();
     const requests = leases.map((lease) => ({ key: lease.storeKey, token: lease.token, ttlMs: lease.renewTtl }));
     for (const lease of leases) lease.renewing();

@@ -3,7 +3,7 @@
  * subscribed only once the lock is held, release exactly once on complete, error and
  * unsubscribe, `using`, and what happens when the store fails or hangs.
  */
-import { defer, finalize, firstValueFrom, lastValueFrom, NEVER, of, throwError, timer, toArray } from 'rxjs';
+import { defer, finalize, firstValueFrom, lastValueFrom, merge, NEVER, of, throwError, timer, toArray } from 'rxjs';
 import { describe, expect, it, vi } from 'vitest';
 import {
   usingLock,
@@ -368,5 +368,28 @@ describe('renewal failures', () => {
     expect(types).toContain('renew-failed');
     expect(types).not.toContain('lost');
     expect(types.at(-1)).toBe('released');
+  });
+});
+
+describe('renewal and release in one timer firing', () => {
+  it('a lease released while its renewal batch is being collected is not extended', async () => {
+    const { store, locker } = setup();
+    let held = 0;
+    const errors: unknown[] = [];
+    merge(
+      locker.using('a', () => (held++, NEVER), { ttl: 300, renew: { interval: 50 } }),
+      locker.using('b', () => (held++, NEVER), { ttl: 60, renew: false }),
+    ).subscribe({ error: (e: unknown) => errors.push(e) });
+    while (held < 2) await sleep(1);
+    // stall past b's deadline and a's renewal: both come due in the same firing; b's loss errors
+    // the merge, which releases a while its renewal is being collected
+    const until = performance.now() + 100;
+    while (performance.now() < until) {
+      // busy
+    }
+    await sleep(60);
+    expect(errors).toHaveLength(1);
+    const ops = store.calls.filter((c) => c.key === 'p:a').map((c) => c.op);
+    expect(ops).toEqual(['tryAcquire', 'release']);
   });
 });

@@ -580,12 +580,11 @@ describe('the local map and the Redis lines are emptied', () => {
     expect(await settles(() => a.engine.liveKeys === 0 && b.engine.liveKeys === 0, 500)).toBe(true);
   });
 
-  // KNOWN BUG (src/engine/gate/RemoteSession.ts): when the last waiter leaves while the session's
-  // first queued attempt is in flight, `abandon()` sends no `leave` (it has no queued answer yet)
-  // and the late "queued" answer is ignored, so the departed token keeps its place in the Redis
-  // line: the next release hands the key to nobody, and it stays blocked until that place lapses
-  // (placeTtl, 3 s by default). `it.fails` documents it; make it an `it` once fixed.
-  it.fails('a waiter cancelled while its first queued attempt is in flight leaves the Redis line at once', async () => {
+  // Regression: when the last waiter left while the session's first queued attempt was in flight,
+  // no `leave` was sent (no queued answer yet) and the late "queued" answer was ignored, so the
+  // departed token kept its place in the Redis line and the next release handed the key to nobody
+  // (blocked until that place lapsed, 3 s by default).
+  it('a waiter cancelled while its first queued attempt is in flight leaves the Redis line at once', async () => {
     const a = contender('A');
     const raw = newClient();
     let cancel: (() => void) | undefined;

@@ -34,6 +34,8 @@ export class RemoteSession {
   private placeTtl: number | undefined;
   /** A grant signal that came while an attempt was in flight. */
   private pendingGrant: WakeSignal | undefined;
+  /** The attempt in flight asked for a place in line. */
+  private queueing = false;
   private closed = false;
 
   constructor(private readonly gate: KeyGate) {}
@@ -58,11 +60,14 @@ export class RemoteSession {
   abandon(): void {
     if (this.closed) return;
     this.close();
+    const inLine = this.queuedSentAt !== undefined || this.pendingGrant !== undefined || (this.call !== undefined && this.queueing);
     this.call?.abandon();
     const engine = this.gate.engine;
     const { key, storeKey } = this.gate;
     const store = engine.store;
-    if (this.queuedSentAt === undefined && this.pendingGrant === undefined) return;
+    // Leave the line, also when the attempt that queues is still in flight: the leave is sent after
+    // it on the same connection, so it finds the place taken.
+    if (!inLine) return;
     if (store.leave === undefined) return; // the place lapses by itself
     callStore(engine.deadlines, 'release', key, () => store.leave!(storeKey, this.token), {
       value: (granted) => {
@@ -88,6 +93,7 @@ export class RemoteSession {
     // no wake-up at all (the poll then finds the grant).
     const queue = wantsToWait && (this.watch === undefined ? !gate.canWatch || this.queuedSentAt !== undefined : this.watch.active);
     const sentAt = performance.now();
+    this.queueing = queue;
     this.call = callStore(engine.deadlines, 'acquire', gate.key, () => engine.store.tryAcquire(gate.storeKey, this.token, ttl, queue), {
       value: (result) => {
         this.call = undefined;
