@@ -12,19 +12,24 @@
 local lock, fences, line, lapses = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local token, ttl, stride, place = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 
-local holder = redis.call('GET', lock)
-if holder == token and place > 0 then
+-- A caller in line may have been handed the key by a release while it waited.
+if place > 0 and redis.call('GET', lock) == token then
   redis.call('ZREM', line, token)
   redis.call('ZREM', lapses, token)
   return {1, tonumber(redis.call('GET', fences)), redis.call('PTTL', lock)}
 end
 
--- The common case, nobody in line: no clock, no clean-up.
-if not holder and redis.call('EXISTS', line) == 0 then
-  redis.call('SET', lock, token, 'PX', ttl)
-  return {1, redis.call('INCRBY', fences, stride), ttl}
+-- The common case, nobody in line: set-if-absent, no clock, no clean-up.
+if redis.call('EXISTS', line) == 0 then
+  if redis.call('SET', lock, token, 'NX', 'PX', ttl) then
+    return {1, redis.call('INCRBY', fences, stride), ttl}
+  end
+  if place == 0 then
+    return {0, redis.call('PTTL', lock), 0}
+  end
 end
 
+local holder = redis.call('GET', lock)
 local now = redis.call('TIME')
 now = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 for _, gone in ipairs(redis.call('ZRANGEBYSCORE', lapses, '-inf', now)) do
