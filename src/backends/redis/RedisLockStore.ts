@@ -122,8 +122,10 @@ export class RedisLockStore implements LockStore {
   }
 
   async tryAcquire(key: string, token: string, ttlMs: number, queue = false): Promise<AcquireResult> {
-    const reply = (await acquireScript.run(this.client, this.keysOf(key), [token, ttlMs, FENCE_STRIDE, queue ? this.placeTtl : 0])) as number[];
-    if (reply[0] === 1) return reply[2] === ttlMs ? { acquired: true, fence: reply[1]! } : { acquired: true, fence: reply[1]!, ttl: Math.max(0, reply[2]!) };
+    const answer = (await acquireScript.run(this.client, this.keysOf(key), [token, ttlMs, FENCE_STRIDE, queue ? this.placeTtl : 0])) as number | number[];
+    if (typeof answer === 'number') return { acquired: true, fence: answer };
+    const reply = answer;
+    if (reply[0] === 1) return { acquired: true, fence: reply[1]!, ttl: Math.max(0, reply[2]!) };
     const pttl = reply[1]!;
     if (pttl < 0 && reply[2] !== 1) return NOT_ACQUIRED;
     return reply[2] === 1 ? { acquired: false, holderTtl: pttl >= 0 ? pttl : undefined, queued: true, placeTtl: this.placeTtl } : { acquired: false, holderTtl: pttl };

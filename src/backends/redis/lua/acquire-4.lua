@@ -5,10 +5,10 @@
 -- ARGV[1] the caller's token; ARGV[2] the time-to-live in ms; ARGV[3] the fence stride;
 -- ARGV[4] how long a waiter's place lasts without being renewed, in ms (0: do not queue).
 --
--- Returns {1, fence, ttl} when the caller holds the key: it was free and nobody was ahead in
--- line, or (for a caller in line) a release handed it to the caller while it waited (then ttl is
--- what the key has left);
--- {0, holder's pttl, queued (1/0)} otherwise.
+-- Returns the new fence (an integer > 0) when the caller took the free key with its own TTL;
+-- {1, fence, ttl} when a release had handed the key to the caller in line while it waited (ttl:
+-- what the key has left); {0, holder's pttl, queued (1/0)} when the key stays someone else's.
+-- (A bare integer on the common path: a reply table costs the client more than the rest of it.)
 local lock, fences, line, lapses = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local token, ttl, stride, place = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 
@@ -22,7 +22,7 @@ end
 -- The common case, nobody in line: set-if-absent, no clock, no clean-up.
 if redis.call('EXISTS', line) == 0 then
   if redis.call('SET', lock, token, 'NX', 'PX', ttl) then
-    return {1, redis.call('INCRBY', fences, stride), ttl}
+    return redis.call('INCRBY', fences, stride)
   end
   if place == 0 then
     return {0, redis.call('PTTL', lock), 0}
@@ -45,7 +45,7 @@ if not holder then
       redis.call('ZREM', line, token)
       redis.call('ZREM', lapses, token)
     end
-    return {1, redis.call('INCRBY', fences, stride), ttl}
+    return redis.call('INCRBY', fences, stride)
   end
 end
 
