@@ -4,14 +4,9 @@
  */
 import { defer, type Observable, type ObservableInput } from 'rxjs';
 import type { Lease } from '../engine/lease/Lease.js';
-import type { Locker } from '../engine/Locker.js';
 import { LockOptionsError } from '../errors.js';
-import { ACQUIRE_KEYS, checkAcquireOptions, validateKey } from '../options/validate.js';
-import type { AcquireOptions } from '../options/LockerOptions.js';
 import { getDefaultLocker } from './defaultLocker.js';
-import type { WithLockOptions } from './withLock.js';
-
-const USING_LOCK_KEYS = [...ACQUIRE_KEYS, 'locker'];
+import { chooseLocker, type WithLockOptions } from './lockerChoice.js';
 
 /**
  * Runs `work(lease)` while holding the lock on `key`, and releases the lock exactly once when the
@@ -44,19 +39,8 @@ const USING_LOCK_KEYS = [...ACQUIRE_KEYS, 'locker'];
  * @see Locker.using
  */
 export function usingLock<R>(key: string, work: (lease: Lease) => ObservableInput<R>, options?: WithLockOptions): Observable<R> {
-  validateKey(key);
+  const { locker, acquireOptions } = chooseLocker(key, options);
   if (typeof work !== 'function') throw new LockOptionsError('work', 'a function (lease) => ObservableInput', work);
-  let acquireOptions: AcquireOptions | undefined = options;
-  let locker: Locker | undefined;
-  if (options !== undefined) {
-    checkAcquireOptions(options, USING_LOCK_KEYS);
-    const { locker: chosen, ...rest } = options;
-    if (chosen !== undefined && (typeof chosen !== 'object' || chosen === null || typeof chosen.using !== 'function')) {
-      throw new LockOptionsError('locker', 'a Locker made by createLocker()', chosen);
-    }
-    locker = chosen;
-    acquireOptions = rest;
-  }
   if (locker !== undefined) return locker.using(key, work, acquireOptions);
   return defer(() => getDefaultLocker().using(key, work, acquireOptions));
 }

@@ -2,22 +2,10 @@
  * `withLock(key)` as a free operator, for code that does not pass a locker around.
  */
 import { defer, type MonoTypeOperatorFunction } from 'rxjs';
-import type { Locker } from '../engine/Locker.js';
-import { LockOptionsError } from '../errors.js';
-import type { AcquireOptions } from '../options/LockerOptions.js';
-import { ACQUIRE_KEYS, checkAcquireOptions, validateKey } from '../options/validate.js';
 import { getDefaultLocker } from './defaultLocker.js';
+import { chooseLocker, type WithLockOptions } from './lockerChoice.js';
 
-/** Options of the free {@link withLock}: an acquisition's options plus the locker to use. */
-export interface WithLockOptions extends AcquireOptions {
-  /**
-   * The locker to take the lock with.
-   * @default the process-wide default locker (see `setDefaultLocker`), in memory unless replaced
-   */
-  locker?: Locker;
-}
-
-const WITH_LOCK_KEYS = [...ACQUIRE_KEYS, 'locker'];
+export type { WithLockOptions };
 
 /**
  * Runs the source while holding the lock on `key`: subscribes to it only once the lock is held,
@@ -47,18 +35,7 @@ const WITH_LOCK_KEYS = [...ACQUIRE_KEYS, 'locker'];
  * @see Locker.withLock
  */
 export function withLock<T>(key: string, options?: WithLockOptions): MonoTypeOperatorFunction<T> {
-  validateKey(key);
-  let acquireOptions: AcquireOptions | undefined = options;
-  let locker: Locker | undefined;
-  if (options !== undefined) {
-    checkAcquireOptions(options, WITH_LOCK_KEYS);
-    const { locker: chosen, ...rest } = options;
-    if (chosen !== undefined && (typeof chosen !== 'object' || chosen === null || typeof chosen.withLock !== 'function')) {
-      throw new LockOptionsError('locker', 'a Locker made by createLocker()', chosen);
-    }
-    locker = chosen;
-    acquireOptions = rest;
-  }
+  const { locker, acquireOptions } = chooseLocker(key, options);
   if (locker !== undefined) return locker.withLock<T>(key, acquireOptions);
   return (source) => defer(() => source.pipe(getDefaultLocker().withLock<T>(key, acquireOptions)));
 }

@@ -1,0 +1,34 @@
+/**
+ * The options of the free operators (`withLock`, `usingLock`): an acquisition's options plus the
+ * locker to use, checked and split once for both.
+ */
+import type { Locker } from '../engine/Locker.js';
+import { LockOptionsError } from '../errors.js';
+import type { AcquireOptions } from '../options/LockerOptions.js';
+import { ACQUIRE_KEYS, checkAcquireOptions, validateKey } from '../options/validate.js';
+
+/** Options of the free {@link withLock} and {@link usingLock}: an acquisition's options plus the locker to use. */
+export interface WithLockOptions extends AcquireOptions {
+  /**
+   * The locker to take the lock with.
+   * @default the process-wide default locker (see `setDefaultLocker`), in memory unless replaced
+   */
+  locker?: Locker;
+}
+
+const FREE_OPERATOR_KEYS = [...ACQUIRE_KEYS, 'locker'];
+
+/**
+ * Validates `key` and `options` (throwing `LockOptionsError`), and splits off the locker:
+ * `undefined` means the default locker, resolved at subscription.
+ */
+export function chooseLocker(key: string, options: WithLockOptions | undefined): { locker: Locker | undefined; acquireOptions: AcquireOptions | undefined } {
+  validateKey(key);
+  if (options === undefined) return { locker: undefined, acquireOptions: undefined };
+  checkAcquireOptions(options, FREE_OPERATOR_KEYS);
+  const { locker, ...acquireOptions } = options;
+  if (locker !== undefined && (typeof locker !== 'object' || locker === null || typeof locker.withLock !== 'function' || typeof locker.using !== 'function')) {
+    throw new LockOptionsError('locker', 'a Locker made by createLocker()', locker);
+  }
+  return { locker, acquireOptions };
+}
