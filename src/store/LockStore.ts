@@ -22,7 +22,8 @@ export interface LockStore {
    * `fence + 1 … fence + FENCE_STRIDE − 1` are the holder's to give to local successors that it
    * hands the key to without the store (the engine's cohort hand-off).
    *
-   * With `queue` set, a queueing store may answer `{ acquired: false, queued: true }`, keeping
+   * With `queue` set (and `token` being watched, when the store has wake-up: see
+   * {@link LockStore.watch}), a queueing store may answer `{ acquired: false, queued: true }`, keeping
    * `token`'s place in line (the same token asking again keeps the place and pushes its expiry
    * forward), and may later grant the key to `token` by itself (see {@link LockStore.watch}); a
    * later `tryAcquire` with that token then answers `{ acquired: true }` with the `ttl` the key
@@ -45,11 +46,11 @@ export interface LockStore {
   leave?(key: string, token: string): Promise<boolean>;
 
   /**
-   * Optional wake-up: calls `listener` for the signals about `key` (a grant to a queued token)
-   * until the watch is stopped. The engine queues only once the watch is `active`, so a grant is
-   * not missed for lack of a listener; a lost one costs a waiter one back-off step.
+   * Optional wake-up: calls `listener` when the store hands `key` to `token` (queued by
+   * `tryAcquire`), until the watch is stopped. The engine queues only once the watch is `active`,
+   * so a grant is not missed for lack of a listener; a lost one costs a waiter one back-off step.
    */
-  watch?(key: string, listener: (signal: WakeSignal) => void): StoreWatch;
+  watch?(key: string, token: string, listener: (signal: WakeSignal) => void): StoreWatch;
 
   /**
    * Reset the time-to-live of `key` to `ttlMs` only if it still holds `token`. Resolves

@@ -19,7 +19,8 @@ import {
 import { checkKeyLayout, helperKey } from './keyLayout.js';
 import { isNoScript, LuaScript } from './LuaScript.js';
 import type { RedisClient, RedisSubscriber } from './RedisClient.js';
-import { WakeChannels } from './WakeChannels.js';
+import { WakeInbox } from './WakeInbox.js';
+import { v4 as uuidv4 } from 'uuid';
 import { luaScripts } from './lua/scripts.generated.js';
 
 const acquireScript = LuaScript.of(luaScripts.acquire);
@@ -31,7 +32,8 @@ const leaveScript = LuaScript.of(luaScripts.leave);
 export const FENCE_SUFFIX = ':fence';
 export const LINE_SUFFIX = ':line';
 export const LAPSES_SUFFIX = ':lapses';
-export const WAKE_SUFFIX = ':wake';
+/** Prefix of the stores' inbox channels (see ./WakeInbox.ts). */
+export const INBOX_PREFIX = 'rxjs-lock:inbox:';
 
 /** Options of {@link RedisLockStore}. */
 export interface RedisLockStoreOptions {
@@ -56,8 +58,9 @@ export interface RedisLockStoreOptions {
    */
   placeTtl?: number;
   /**
-   * How long a wake-up channel stays subscribed after its last waiter left, in ms (an integer
-   * from 0 to 2147483647), so a hot key is not subscribed and unsubscribed for every wait.
+   * How long the store's inbox channel stays subscribed after its last waiter left, in ms (an
+   * integer from 0 to 2147483647), so a process that keeps waiting is not subscribed and
+   * unsubscribed for every wait. Then the subscriber connection is closed.
    * @default 2000
    */
   lingerMs?: number;
@@ -70,13 +73,13 @@ export interface RedisLockStoreOptions {
  * else `{<key>}:x`): the lock itself is a string key holding its owner's token with the lease as
  * its TTL; `:fence` counts the fencing tokens issued for the key (it never expires: fences must
  * only grow, so it costs one small key per lock name ever used, and it restarts from 0 if Redis
- * loses its data); `:line` and `:lapses` hold the waiters in line while there are any; `:wake` is
- * the pub/sub channel of grants.
+ * loses its data); `:line` and `:lapses` hold the waiters in line while there are any. Each store
+ * has an inbox channel (`rxjs-lock:inbox:<uuid>`) on which releases announce grants to its waiters.
  *
  * Fair hand-off: a waiter that finds the key held takes a place in line. A release with waiters in
  * line does not free the key: it hands it to the first live waiter (new fence, TTL until that
- * waiter's place would have lapsed) and publishes the grant; the waiter, woken at once, extends it
- * to its own TTL. So a hot key goes round the processes in arrival order, with one round trip per
+ * waiter's place would have lapsed) and publishes the grant to that waiter's inbox; the waiter,
+ * woken at once (and alone), later renews it to its own TTL. So a hot key goes round the processes in arrival order, with one round trip per
  * release and no polling storm, and a process that just released cannot grab it back ahead of
  * those in line.
  *
@@ -97,7 +100,7 @@ export interface RedisLockStoreOptions {
  * ```
  */
 export class RedisLockStore implements LockStore {
-  private readonly wake: WakeChannels | undefined;
+  private readonly wake: WakeInbox | undefined;
   private readonly placeTtl: number;
 
   constructor(
@@ -116,13 +119,15 @@ export class RedisLockStore implements LockStore {
     }
     this.placeTtl = placeTtl;
     if (wakeUp) {
-      if (subscriber !== undefined) this.wake = new WakeChannels(() => subscriber, lingerMs, false);
-      else if (typeof client.duplicate === 'function') this.wake = new WakeChannels(() => client.duplicate!(), lingerMs, true);
+      const inbox = INBOX_PREFIX + uuidv4();
+      if (subscriber !== undefined) this.wake = new WakeInbox(inbox, () => subscriber, lingerMs, false);
+      else if (typeof client.duplicate === 'function') this.wake = new WakeInbox(inbox, () => client.duplicate!(), lingerMs, true);
     }
   }
 
   async tryAcquire(key: string, token: string, ttlMs: number, queue = false): Promise<AcquireResult> {
-    const answer = (await acquireScript.run(this.client, this.keysOf(key), [token, ttlMs, FENCE_STRIDE, queue ? this.placeTtl : 0])) as number | number[];
+    const args = [token, ttlMs, FENCE_STRIDE, queue ? this.placeTtl : 0, this.wake?.channel ?? ''];
+    const answer = (await acquireScript.run(this.client, this.keysOf(key), args)) as number | number[];
     if (typeof answer === 'number') return { acquired: true, fence: answer };
     const reply = answer;
     if (reply[0] === 1) return { acquired: true, fence: reply[1]!, ttl: Math.max(0, reply[2]!) };
@@ -132,8 +137,7 @@ export class RedisLockStore implements LockStore {
   }
 
   async release(key: string, token: string): Promise<boolean> {
-    const channel = this.wake === undefined ? '' : helperKey(key, WAKE_SUFFIX);
-    return ((await releaseScript.run(this.client, this.keysOf(key), [token, FENCE_STRIDE, channel])) as number) > 0;
+    return ((await releaseScript.run(this.client, this.keysOf(key), [token, FENCE_STRIDE])) as number) > 0;
   }
 
   async extend(key: string, token: string, ttlMs: number): Promise<ExtendOutcome> {
@@ -141,7 +145,7 @@ export class RedisLockStore implements LockStore {
   }
 
   async leave(key: string, token: string): Promise<boolean> {
-    return (await leaveScript.run(this.client, [key, helperKey(key, LINE_SUFFIX), helperKey(key, LAPSES_SUFFIX)], [token])) === 1;
+    return (await leaveScript.run(this.client, [key, helperKey(key, LINE_SUFFIX), helperKey(key, LAPSES_SUFFIX)], [token, this.wake?.channel ?? ''])) === 1;
   }
 
   /**
@@ -169,14 +173,14 @@ export class RedisLockStore implements LockStore {
     );
   }
 
-  /** Grants to queued tokens of `key`, by pub/sub (absent when wake-up is off). */
-  get watch(): ((key: string, listener: (signal: WakeSignal) => void) => StoreWatch) | undefined {
+  /** Grants to `token` (queued for `key`), by pub/sub to this store's inbox (absent when wake-up is off). */
+  get watch(): ((key: string, token: string, listener: (signal: WakeSignal) => void) => StoreWatch) | undefined {
     const wake = this.wake;
     if (wake === undefined) return undefined;
-    return (key, listener) =>
-      wake.watch(helperKey(key, WAKE_SUFFIX), (message) => {
-        const [type, token, fence] = message.split(' ');
-        if (type === 'granted' && token !== undefined && fence !== undefined) listener({ type: 'granted', token, fence: Number(fence), ttl: this.placeTtl });
+    return (_key, token, listener) =>
+      wake.watch(token, (message) => {
+        const [, granted, fence] = message.split(' ');
+        if (granted === token && fence !== undefined) listener({ type: 'granted', token, fence: Number(fence), ttl: this.placeTtl });
       });
   }
 
@@ -184,7 +188,7 @@ export class RedisLockStore implements LockStore {
     checkKeyLayout(key);
   }
 
-  /** Closes the subscriber connection the store opened (not yours, nor the client). */
+  /** Unsubscribes its inbox, and closes the subscriber connection if the store opened it (not the client). */
   close(): void {
     this.wake?.close();
   }

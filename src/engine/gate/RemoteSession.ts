@@ -51,7 +51,7 @@ export class RemoteSession {
 
   /** Starts listening for grants; once the channel is live, an attempt can queue. */
   private listen(): void {
-    const watch = (this.watch = this.gate.engine.store.watch!(this.gate.storeKey, this.signalled));
+    const watch = (this.watch = this.gate.engine.store.watch!(this.gate.storeKey, this.token, this.signalled));
     // Queue as soon as the channel is live, rather than after a whole back-off step.
     if (!watch.active) void watch.ready.then(() => this.wakeNow());
   }

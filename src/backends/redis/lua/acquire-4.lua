@@ -3,7 +3,9 @@
 -- tokens (sorted set, score = arrival time in ms); KEYS[4] the line's expiry times (sorted set,
 -- score = when each entry lapses). All in the lock key's hash slot.
 -- ARGV[1] the caller's token; ARGV[2] the time-to-live in ms; ARGV[3] the fence stride;
--- ARGV[4] how long a waiter's place lasts without being renewed, in ms (0: do not queue).
+-- ARGV[4] how long a waiter's place lasts without being renewed, in ms (0: do not queue);
+-- ARGV[5] the caller's inbox channel, where a release announces a grant to it ('' for none).
+-- A place in line is the member "<token> <inbox>".
 --
 -- Returns the new fence (an integer > 0) when the caller took the free key with its own TTL;
 -- {1, fence, ttl} when a release had handed the key to the caller in line while it waited (ttl:
@@ -11,11 +13,12 @@
 -- (A bare integer on the common path: a reply table costs the client more than the rest of it.)
 local lock, fences, line, lapses = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local token, ttl, stride, place = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local member = token .. ' ' .. ARGV[5]
 
 -- A caller in line may have been handed the key by a release while it waited.
 if place > 0 and redis.call('GET', lock) == token then
-  redis.call('ZREM', line, token)
-  redis.call('ZREM', lapses, token)
+  redis.call('ZREM', line, member)
+  redis.call('ZREM', lapses, member)
   return {1, tonumber(redis.call('GET', fences)), redis.call('PTTL', lock)}
 end
 
@@ -39,19 +42,19 @@ end
 
 if not holder then
   local first = redis.call('ZRANGE', line, 0, 0)[1]
-  if first == nil or first == token then
+  if first == nil or first == member then
     redis.call('SET', lock, token, 'PX', ttl)
     if first then
-      redis.call('ZREM', line, token)
-      redis.call('ZREM', lapses, token)
+      redis.call('ZREM', line, member)
+      redis.call('ZREM', lapses, member)
     end
     return redis.call('INCRBY', fences, stride)
   end
 end
 
 if place > 0 then
-  redis.call('ZADD', line, 'NX', now, token)
-  redis.call('ZADD', lapses, now + place, token)
+  redis.call('ZADD', line, 'NX', now, member)
+  redis.call('ZADD', lapses, now + place, member)
   redis.call('PEXPIRE', line, place * 2)
   redis.call('PEXPIRE', lapses, place * 2)
   return {0, redis.call('PTTL', lock), 1}

@@ -1,14 +1,15 @@
 -- release: compare-and-delete, or hand the key straight to the first live waiter in line.
 -- KEYS as for acquire (lock, fence counter, line, line expiries).
--- ARGV[1] the caller's token; ARGV[2] the fence stride; ARGV[3] the wake-up channel ('' for none).
+-- ARGV[1] the caller's token; ARGV[2] the fence stride.
 --
 -- Only while the key still holds the caller's token (so a holder whose lease expired cannot
 -- touch the key of whoever took it next). If a waiter is in line, the key becomes theirs at once,
 -- with a new fence and a TTL that ends when their place in line would have lapsed (a waiter that
 -- died does not hold the key longer than that; a live one extends it to its own TTL), and the
--- grant is published on the channel. Returns 2 when handed over, 1 when deleted, 0 otherwise.
+-- grant is published on the waiter's inbox channel. Returns 2 when handed over, 1 when deleted,
+-- 0 otherwise.
 local lock, fences, line, lapses = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local token, stride, channel = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local token, stride = ARGV[1], tonumber(ARGV[2])
 
 if redis.call('GET', lock) ~= token then
   return 0
@@ -26,15 +27,16 @@ for _, gone in ipairs(redis.call('ZRANGEBYSCORE', lapses, '-inf', now)) do
   redis.call('ZREM', lapses, gone)
 end
 
-local nextToken = redis.call('ZRANGE', line, 0, 0)[1]
-if nextToken then
-  local lapsesAt = tonumber(redis.call('ZSCORE', lapses, nextToken))
-  redis.call('ZREM', line, nextToken)
-  redis.call('ZREM', lapses, nextToken)
+local nextMember = redis.call('ZRANGE', line, 0, 0)[1]
+if nextMember then
+  local lapsesAt = tonumber(redis.call('ZSCORE', lapses, nextMember))
+  redis.call('ZREM', line, nextMember)
+  redis.call('ZREM', lapses, nextMember)
+  local nextToken, inbox = string.match(nextMember, '^(%S+) (.*)$')
   redis.call('SET', lock, nextToken, 'PX', math.max(1, lapsesAt - now))
   local fence = redis.call('INCRBY', fences, stride)
-  if channel ~= '' then
-    redis.call('PUBLISH', channel, 'granted ' .. nextToken .. ' ' .. fence)
+  if inbox ~= '' then
+    redis.call('PUBLISH', inbox, 'granted ' .. nextToken .. ' ' .. fence)
   end
   return 2
 end
