@@ -87,7 +87,7 @@ export function renderChart(rows: readonly ResultRow[]): string {
   const env = rows[0]?.env;
   const pinned = rows.some((r) => r.env.pinned !== null) ? ', Redis and clients pinned to separate CPUs (the same CPU for uncontended)' : '';
   const subtitle = env
-    ? `one run, Redis ${env.redisVersion}, ${env.cores} cores${pinned}, node ${env.node}, ${env.runAt.slice(0, 10)}${env.quick ? ', QUICK smoke run' : ''} · each panel has its own scale`
+    ? `one run, Redis ${env.redisVersion}, ${env.cores} cores${pinned}, node ${env.node}, ${env.runAt.slice(0, 10)}${env.quick ? ', QUICK smoke run' : ''}${rows.some((r) => (r.otherCpuPct ?? 0) >= 10) ? ' · other processes were busy during some runs (see benchmarks.md)' : ''} · each panel has its own scale`
     : '';
 
   const out: string[] = [];

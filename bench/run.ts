@@ -136,7 +136,15 @@ async function runOne(bench: Bench, spec: ScenarioSpec, entry: BenchEntry, runId
   });
 }
 
+/** Builds the package into dist/, which the rxjs-lock adapter loads (see adapters/rxjsLock.ts). */
+function buildPackage(): void {
+  const root = fileURLToPath(new URL('..', import.meta.url));
+  const built = spawnSync(process.execPath, ['scripts/build.mjs'], { cwd: root, encoding: 'utf8' });
+  if (built.status !== 0) throw new Error(`building the package failed:\n${built.stdout}${built.stderr}`);
+}
+
 async function main(): Promise<number> {
+  buildPackage();
   const settings = readSettings();
   const specs = scenarioSpecs(settings);
   const bench: Bench = { server: undefined, admin: undefined, pool: undefined, pinning: undefined };

@@ -1,11 +1,19 @@
 /**
- * rxjs-lock, from this repository's source (../../src). The only file of the bench that builds
- * the store and the locker: `createRxjsLock` below. A variant's `options` (../libraries.ts) are
+ * rxjs-lock as users get it: the package built from this repository's source into ../../dist
+ * (`npm run bench` builds it first), so it runs as compiled JavaScript like the peers from
+ * node_modules, not through the TypeScript loader. The only file of the bench that builds the
+ * store and the locker: `createRxjsLock` below. A variant's `options` (../libraries.ts) are
  * spread into `createLocker`; its `storeOptions`, when it has any, are the store's second argument.
  */
 import { firstValueFrom, Observable } from 'rxjs';
-import { createLocker, isLockTimeoutError, type LockerOptions } from '../../src/index.js';
-import { RedisLockStore } from '../../src/redis.js';
+import type * as Core from '../../src/index.js';
+import type { LockerOptions } from '../../src/index.js';
+import type * as RedisEntry from '../../src/redis.js';
+
+// Types from the source, code from the build (the same API).
+const { createLocker, isLockTimeoutError } = (await import(new URL('../../dist/esm/index.js', import.meta.url).href)) as typeof Core;
+const { RedisLockStore } = (await import(new URL('../../dist/esm/redis.js', import.meta.url).href)) as typeof RedisEntry;
+type RedisLockStore = InstanceType<typeof RedisLockStore>;
 import { AcquireTimeout, type AdapterContext, type LockAdapter } from './types.js';
 
 /** The store's constructor with its optional second argument (options), which older versions do not declare. */

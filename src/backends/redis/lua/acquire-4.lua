@@ -13,9 +13,12 @@
 -- (A bare integer on the common path: a reply table costs the client more than the rest of it.)
 local lock, fences, line, lapses = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local token, ttl, stride, place = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local member = token .. ' ' .. ARGV[5]
 
 -- A caller in line may have been handed the key by a release while it waited.
+local member
+if place > 0 then
+  member = token .. ' ' .. ARGV[5]
+end
 if place > 0 and redis.call('GET', lock) == token then
   redis.call('ZREM', line, member)
   redis.call('ZREM', lapses, member)
@@ -42,7 +45,7 @@ end
 
 if not holder then
   local first = redis.call('ZRANGE', line, 0, 0)[1]
-  if first == nil or first == member then
+  if first == nil or (member and first == member) then
     redis.call('SET', lock, token, 'PX', ttl)
     if first then
       redis.call('ZREM', line, member)
