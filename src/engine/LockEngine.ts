@@ -20,6 +20,9 @@ import { CallDeadlines } from './CallDeadlines.js';
 import { callStore } from './storeCall.js';
 import { whileHeld } from './whileHeld.js';
 
+/** How long a refusal by the store makes a locker count as contended (see `recentlyContended`). */
+const CONTENTION_MEMORY_MS = 2000;
+
 export class LockEngine implements Locker, StoreLeaseOwner {
   readonly store: LockStore;
   readonly keyPrefix: string;
@@ -67,6 +70,22 @@ export class LockEngine implements Locker, StoreLeaseOwner {
     const settings = this.settingsOf(options);
     const lease$ = this.acquisitionOf(key, settings);
     return lease$.pipe(mergeMap((lease) => whileHeld(lease, defer(() => work(lease)), settings.onLost)));
+  }
+
+  /**
+   * Until when (performance.now()) this locker counts as recently contended: a store refused one of
+   * its sessions less than {@link CONTENTION_MEMORY_MS} ago. Its new sessions then listen for
+   * wake-up first and queue with their first attempt, instead of spending one attempt to learn that
+   * the key is held (a gate is gone once its key is free, so it cannot remember this itself).
+   */
+  private contendedUntil = 0;
+
+  noteContention(): void {
+    this.contendedUntil = performance.now() + CONTENTION_MEMORY_MS;
+  }
+
+  recentlyContended(): boolean {
+    return this.contendedUntil !== 0 && performance.now() < this.contendedUntil;
   }
 
   /** Keys with a local gate right now (holders, waiters or releases in flight). For tests. */

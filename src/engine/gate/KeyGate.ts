@@ -198,7 +198,7 @@ export class KeyGate implements HolderOwner {
   private startSession(): void {
     const session = new RemoteSession(this);
     this.session = session;
-    session.start(this.contended || this.waiters.size > 1);
+    session.start(this.contended || this.waiters.size > 1 || this.engine.recentlyContended());
   }
 
   private grant(waiter: Waiter, fence: number): void {

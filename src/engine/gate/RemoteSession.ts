@@ -41,8 +41,9 @@ export class RemoteSession {
   constructor(private readonly gate: KeyGate) {}
 
   /**
-   * @param contended the key was contended lately here: listen for wake-up before the first
-   * attempt, so it can take its place in line at once (an uncontended key never subscribes).
+   * @param contended the key (or this locker) was contended lately: listen for wake-up before the
+   * first attempt, so it can take its place in line at once (a locker that meets no contention
+   * never subscribes).
    */
   start(contended: boolean): void {
     if (contended && this.gate.canWatch) this.listen();
@@ -133,6 +134,7 @@ export class RemoteSession {
       return;
     }
     gate.contended = true;
+    engine.noteContention();
     if (this.watch === undefined && gate.canWatch) {
       this.listen();
       // Already live (another waiter of this key listens): take the place in line now.
