@@ -80,6 +80,17 @@ export class LockEngine implements Locker, StoreLeaseOwner {
    */
   private contendedUntil = 0;
 
+  /**
+   * How long a store grant may be passed on locally: `cohort.maxMs`, but when `waiting` other
+   * waiters are in the store's line, only so long that the line goes round in about
+   * `cohort.roundMs`: `roundMs / (waiting + 1)`. Few processes in line get long turns (fewer store
+   * commands), many get short ones (short waits).
+   */
+  turnMs(waiting: number | undefined): number {
+    const { maxMs, roundMs } = this.cohort;
+    return waiting === undefined || waiting <= 0 ? maxMs : Math.min(maxMs, roundMs / (waiting + 1));
+  }
+
   noteContention(): void {
     this.contendedUntil = performance.now() + CONTENTION_MEMORY_MS;
   }

@@ -107,9 +107,15 @@ export interface CohortOptions {
   /**
    * Longest time from the store grant after which no more local hand-offs are made, in ms (an
    * integer from 0 to 2147483647).
-   * @default 4
+   * @default 12
    */
   maxMs?: number;
+  /**
+   * About how long the store's line of waiting processes should take to go round once, in ms (an
+   * integer from 0 to 2147483647): a turn lasts at most `roundMs / (waiting + 1)`.
+   * @default 24
+   */
+  roundMs?: number;
 }
 
 /** Options of {@link createLocker}. */
@@ -147,13 +153,12 @@ export interface LockerOptions extends AcquireOptions {
   /**
    * Cohort hand-off: while this process holds a key and has local waiters for it, the lock passes
    * from one local holder to the next without a store round trip (each with a higher fence, the
-   * same lease and renewal), at most `maxPasses` times and for at most `maxMs` since it was taken
-   * from the store; then it goes back to the store, which hands it to the next process in line.
-   * The bounds keep other processes from starving; `false` always goes through the store.
-   *
-   * The defaults let a hot key's local loop run a few ms before another process's turn: at most
-   * 7 × 4 ms of others' cohorts ahead of a waiter among 8 busy processes.
-   * @default { maxPasses: 256, maxMs: 4 }
+   * same lease and renewal), at most `maxPasses` times and for a turn of at most `maxMs` since it
+   * was taken from the store; then it goes back to the store, which hands it to the next process
+   * in line. When the store says how many other processes wait in line (the Redis store does), the
+   * turn is cut to `roundMs / (waiting + 1)`, so the line goes round in about `roundMs`: two
+   * processes in line take turns of 12 ms, eight of 3 ms. `false` always goes through the store.
+   * @default { maxPasses: 256, maxMs: 12, roundMs: 24 }
    */
   cohort?: false | CohortOptions;
   /**
@@ -174,5 +179,5 @@ export const DEFAULTS = Object.freeze({
   commandTimeout: 2_000,
   keyPrefix: 'lock:',
   localGate: true,
-  cohort: Object.freeze({ maxPasses: 256, maxMs: 4 }),
+  cohort: Object.freeze({ maxPasses: 256, maxMs: 12, roundMs: 24 }),
 });

@@ -30,7 +30,7 @@ export interface LockerSettings extends AcquireSettings {
   readonly random: () => number;
   readonly scheduler: SchedulerLike | undefined;
   readonly localGate: boolean;
-  readonly cohort: { readonly maxPasses: number; readonly maxMs: number };
+  readonly cohort: { readonly maxPasses: number; readonly maxMs: number; readonly roundMs: number };
 }
 
 const ACQUIRE_KEYS = ['ttl', 'waitTimeout', 'retry', 'renew', 'onLost'] as const;
@@ -174,14 +174,14 @@ function checkRenewFits(ttl: number, renew: AcquireSettings['renew']): void {
   }
 }
 
-const COHORT_KEYS = ['maxPasses', 'maxMs'] as const;
+const COHORT_KEYS = ['maxPasses', 'maxMs', 'roundMs'] as const;
 const MAX_PASSES = FENCE_STRIDE - 1;
 
 function checkCohort(value: unknown): LockerSettings['cohort'] {
   if (value === undefined) return DEFAULTS.cohort;
-  if (value === false) return { maxPasses: 0, maxMs: 0 };
+  if (value === false) return { maxPasses: 0, maxMs: 0, roundMs: 0 };
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new LockOptionsError('cohort', 'false or { maxPasses, maxMs }', value);
+    throw new LockOptionsError('cohort', 'false or { maxPasses, maxMs, roundMs }', value);
   }
   const c = checkObject(value as Record<string, unknown>, 'cohort', COHORT_KEYS, 'cohort options');
   const maxPasses = c.maxPasses === undefined ? DEFAULTS.cohort.maxPasses : c.maxPasses;
@@ -189,7 +189,8 @@ function checkCohort(value: unknown): LockerSettings['cohort'] {
     throw new LockOptionsError('cohort.maxPasses', `an integer from 0 to ${MAX_PASSES}`, maxPasses);
   }
   const maxMs = c.maxMs === undefined ? DEFAULTS.cohort.maxMs : checkMs('cohort.maxMs', c.maxMs, 0);
-  return { maxPasses, maxMs };
+  const roundMs = c.roundMs === undefined ? DEFAULTS.cohort.roundMs : checkMs('cohort.roundMs', c.roundMs, 0);
+  return { maxPasses, maxMs, roundMs };
 }
 
 function checkBoolean(option: string, value: unknown, fallback: boolean): boolean {

@@ -86,6 +86,8 @@ export interface Acquired {
    * token earlier, whose remaining TTL this is (the holder then extends it to its own TTL).
    */
   readonly ttl?: number;
+  /** How many other waiters were in the store's line at the grant, when the store keeps one. */
+  readonly waiting?: number;
 }
 
 export interface NotAcquired {
@@ -109,6 +111,8 @@ export interface WakeSignal {
    * answered "queued": the grantee's validity starts from that call's send time.
    */
   readonly ttl: number;
+  /** How many other waiters were still in line at the grant. */
+  readonly waiting?: number;
 }
 
 /** A watch started by {@link LockStore.watch}. */

@@ -183,3 +183,17 @@ describe('cohort hand-off', () => {
     await lease.release();
   });
 });
+
+describe('cohort turns sized by the store line', () => {
+  it('a grant with many processes in line gets a short turn, with few a long one, capped by maxMs', () => {
+    const { engine } = setup();
+    expect(engine.turnMs(undefined)).toBe(12); // no line information (memory store): maxMs
+    expect(engine.turnMs(0)).toBe(12);
+    expect(engine.turnMs(1)).toBe(12); // 24 / 2
+    expect(engine.turnMs(2)).toBe(8);
+    expect(engine.turnMs(7)).toBe(3); // eight processes: the line goes round in ~24 ms
+    const custom = setup({ cohort: { maxMs: 50, roundMs: 100 } }).engine;
+    expect(custom.turnMs(0)).toBe(50);
+    expect(custom.turnMs(3)).toBe(25);
+  });
+});

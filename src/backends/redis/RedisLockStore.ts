@@ -130,7 +130,10 @@ export class RedisLockStore implements LockStore {
     const answer = (await acquireScript.run(this.client, this.keysOf(key), args)) as number | number[];
     if (typeof answer === 'number') return { acquired: true, fence: answer };
     const reply = answer;
-    if (reply[0] === 1) return { acquired: true, fence: reply[1]!, ttl: Math.max(0, reply[2]!) };
+    if (reply[0] === 1) {
+      const ttl = Math.max(0, reply[2]!);
+      return ttl === ttlMs ? { acquired: true, fence: reply[1]!, waiting: reply[3]! } : { acquired: true, fence: reply[1]!, ttl, waiting: reply[3]! };
+    }
     const pttl = reply[1]!;
     if (pttl < 0 && reply[2] !== 1) return NOT_ACQUIRED;
     return reply[2] === 1 ? { acquired: false, holderTtl: pttl >= 0 ? pttl : undefined, queued: true, placeTtl: this.placeTtl } : { acquired: false, holderTtl: pttl };
@@ -179,8 +182,8 @@ export class RedisLockStore implements LockStore {
     if (wake === undefined) return undefined;
     return (_key, token, listener) =>
       wake.watch(token, (message) => {
-        const [, granted, fence] = message.split(' ');
-        if (granted === token && fence !== undefined) listener({ type: 'granted', token, fence: Number(fence), ttl: this.placeTtl });
+        const [, granted, fence, waiting] = message.split(' ');
+        if (granted === token && fence !== undefined) listener({ type: 'granted', token, fence: Number(fence), ttl: this.placeTtl, waiting: Number(waiting ?? 0) });
       });
   }
 

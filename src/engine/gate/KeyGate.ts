@@ -26,9 +26,10 @@ export class KeyGate implements HolderOwner {
   private storeLease: StoreLease | undefined;
   private session: RemoteSession | undefined;
   private releasing = false;
-  /** Local hand-offs made with the current store lease, and when the store granted it. */
+  /** Local hand-offs made with the current store lease, when the store granted it, and for how long it may be passed on. */
   private passes = 0;
   private grantedAt = 0;
+  private turnMs = 0;
   /** A session of this gate was refused by the store at least once. */
   contended = false;
 
@@ -98,7 +99,7 @@ export class KeyGate implements HolderOwner {
     if (head !== undefined) this.fail(head, this.timeoutError(head));
   }
 
-  sessionWon(session: RemoteSession, fence: number, sentAt: number, ttl: number): void {
+  sessionWon(session: RemoteSession, fence: number, sentAt: number, ttl: number, waiting: number | undefined): void {
     if (this.session !== session) return;
     this.session = undefined;
     const head = this.head();
@@ -113,6 +114,7 @@ export class KeyGate implements HolderOwner {
     this.storeLease = storeLease;
     this.passes = 0;
     this.grantedAt = performance.now();
+    this.turnMs = this.engine.turnMs(waiting);
     storeLease.onLost = (error) => this.lost(storeLease, error);
     this.grant(head, fence);
     storeLease.start();
@@ -154,8 +156,7 @@ export class KeyGate implements HolderOwner {
   private mayPass(storeLease: StoreLease): boolean {
     const head = this.head();
     if (head === undefined) return false;
-    const { maxPasses, maxMs } = this.engine.cohort;
-    if (this.passes >= maxPasses || performance.now() - this.grantedAt >= maxMs) return false;
+    if (this.passes >= this.engine.cohort.maxPasses || performance.now() - this.grantedAt >= this.turnMs) return false;
     const settings = head.settings;
     const renew = storeLease.renew;
     const sameRenewal = settings.renew === false ? renew === false : renew !== false && renew.interval === settings.renew.interval;

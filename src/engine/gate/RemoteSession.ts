@@ -99,7 +99,7 @@ export class RemoteSession {
       value: (result) => {
         this.call = undefined;
         if (this.closed) return;
-        if (result.acquired) this.won(result.fence, sentAt, result.ttl ?? ttl);
+        if (result.acquired) this.won(result.fence, sentAt, result.ttl ?? ttl, result.waiting);
         else this.refused(result, sentAt);
       },
       error: (error) => {
@@ -121,7 +121,7 @@ export class RemoteSession {
     }
     const grant = this.pendingGrant;
     if (grant !== undefined && this.queuedSentAt !== undefined) {
-      this.won(grant.fence, this.queuedSentAt, grant.ttl);
+      this.won(grant.fence, this.queuedSentAt, grant.ttl, grant.waiting);
       return;
     }
     const gate = this.gate;
@@ -207,12 +207,12 @@ export class RemoteSession {
       this.pendingGrant = signal;
       return;
     }
-    this.won(signal.fence, this.queuedSentAt, signal.ttl);
+    this.won(signal.fence, this.queuedSentAt, signal.ttl, signal.waiting);
   };
 
-  private won(fence: number, sentAt: number, ttl: number): void {
+  private won(fence: number, sentAt: number, ttl: number, waiting: number | undefined): void {
     this.close();
-    this.gate.sessionWon(this, fence, sentAt, ttl);
+    this.gate.sessionWon(this, fence, sentAt, ttl, waiting);
   }
 
   private close(): void {

@@ -7,9 +7,11 @@
 -- ARGV[5] the caller's inbox channel, where a release announces a grant to it ('' for none).
 -- A place in line is the member "<token> <inbox>".
 --
--- Returns the new fence (an integer > 0) when the caller took the free key with its own TTL;
--- {1, fence, ttl} when a release had handed the key to the caller in line while it waited (ttl:
--- what the key has left); {0, holder's pttl, queued (1/0)} when the key stays someone else's.
+-- Returns the new fence (an integer > 0) when the caller took the free key with its own TTL and
+-- nobody is in line; {1, fence, ttl, waiting} when it holds the key with waiters in line (a release
+-- handed it to the caller in line while it waited, and ttl is what the key has left; or the caller
+-- was first in line for a free key); {0, holder's pttl, queued (1/0)} when the key stays someone
+-- else's.
 -- (A bare integer on the common path: a reply table costs the client more than the rest of it.)
 local lock, fences, line, lapses = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local token, ttl, stride, place = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -22,7 +24,7 @@ end
 if place > 0 and redis.call('GET', lock) == token then
   redis.call('ZREM', line, member)
   redis.call('ZREM', lapses, member)
-  return {1, tonumber(redis.call('GET', fences)), redis.call('PTTL', lock)}
+  return {1, tonumber(redis.call('GET', fences)), redis.call('PTTL', lock), redis.call('ZCARD', line)}
 end
 
 -- The common case, nobody in line: set-if-absent, no clock, no clean-up.
@@ -51,7 +53,7 @@ if not holder then
       redis.call('ZREM', line, member)
       redis.call('ZREM', lapses, member)
     end
-    return redis.call('INCRBY', fences, stride)
+    return {1, redis.call('INCRBY', fences, stride), ttl, redis.call('ZCARD', line)}
   end
 end
 

@@ -36,7 +36,8 @@ if nextMember then
   redis.call('SET', lock, nextToken, 'PX', math.max(1, lapsesAt - now))
   local fence = redis.call('INCRBY', fences, stride)
   if inbox ~= '' then
-    redis.call('PUBLISH', inbox, 'granted ' .. nextToken .. ' ' .. fence)
+    -- with how many are still in line behind the grantee (it sizes its turn by that)
+    redis.call('PUBLISH', inbox, 'granted ' .. nextToken .. ' ' .. fence .. ' ' .. redis.call('ZCARD', line))
   end
   return 2
 end
