@@ -153,9 +153,10 @@ export interface LockerOptions extends AcquireOptions {
   /**
    * Cohort hand-off: while this process holds a key and has local waiters for it, the lock passes
    * from one local holder to the next without a store round trip (each with a higher fence, the
-   * same lease and renewal), at most `maxPasses` times and for a turn of at most `maxMs` since it
-   * was taken from the store; then it goes back to the store, which hands it to the next process
-   * in line. When the store says how many other processes wait in line (the Redis store does), the
+   * same lease and renewal): every local waiter that was in line at the store grant gets it once,
+   * and further passes go on for a turn of `maxMs` since the grant — never more than `maxPasses`
+   * passes nor past `maxMs`; then it goes back to the store, which hands it to the next process in
+   * line. When the store says how many other processes wait in line (the Redis store does), the
    * turn is cut to `roundMs / (waiting + 1)`, so the line goes round in about `roundMs`: two
    * processes in line take turns of 12 ms, eight of 3 ms. `false` always goes through the store.
    * @default { maxPasses: 256, maxMs: 12, roundMs: 24 }

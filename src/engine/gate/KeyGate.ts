@@ -30,6 +30,8 @@ export class KeyGate implements HolderOwner {
   private passes = 0;
   private grantedAt = 0;
   private turnMs = 0;
+  /** Local waiters that were in line behind the first holder at the grant: each gets a pass. */
+  private batch = 0;
   /** A session of this gate was refused by the store at least once. */
   contended = false;
 
@@ -117,6 +119,7 @@ export class KeyGate implements HolderOwner {
     this.turnMs = this.engine.turnMs(waiting);
     storeLease.onLost = (error) => this.lost(storeLease, error);
     this.grant(head, fence);
+    this.batch = this.waiters.size;
     storeLease.start();
   }
 
@@ -156,7 +159,12 @@ export class KeyGate implements HolderOwner {
   private mayPass(storeLease: StoreLease): boolean {
     const head = this.head();
     if (head === undefined) return false;
-    if (this.passes >= this.engine.cohort.maxPasses || performance.now() - this.grantedAt >= this.turnMs) return false;
+    // Everyone who was waiting here at the grant gets the lock once (so a process's waiters need
+    // one round of the store's line, not several); beyond that, passes go on for the turn.
+    const { maxPasses, maxMs } = this.engine.cohort;
+    const elapsed = performance.now() - this.grantedAt;
+    if (this.passes >= maxPasses || elapsed >= maxMs) return false;
+    if (this.passes >= this.batch && elapsed >= this.turnMs) return false;
     const settings = head.settings;
     const renew = storeLease.renew;
     const sameRenewal = settings.renew === false ? renew === false : renew !== false && renew.interval === settings.renew.interval;
