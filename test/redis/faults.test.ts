@@ -10,6 +10,9 @@ import { createLocker, isLockStoreError, type LockEvent, type Locker } from '../
 import { RedisLockStore } from '../../src/redis.js';
 import { connect, EmbeddedRedis } from '../support/redis.js';
 import { lockKeyCount } from '../support/lockKeys.js';
+import { eventually as eventuallyEvery, sleep } from '../support/timing.js';
+
+const eventually = (check: () => Promise<boolean> | boolean, ms = 3000) => eventuallyEvery(check, ms, 10);
 
 let server: EmbeddedRedis;
 let client: Redis;
@@ -19,7 +22,6 @@ const events: LockEvent[] = [];
 const unhandled: unknown[] = [];
 const onUnhandled = (reason: unknown) => unhandled.push(reason);
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const COMMAND_TIMEOUT = 200;
 
 beforeAll(async () => {
@@ -41,14 +43,6 @@ afterEach(() => {
   events.length = 0;
 });
 
-/** Resolves once `check` holds, polling every 10 ms for up to `ms`. */
-async function eventually(check: () => Promise<boolean> | boolean, ms = 3000): Promise<void> {
-  const deadline = performance.now() + ms;
-  while (!(await check())) {
-    if (performance.now() > deadline) throw new Error('condition not reached in time');
-    await sleep(10);
-  }
-}
 
 describe('a paused Redis (SIGSTOP)', () => {
   it('fails an acquire with LockStoreError after commandTimeout, then works again after SIGCONT', async () => {

@@ -19,6 +19,9 @@ import { findOverlaps } from '../../src/testing.js';
 import type { FencerReport, FencerSettings, WorkerMessage } from '../fixtures/leaseWorker.js';
 import { FENCE_SUFFIX } from '../../src/backends/redis/RedisLockStore.js';
 import { connect, EmbeddedRedis } from '../support/redis.js';
+import { eventually as eventuallyEvery, sleep } from '../support/timing.js';
+
+const eventually = (check: () => Promise<boolean> | boolean, ms = 5_000) => eventuallyEvery(check, ms, 20);
 
 const worker = fileURLToPath(new URL('../fixtures/leaseWorker.ts', import.meta.url));
 let server: EmbeddedRedis;
@@ -33,7 +36,6 @@ afterAll(async () => {
   await server?.stop();
 });
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 interface Hold {
   fence: number;
@@ -120,13 +122,6 @@ async function keysLeft(): Promise<string[]> {
   return (await observer.keys('*')).filter((key) => !key.endsWith(FENCE_SUFFIX));
 }
 
-async function eventually(check: () => Promise<boolean>, ms = 5_000): Promise<void> {
-  const deadline = performance.now() + ms;
-  while (!(await check())) {
-    if (performance.now() > deadline) throw new Error('condition not reached in time');
-    await sleep(20);
-  }
-}
 
 describe('fencing tokens', () => {
   it('reach the work inside using(), the acquired and released events, and the counter beside the key', async () => {

@@ -12,13 +12,15 @@ import { RedisLockStore, type RedisClient } from '../../src/redis.js';
 import type { LockEngine } from '../../src/engine/LockEngine.js';
 import { connect, EmbeddedRedis } from '../support/redis.js';
 import { lockKeyCount } from '../support/lockKeys.js';
+import { eventually as eventuallyEvery, sleep } from '../support/timing.js';
+
+const eventually = (check: () => Promise<boolean> | boolean, ms = 3000) => eventuallyEvery(check, ms, 5);
 
 let server: EmbeddedRedis;
 let client: Redis;
 let admin: Redis;
 const unhandled: unknown[] = [];
 const onUnhandled = (reason: unknown) => unhandled.push(reason);
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 beforeAll(async () => {
   process.on('unhandledRejection', onUnhandled);
@@ -52,14 +54,6 @@ async function evalshaCalls(): Promise<number> {
   return match ? Number(match[1]) : 0;
 }
 
-/** Resolves once `check` holds, polling every 5 ms for up to `ms`. */
-async function eventually(check: () => Promise<boolean> | boolean, ms = 3000): Promise<void> {
-  const deadline = performance.now() + ms;
-  while (!(await check())) {
-    if (performance.now() > deadline) throw new Error('condition not reached in time');
-    await sleep(5);
-  }
-}
 
 describe('watchdog renewal', () => {
   it('a stream that runs 5× its TTL keeps the lock, and a competitor times out meanwhile', async () => {
