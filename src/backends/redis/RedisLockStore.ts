@@ -152,28 +152,37 @@ export class RedisLockStore implements LockStore {
   }
 
   /**
-   * Extends many leases in one pipeline (one round trip). Leases whose script the server did
-   * not know (NOSCRIPT) are extended again by the script's source. On a Cluster, where a pipeline
-   * must stay within one slot, each lease is extended with its own call (sent together, answered
-   * as they come).
+   * Extends many leases in one pipeline (one round trip). If the server did not know the script
+   * (NOSCRIPT: first use, restart, SCRIPT FLUSH), the first such lease is extended by the script's
+   * source, which caches it, and the others go out again as one pipeline by SHA. On a Cluster,
+   * where a pipeline must stay within one slot, each lease is extended with its own call (sent
+   * together, answered as they come).
    */
   async extendMany(requests: readonly ExtendRequest[]): Promise<ExtendOutcome[]> {
     const client = this.client;
     if (client.isCluster === true || client.pipeline === undefined || requests.length === 1) {
       return Promise.all(requests.map((r) => this.extend(r.key, r.token, r.ttlMs)));
     }
-    const pipeline = client.pipeline();
-    for (const r of requests) pipeline.evalsha(extendScript.sha, 1, r.key, r.token, r.ttlMs);
-    const replies = await pipeline.exec();
-    if (replies === null) throw new Error('pipeline was discarded');
-    return Promise.all(
-      replies.map(([error, reply], i) => {
-        if (error === null) return extendOutcome(reply);
-        const r = requests[i]!;
-        if (isNoScript(error)) return extendScript.runSource(client, [r.key], [r.token, r.ttlMs]).then(extendOutcome);
-        throw error;
-      }),
-    );
+    const outcomes = new Array<ExtendOutcome>(requests.length);
+    let pending = requests.map((_, i) => i);
+    for (let round = 0; pending.length > 0; round++) {
+      const pipeline = client.pipeline();
+      for (const i of pending) pipeline.evalsha(extendScript.sha, 1, requests[i]!.key, requests[i]!.token, requests[i]!.ttlMs);
+      const replies = await pipeline.exec();
+      if (replies === null) throw new Error('pipeline was discarded');
+      const unknown: number[] = [];
+      replies.forEach(([error, reply], n) => {
+        const i = pending[n]!;
+        if (error === null) outcomes[i] = extendOutcome(reply);
+        else if (isNoScript(error) && round === 0) unknown.push(i);
+        else throw error;
+      });
+      if (unknown.length === 0) break;
+      const first = requests[unknown[0]!]!;
+      outcomes[unknown[0]!] = extendOutcome(await extendScript.runSource(client, [first.key], [first.token, first.ttlMs]));
+      pending = unknown.slice(1);
+    }
+    return outcomes;
   }
 
   /** Grants to `token` (queued for `key`), by pub/sub to this store's inbox (absent when wake-up is off). */
