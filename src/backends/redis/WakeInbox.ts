@@ -31,6 +31,10 @@ export class WakeInbox {
   private active = false;
   private ready: Promise<void> = Promise.resolve();
   private linger: ReturnType<typeof setTimeout> | undefined;
+  /** The connections our listeners are on (a caller's connection comes back on every open). */
+  private readonly listenedTo = new WeakSet<RedisSubscriber>();
+  /** Bumped by every open and shut, so a late SUBSCRIBE reply cannot mark a later opening active. */
+  private generation = 0;
 
   constructor(
     /** The channel name. */
@@ -77,13 +81,17 @@ export class WakeInbox {
     const subscriber = this.connect();
     this.subscriber = subscriber;
     this.active = false;
-    subscriber.on('error', () => undefined); // reconnects on its own; waiters fall back to polling meanwhile
-    subscriber.on('message', (channel, message) => {
-      if (channel === this.channel) this.deliver(message);
-    });
+    const generation = ++this.generation;
+    if (!this.listenedTo.has(subscriber)) {
+      this.listenedTo.add(subscriber);
+      subscriber.on('error', () => undefined); // reconnects on its own; waiters fall back to polling meanwhile
+      subscriber.on('message', (channel, message) => {
+        if (channel === this.channel && this.subscriber === subscriber) this.deliver(message);
+      });
+    }
     this.ready = subscriber.subscribe(this.channel).then(
       () => {
-        if (this.subscriber === subscriber) this.active = true;
+        if (this.generation === generation) this.active = true;
       },
       () => undefined,
     );
@@ -102,6 +110,7 @@ export class WakeInbox {
     const subscriber = this.subscriber;
     this.subscriber = undefined;
     this.active = false;
+    this.generation++;
     if (subscriber === undefined) return;
     if (this.owned) subscriber.disconnect();
     else subscriber.unsubscribe(this.channel).catch(() => undefined);

@@ -113,6 +113,13 @@ export class KeyGate implements HolderOwner {
       void engine.releaseStore(storeLease, undefined).then(() => this.released());
       return;
     }
+    if (!storeLease.valid(performance.now())) {
+      // The answer came too late to leave any validity (a slow store and a short TTL): do not
+      // hand out a lease that is lost already. Give the key back and try again.
+      this.releasing = true;
+      void engine.releaseStore(storeLease, undefined).then(() => this.released());
+      return;
+    }
     this.storeLease = storeLease;
     this.passes = 0;
     this.grantedAt = performance.now();

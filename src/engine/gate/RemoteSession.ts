@@ -61,15 +61,30 @@ export class RemoteSession {
   abandon(): void {
     if (this.closed) return;
     this.close();
-    const inLine = this.queuedSentAt !== undefined || this.pendingGrant !== undefined || (this.call !== undefined && this.queueing);
+    this.leaveLine();
+  }
+
+  /** The session failed (store error, time-out, retry policy error): leave the line too. */
+  private fail(error: unknown): void {
+    this.close();
+    this.leaveLine();
+    this.gate.sessionFailed(this, error);
+  }
+
+  /**
+   * Leaves the store's line if this session may be in it — also when the attempt that queues is
+   * still in flight or timed out: the leave is sent after it on the same connection, so it finds
+   * the place taken — and gives back a key that was handed to it meanwhile. A place left behind
+   * would be handed the key, which would then sit idle until the place lapsed.
+   */
+  private leaveLine(): void {
+    const inLine = this.queuedSentAt !== undefined || this.pendingGrant !== undefined || this.queueing;
     this.call?.abandon();
+    this.call = undefined;
     const engine = this.gate.engine;
     const { key, storeKey } = this.gate;
     const store = engine.store;
-    // Leave the line, also when the attempt that queues is still in flight: the leave is sent after
-    // it on the same connection, so it finds the place taken.
-    if (!inLine) return;
-    if (store.leave === undefined) return; // the place lapses by itself
+    if (!inLine || store.leave === undefined) return; // without leave, the place lapses by itself
     callStore(engine.deadlines, 'release', key, () => store.leave!(storeKey, this.token), {
       value: (granted) => {
         if (granted) engine.releaseAbandoned(key, storeKey, this.token);
@@ -105,8 +120,7 @@ export class RemoteSession {
       error: (error) => {
         this.call = undefined;
         if (this.closed) return;
-        this.close();
-        gate.sessionFailed(this, error);
+        this.fail(error);
       },
       late: (result) => {
         if (result.acquired) engine.releaseAbandoned(gate.key, gate.storeKey, this.token);
@@ -115,13 +129,18 @@ export class RemoteSession {
   };
 
   private refused(result: NotAcquired, sentAt: number): void {
+    this.queueing = false;
     if (result.queued === true) {
       this.queuedSentAt = sentAt;
       this.placeTtl = result.placeTtl;
     }
-    const grant = this.pendingGrant;
-    if (grant !== undefined && this.queuedSentAt !== undefined) {
-      this.won(grant.fence, this.queuedSentAt, grant.ttl, grant.waiting);
+    if (this.pendingGrant !== undefined) {
+      // A grant signal came while this attempt was in flight, and the attempt found the key not
+      // ours. Either the grant came after the attempt ran, or it came before and has lapsed since
+      // (another process may hold the key now): no way to tell, so ask again at once. If the key
+      // is ours, the store says so, with its TTL and fence, counted from this new attempt.
+      this.pendingGrant = undefined;
+      this.attempt();
       return;
     }
     const gate = this.gate;
@@ -173,10 +192,7 @@ export class RemoteSession {
             if (synchronous) current.add((engine.scheduler ?? asyncScheduler).schedule(this.attempt));
             else this.attempt();
           },
-          error: (error: unknown) => {
-            this.close();
-            this.gate.sessionFailed(this, error);
-          },
+          error: (error: unknown) => this.fail(error),
           complete: () => {
             if (due) return;
             // A custom retry policy completed without emitting: the first waiter stops waiting.
@@ -187,8 +203,7 @@ export class RemoteSession {
       );
     } catch (error) {
       // The injected random source threw.
-      this.close();
-      this.gate.sessionFailed(this, error);
+      this.fail(error);
     }
     synchronous = false;
   }
@@ -203,8 +218,13 @@ export class RemoteSession {
 
   private readonly signalled = (signal: WakeSignal): void => {
     if (this.closed || signal.token !== this.token) return;
-    if (this.call !== undefined || this.queuedSentAt === undefined) {
+    if (this.call !== undefined) {
       this.pendingGrant = signal;
+      return;
+    }
+    if (this.queuedSentAt === undefined) {
+      // No answered "queued" attempt to date the grant from: ask the store.
+      this.wakeNow();
       return;
     }
     this.won(signal.fence, this.queuedSentAt, signal.ttl, signal.waiting);
