@@ -16,6 +16,7 @@
 import { LockTimeoutError, type LockLostError } from '../../errors.js';
 import { HeldLease, type HolderOwner } from '../lease/HeldLease.js';
 import type { StoreLease } from '../lease/StoreLease.js';
+import { leaseValidity } from '../lease/validity.js';
 import type { LockEngine } from '../LockEngine.js';
 import { RemoteSession } from './RemoteSession.js';
 import type { Waiter } from './Waiter.js';
@@ -113,7 +114,9 @@ export class KeyGate implements HolderOwner {
       void engine.releaseStore(storeLease, undefined).then(() => this.released());
       return;
     }
-    if (!storeLease.valid(performance.now())) {
+    // (A lease too short to have any validity, ttl ≤ 2 ms without renewal, is granted and lost at
+    // once, as asked for.)
+    if (!storeLease.valid(performance.now()) && leaseValidity(storeLease.ttl) > 0) {
       // The answer came too late to leave any validity (a slow store and a short TTL): do not
       // hand out a lease that is lost already. Give the key back and try again.
       this.releasing = true;

@@ -85,11 +85,13 @@ export class RemoteSession {
     const { key, storeKey } = this.gate;
     const store = engine.store;
     if (!inLine || store.leave === undefined) return; // without leave, the place lapses by itself
+    const giveBackIfGranted = (granted: boolean) => {
+      if (granted) engine.releaseAbandoned(key, storeKey, this.token);
+    };
     callStore(engine.deadlines, 'release', key, () => store.leave!(storeKey, this.token), {
-      value: (granted) => {
-        if (granted) engine.releaseAbandoned(key, storeKey, this.token);
-      },
+      value: giveBackIfGranted,
       error: () => undefined, // the place lapses by itself; a grant to it lapses with it
+      late: giveBackIfGranted, // answered after commandTimeout (a frozen Redis came back)
     });
   }
 
