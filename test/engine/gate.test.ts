@@ -9,7 +9,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { defer, finalize, firstValueFrom, lastValueFrom, merge, NEVER, of, timer } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import { createLocker, isLockTimeoutError, MemoryLockStore, type LockEvent, type LockerOptions } from '../../src/index.js';
+import { createLocker, isLockTimeoutError, MemoryLockStore, type LockEvent, type LockerOptions, type LockStore } from '../../src/index.js';
 import type { LockEngine } from '../../src/engine/LockEngine.js';
 import { RecordingStore } from '../support/recordingStore.js';
 
@@ -195,5 +195,28 @@ describe('cohort turns sized by the store line', () => {
     const custom = setup({ cohort: { maxMs: 50, roundMs: 100 } }).engine;
     expect(custom.turnMs(0)).toBe(50);
     expect(custom.turnMs(3)).toBe(25);
+  });
+});
+
+describe('a store too slow for the TTL', () => {
+  it('grants that arrive with no validity left are retried only until the wait is over', async () => {
+    const memory = new MemoryLockStore();
+    const slow: LockStore = {
+      tryAcquire: async (key, token, ttl) => {
+        const answer = await memory.tryAcquire(key, token, ttl);
+        await new Promise((r) => setTimeout(r, 150)); // every answer takes longer than the 97 ms validity
+        return answer;
+      },
+      release: (key, token) => memory.release(key, token),
+      extend: (key, token, ttl) => memory.extend(key, token, ttl),
+    };
+    const locker = createLocker({ store: slow, keyPrefix: '', ttl: 100 });
+    const started = performance.now();
+    const error = await firstValueFrom(locker.acquire('slow', { waitTimeout: 500 })).catch((e: unknown) => e);
+    expect(isLockTimeoutError(error)).toBe(true);
+    expect(performance.now() - started).toBeLessThan(1500);
+    await new Promise((r) => setTimeout(r, 50));
+    expect((locker as unknown as LockEngine).liveKeys).toBe(0);
+    expect(memory.size).toBe(0);
   });
 });

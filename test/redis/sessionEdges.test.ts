@@ -140,3 +140,19 @@ describe('a subscriber connection given by the caller', () => {
     expect(subscriber.listenerCount('error')).toBe(2); // the test's own, and the store's
   });
 });
+
+describe('waiters with different place lifetimes', () => {
+  it('a short-lived place never shortens the line for the others', async () => {
+    const holder = createLocker({ store: store() });
+    const held = await firstValueFrom(holder.acquire('mixed'));
+    const long = store({ placeTtl: 10_000 });
+    const short = store({ placeTtl: 100 });
+    expect(await long.tryAcquire('lock:mixed', 'a', 10_000, true)).toMatchObject({ queued: true });
+    expect(await short.tryAcquire('lock:mixed', 'b', 10_000, true)).toMatchObject({ queued: true });
+    expect(await spy.pttl('{lock:mixed}:line')).toBeGreaterThan(15_000);
+    await sleep(300); // b's place has lapsed, a's has not
+    await held.release();
+    expect(await spy.get('lock:mixed')).toBe('a'); // handed to a, still in line
+    expect(await long.release('lock:mixed', 'a')).toBe(true);
+  });
+});

@@ -116,11 +116,13 @@ export class KeyGate implements HolderOwner {
     }
     // (A lease too short to have any validity, ttl ≤ 2 ms without renewal, is granted and lost at
     // once, as asked for.)
-    if (!storeLease.valid(performance.now()) && leaseValidity(storeLease.ttl) > 0) {
+    if (!storeLease.valid(performance.now()) && leaseValidity(storeLease.renewTtl) > 0) {
       // The answer came too late to leave any validity (a slow store and a short TTL): do not
-      // hand out a lease that is lost already. Give the key back and try again.
+      // hand out a lease that is lost already. Give the key back and try again — unless the wait
+      // is over: this path sees no refusal, where waits are otherwise checked.
       this.releasing = true;
       void engine.releaseStore(storeLease, undefined).then(() => this.released());
+      this.expireHeads(engine.now());
       return;
     }
     this.storeLease = storeLease;

@@ -60,8 +60,11 @@ end
 if place > 0 then
   redis.call('ZADD', line, 'NX', now, member)
   redis.call('ZADD', lapses, now + place, member)
-  redis.call('PEXPIRE', line, place * 2)
-  redis.call('PEXPIRE', lapses, place * 2)
+  -- the line lives as long as its longest-lived place (waiters may use different place TTLs)
+  if redis.call('PTTL', line) < place * 2 then
+    redis.call('PEXPIRE', line, place * 2)
+    redis.call('PEXPIRE', lapses, place * 2)
+  end
   return {0, redis.call('PTTL', lock), 1}
 end
 return {0, redis.call('PTTL', lock), 0}
