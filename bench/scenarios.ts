@@ -11,6 +11,7 @@
  *   BENCH_SCENARIOS           comma-separated subset of scenario names to run
  *   BENCH_LIBRARIES           comma-separated subset of libraries (rxjs-lock, redlock, redis-semaphore, baseline)
  */
+import { numberFromEnv } from '../support/env.js';
 
 export const SCENARIO_NAMES = ['uncontended', 'many-keys', 'hot-key-1ms', 'hot-key-0ms', 'seed-000', 'cancel-storm'] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
@@ -79,14 +80,6 @@ export interface BenchSettings {
   readonly stormAcquisitions: number;
   readonly scenarios: readonly ScenarioName[];
   readonly libraries: readonly string[] | undefined;
-}
-
-function numberFromEnv(name: string, fallback: number, min: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw.trim() === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value < min) throw new Error(`${name} must be a number ≥ ${min}, got "${raw}"`);
-  return value;
 }
 
 function listFromEnv(name: string): string[] | undefined {

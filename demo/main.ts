@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { monotonicNs } from '../src/testing.js';
 import { EmbeddedRedis } from '../support/embeddedRedis.js';
+import { numberFromEnv } from '../support/env.js';
 import { HOT_KEY, SETUP_ENV, WAIT_TIMEOUT_MS, type ParentMessage, type WorkerMessage, type WorkerReport, type WorkerSetup } from './protocol.js';
 import { formatInt, parseCommandStats, perSecond, printSummary, summarize } from './summary.js';
 
@@ -28,14 +29,6 @@ interface DemoConfig {
   readonly loops: number;
   readonly seconds: number;
   readonly holdMs: number;
-}
-
-function numberFromEnv(name: string, fallback: number, min: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw.trim() === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value < min) throw new Error(`${name} must be a number ≥ ${min}, got "${raw}"`);
-  return value;
 }
 
 function readConfig(): DemoConfig {

@@ -206,8 +206,9 @@ export class LockEngine implements Locker, StoreLeaseOwner {
     this.timers.cancel(lease);
   }
 
-  reportAcquired(key: string, token: string, fence: number, waitedMs: number, attempts: number): void {
-    if (this.events.observed) this.events.next({ type: 'acquired', key, token, fence, waitedMs, attempts });
+  /** `startedAt` on the locker's clock: the wait is only measured when someone listens. */
+  reportAcquired(key: string, token: string, fence: number, startedAt: number, attempts: number): void {
+    if (this.events.observed) this.events.next({ type: 'acquired', key, token, fence, waitedMs: this.now() - startedAt, attempts });
   }
 
   reportReleased(holder: HeldLease, deleted: boolean, passed: boolean): void {

@@ -4,7 +4,7 @@
  * absent) so code moves to Redis unchanged, but it only excludes within one process.
  */
 import { LockOptionsError } from '../../errors.js';
-import { FENCE_STRIDE, NOT_ACQUIRED, type AcquireResult, type ExtendOutcome, type LockStore } from '../../store/LockStore.js';
+import { FENCE_STRIDE, type AcquireResult, type ExtendOutcome, type LockStore } from '../../store/LockStore.js';
 import { MAX_MS } from '../../options/limits.js';
 
 /** Options of {@link MemoryLockStore}. */
@@ -59,7 +59,7 @@ export class MemoryLockStore implements LockStore {
 
   tryAcquire(key: string, token: string, ttlMs: number): Promise<AcquireResult> {
     const held = this.live(key);
-    if (held !== undefined) return Promise.resolve(held.expiresAt === Infinity ? NOT_ACQUIRED : { acquired: false, holderTtl: Math.max(0, held.expiresAt - this.clock()) });
+    if (held !== undefined) return Promise.resolve({ acquired: false, holderTtl: Math.max(0, held.expiresAt - this.clock()) });
     this.entries.set(key, { token, expiresAt: this.clock() + ttlMs });
     this.startSweeper();
     return Promise.resolve({ acquired: true, fence: (this.lastFence += FENCE_STRIDE) });

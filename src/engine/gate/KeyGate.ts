@@ -33,8 +33,6 @@ export class KeyGate implements HolderOwner {
   private turnMs = 0;
   /** Local waiters that were in line behind the first holder at the grant: each gets a pass. */
   private batch = 0;
-  /** A session of this gate was refused by the store at least once. */
-  contended = false;
 
   constructor(
     readonly engine: LockEngine,
@@ -219,7 +217,7 @@ export class KeyGate implements HolderOwner {
   private startSession(): void {
     const session = new RemoteSession(this);
     this.session = session;
-    session.start(this.contended || this.waiters.size > 1 || this.engine.recentlyContended());
+    session.start(this.waiters.size > 1 || this.engine.recentlyContended());
   }
 
   private grant(waiter: Waiter, fence: number): void {
@@ -227,7 +225,7 @@ export class KeyGate implements HolderOwner {
     const holder = new HeldLease(this, this.storeLease!, fence, performance.now());
     this.holder = holder;
     const engine = this.engine;
-    engine.reportAcquired(this.key, holder.token, fence, engine.now() - waiter.startedAt, waiter.attempts);
+    engine.reportAcquired(this.key, holder.token, fence, waiter.startedAt, waiter.attempts);
     waiter.callbacks.granted(holder);
   }
 

@@ -154,7 +154,6 @@ export class RemoteSession {
       gate.sessionAbandoned(this);
       return;
     }
-    gate.contended = true;
     engine.noteContention();
     if (this.watch === undefined && gate.canWatch) {
       this.listen();

@@ -33,10 +33,6 @@ export class HeldLease implements Lease {
     return this.store.key;
   }
 
-  get storeKey(): string {
-    return this.store.storeKey;
-  }
-
   get token(): string {
     return this.store.token;
   }

@@ -33,8 +33,6 @@ export class StoreLease implements TimedLease {
   private renewPending = false;
   private currentTtl: number;
   private until: number;
-  /** The loss, once lost. */
-  lostWith: LockLostError | undefined;
   /** Who hears about a loss: the gate, which tells the current holder. */
   onLost: LostListener | undefined;
 
@@ -181,7 +179,7 @@ export class StoreLease implements TimedLease {
   private lose(reason: LockLostReason, cause?: unknown): void {
     this.state = 'lost';
     this.owner.unschedule(this);
-    const error = (this.lostWith = new LockLostError(this.key, this.token, reason, cause));
+    const error = new LockLostError(this.key, this.token, reason, cause);
     this.onLost?.(error);
   }
 }
