@@ -593,7 +593,7 @@ describe('the local map and the Redis lines are emptied', () => {
     const client: RedisClient = {
       evalsha: (sha, numberOfKeys, ...keysAndArgs) => {
         const reply = raw.evalsha(sha, numberOfKeys, ...keysAndArgs);
-        const queueing = numberOfKeys === 4 && keysAndArgs.length === 9 && Number(keysAndArgs[7]) > 0; // acquire: 4 keys, 5 args (place at 7)
+        const queueing = numberOfKeys === 4 && keysAndArgs.length === 8 && Number(keysAndArgs[6]) > 0; // queueing acquire: 4 keys, 4 args (place at 6)
         if (queueing && cancel !== undefined) queueMicrotask(cancel);
         if (queueing) cancel = undefined;
         return reply;

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLocker, isLockOptionsError } from '../../src/index.js';
 import { RedisLockStore } from '../../src/redis.js';
 import { FENCE_STRIDE } from '../../src/store/LockStore.js';
+import { luaScripts } from '../../src/backends/redis/lua/scripts.generated.js';
 import { connect, EmbeddedRedis } from '../support/redis.js';
 
 let server: EmbeddedRedis;
@@ -145,5 +146,10 @@ describe('Lua sources', () => {
   it('the embedded copy matches the .lua files (npm run lua regenerates it)', () => {
     const script = fileURLToPath(new URL('../../scripts/embed-lua.mjs', import.meta.url));
     expect(() => execFileSync(process.execPath, [script, '--check'], { stdio: 'pipe' })).not.toThrow();
+  });
+
+  it('the scripts space fences FENCE_STRIDE apart, as the engine expects', () => {
+    expect(luaScripts.acquire.source).toContain(`local stride = ${FENCE_STRIDE}`);
+    expect(luaScripts.release.source).toContain(`ARGV[1], ${FENCE_STRIDE}`);
   });
 });

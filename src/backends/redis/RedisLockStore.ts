@@ -7,7 +7,6 @@
 import { LockOptionsError } from '../../errors.js';
 import { MAX_MS } from '../../options/limits.js';
 import {
-  FENCE_STRIDE,
   NOT_ACQUIRED,
   type AcquireResult,
   type ExtendOutcome,
@@ -126,7 +125,7 @@ export class RedisLockStore implements LockStore {
   }
 
   async tryAcquire(key: string, token: string, ttlMs: number, queue = false): Promise<AcquireResult> {
-    const args = [token, ttlMs, FENCE_STRIDE, queue ? this.placeTtl : 0, this.wake?.channel ?? ''];
+    const args = queue ? [token, ttlMs, this.placeTtl, this.wake?.channel ?? ''] : [token, ttlMs];
     const answer = (await acquireScript.run(this.client, this.keysOf(key), args)) as number | number[];
     if (typeof answer === 'number') return { acquired: true, fence: answer };
     const reply = answer;
@@ -140,7 +139,7 @@ export class RedisLockStore implements LockStore {
   }
 
   async release(key: string, token: string): Promise<boolean> {
-    return ((await releaseScript.run(this.client, this.keysOf(key), [token, FENCE_STRIDE])) as number) > 0;
+    return ((await releaseScript.run(this.client, this.keysOf(key), [token])) as number) > 0;
   }
 
   async extend(key: string, token: string, ttlMs: number): Promise<ExtendOutcome> {

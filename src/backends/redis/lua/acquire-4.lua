@@ -2,9 +2,11 @@
 -- KEYS[1] the lock key; KEYS[2] its fence counter (never expires); KEYS[3] the line of waiting
 -- tokens (sorted set, score = arrival time in ms); KEYS[4] the line's expiry times (sorted set,
 -- score = when each entry lapses). All in the lock key's hash slot.
--- ARGV[1] the caller's token; ARGV[2] the time-to-live in ms; ARGV[3] the fence stride;
--- ARGV[4] how long a waiter's place lasts without being renewed, in ms (0: do not queue);
--- ARGV[5] the caller's inbox channel, where a release announces a grant to it ('' for none).
+-- ARGV[1] the caller's token; ARGV[2] the time-to-live in ms; ARGV[3] how long a waiter's place
+-- lasts without being renewed, in ms (absent or 0: do not queue); ARGV[4] the caller's inbox
+-- channel, where a release announces a grant to it (absent or '' for none).
+-- Fences are issued 1024 apart (FENCE_STRIDE in src/store/LockStore.ts).
+-- (Arguments a call does not need are left out: every argument costs on the common path.)
 -- A place in line is the member "<token> <inbox>".
 --
 -- Returns the new fence (an integer > 0) when the caller took the free key with its own TTL and
@@ -14,12 +16,13 @@
 -- else's.
 -- (A bare integer on the common path: a reply table costs the client more than the rest of it.)
 local lock, fences, line, lapses = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local token, ttl, stride, place = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local token, ttl, place = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3] or '0')
+local stride = 1024
 
 -- A caller in line may have been handed the key by a release while it waited.
 local member
 if place > 0 then
-  member = token .. ' ' .. ARGV[5]
+  member = token .. ' ' .. (ARGV[4] or '')
 end
 if place > 0 and redis.call('GET', lock) == token then
   redis.call('ZREM', line, member)

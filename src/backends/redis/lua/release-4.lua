@@ -1,6 +1,6 @@
 -- release: compare-and-delete, or hand the key straight to the first live waiter in line.
 -- KEYS as for acquire (lock, fence counter, line, line expiries).
--- ARGV[1] the caller's token; ARGV[2] the fence stride.
+-- ARGV[1] the caller's token. Fences are issued 1024 apart (FENCE_STRIDE in src/store/LockStore.ts).
 --
 -- Only while the key still holds the caller's token (so a holder whose lease expired cannot
 -- touch the key of whoever took it next). If a waiter is in line, the key becomes theirs at once,
@@ -9,7 +9,7 @@
 -- grant is published on the waiter's inbox channel. Returns 2 when handed over, 1 when deleted,
 -- 0 otherwise.
 local lock, fences, line, lapses = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local token, stride = ARGV[1], tonumber(ARGV[2])
+local token, stride = ARGV[1], 1024
 
 if redis.call('GET', lock) ~= token then
   return 0
