@@ -6,6 +6,7 @@
  * diffs well in git.
  */
 import type { ResultRow } from './results.js';
+import { isProbeName } from './scenarios.js';
 
 const PANEL_W = 190;
 const PANEL_H = 170;
@@ -78,7 +79,9 @@ function panel(x: number, y: number, title: string, rows: readonly ResultRow[], 
   return out;
 }
 
-export function renderChart(rows: readonly ResultRow[]): string {
+export function renderChart(allRows: readonly ResultRow[]): string {
+  // The probes (engine-cpu, floor) measure no acquisitions per second or waits: tables only.
+  const rows = allRows.filter((r) => !isProbeName(r.scenario));
   const scenarios = [...new Set(rows.map((r) => r.scenario))];
   const order = (r: ResultRow) => (r.library === 'rxjs-lock' ? (r.variant === 'default' ? 0 : 1) : 2 + ['redlock', 'redis-semaphore', 'baseline'].indexOf(r.library));
   const labels = [...new Map(rows.map((r) => [r.label, r] as const)).values()].sort((a, b) => order(a) - order(b));

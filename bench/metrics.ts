@@ -6,9 +6,9 @@ import { findOverlaps, type CriticalSection } from '../src/testing.js';
 import type { BenchEntry } from './libraries.js';
 import type { Noise } from './noise.js';
 import { entryLabel } from './libraries.js';
-import type { WorkerReport } from './protocol.js';
+import type { EngineMethod, EngineRound, ProbeReport, WorkerReport } from './protocol.js';
 import type { ResultRow, RowEnv } from './results.js';
-import type { ScenarioSpec } from './scenarios.js';
+import type { ProbeSpec, ScenarioSpec } from './scenarios.js';
 
 /** Nearest-rank percentile of an ascending array; null when empty. */
 export function percentile(ascending: readonly number[], p: number): number | null {
@@ -129,11 +129,9 @@ export interface RunFacts {
   readonly env: RowEnv;
 }
 
-export function emptyRow(spec: ScenarioSpec, entry: BenchEntry, status: 'skipped' | 'failed', note: string, env: RowEnv): ResultRow {
+/** Every figure of a row, null: what a run that did not happen has, and what a row does not measure. */
+function noFigures() {
   return {
-    ...baseFields(spec, entry, env),
-    status,
-    note,
     durationSec: null,
     acquisitions: null,
     acquisitionsPerSec: null,
@@ -148,6 +146,9 @@ export function emptyRow(spec: ScenarioSpec, entry: BenchEntry, status: 'skipped
     waitP50Ms: null,
     waitP99Ms: null,
     waitMaxMs: null,
+    warmupCutSec: null,
+    waitMaxAfterWarmupMs: null,
+    acquisitionsAfterWarmup: null,
     jain: null,
     perLoopMin: null,
     perLoopMax: null,
@@ -167,10 +168,28 @@ export function emptyRow(spec: ScenarioSpec, entry: BenchEntry, status: 'skipped
     orphanedKeys: null,
     otherCpuPct: null,
     stealPct: null,
-  };
+    cpuUsPerPair: null,
+    wallUsPerPair: null,
+    withLockCpuUsPerPair: null,
+    withLockWallUsPerPair: null,
+    mutexCpuUsPerPair: null,
+    mutexWallUsPerPair: null,
+    enginePairs: null,
+    engineRounds: null,
+    pingP50Ms: null,
+    pingP99Ms: null,
+    pings: null,
+    hopP50Ms: null,
+    hopP99Ms: null,
+    hops: null,
+  } satisfies Omit<ResultRow, keyof ReturnType<typeof baseFields> | 'status' | 'note'>;
 }
 
-function baseFields(spec: ScenarioSpec, entry: BenchEntry, env: RowEnv) {
+export function emptyRow(spec: ScenarioSpec, entry: BenchEntry, status: 'skipped' | 'failed', note: string, env: RowEnv): ResultRow {
+  return { ...baseFields(spec, entry, env), status, note, ...noFigures() };
+}
+
+function baseFields(spec: ScenarioSpec, entry: BenchEntry, env: RowEnv): Pick<ResultRow, 'scenario' | 'library' | 'variant' | 'label' | 'options' | 'processes' | 'loopsPerProcess' | 'hold' | 'waitTimeoutMs' | 'ttlMs' | 'env'> {
   return {
     scenario: spec.name,
     library: entry.library,
@@ -196,6 +215,7 @@ export function buildRow(f: RunFacts): ResultRow {
   const inWindow = timeBound ? acquisitions.filter((a) => a.enter < f.windowNs).length : count;
 
   const waits = reports.flatMap((r) => r.waitMs).sort((a, b) => a - b);
+  const afterWarmup = spec.waitWarmupCutSec === null ? undefined : waitsAfter(reports, spec.waitWarmupCutSec * 1e9);
   const pairs = reports.flatMap((r) => r.pairMs).sort((a, b) => a - b);
   const perLoop = new Array<number>(reports.reduce((n, r) => n + r.loops, 0)).fill(0);
   for (const a of acquisitions) perLoop[a.loop] = (perLoop[a.loop] ?? 0) + 1;
@@ -235,6 +255,9 @@ export function buildRow(f: RunFacts): ResultRow {
     waitP50Ms: round(percentile(waits, 0.5), 3),
     waitP99Ms: round(percentile(waits, 0.99), 3),
     waitMaxMs: round(waits.at(-1) ?? null, 3),
+    warmupCutSec: spec.waitWarmupCutSec,
+    waitMaxAfterWarmupMs: afterWarmup ? round(afterWarmup.maxMs, 3) : null,
+    acquisitionsAfterWarmup: afterWarmup ? afterWarmup.count : null,
     jain: round(jainIndex(perLoop), 4),
     perLoopMin: perLoop.length > 0 ? Math.min(...perLoop) : null,
     perLoopMax: perLoop.length > 0 ? Math.max(...perLoop) : null,
@@ -254,5 +277,111 @@ export function buildRow(f: RunFacts): ResultRow {
     orphanedKeys: f.orphanedKeys,
     otherCpuPct: f.noise?.otherCpuPct ?? null,
     stealPct: f.noise?.stealPct ?? null,
+    cpuUsPerPair: null,
+    wallUsPerPair: null,
+    withLockCpuUsPerPair: null,
+    withLockWallUsPerPair: null,
+    mutexCpuUsPerPair: null,
+    mutexWallUsPerPair: null,
+    enginePairs: null,
+    engineRounds: null,
+    pingP50Ms: null,
+    pingP99Ms: null,
+    pings: null,
+    hopP50Ms: null,
+    hopP99Ms: null,
+    hops: null,
+  };
+}
+
+/**
+ * The waits of the acquisitions that *started* (acquire called) at least `cutNs` after the run's
+ * origin: started = lock held − wait. The same rule for every library.
+ */
+export function waitsAfter(reports: readonly WorkerReport[], cutNs: number): { readonly count: number; readonly maxMs: number | null } {
+  let count = 0;
+  let maxMs: number | null = null;
+  for (const r of reports) {
+    for (let i = 0; i < r.enterNs.length; i++) {
+      const wait = r.waitMs[i]!;
+      if (r.enterNs[i]! - wait * 1e6 < cutNs) continue;
+      count++;
+      if (maxMs === null || wait > maxMs) maxMs = wait;
+    }
+  }
+  return { count, maxMs };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Probe rows (engine-cpu, floor)
+
+function probeBase(spec: ProbeSpec, env: RowEnv): Pick<ResultRow, 'scenario' | 'library' | 'variant' | 'label' | 'options' | 'processes' | 'loopsPerProcess' | 'hold' | 'waitTimeoutMs' | 'ttlMs' | 'env'> {
+  const engine = spec.name === 'engine-cpu';
+  return {
+    scenario: spec.name,
+    library: engine ? 'rxjs-lock' : 'no lock',
+    variant: 'default',
+    label: engine ? 'rxjs-lock (in-memory store)' : 'no lock (ioredis + Redis)',
+    options: {},
+    processes: spec.processes,
+    loopsPerProcess: 1,
+    hold: 'none',
+    waitTimeoutMs: null,
+    ttlMs: null,
+    env,
+  };
+}
+
+export function emptyProbeRow(spec: ProbeSpec, status: 'skipped' | 'failed', note: string, env: RowEnv): ResultRow {
+  return { ...probeBase(spec, env), status, note, ...noFigures() };
+}
+
+/** Median of the per-pair values of one method's rounds (µs), or null. */
+function medianPerPair(rounds: readonly EngineRound[], method: EngineMethod, pick: (r: EngineRound) => number): number | null {
+  const values = rounds
+    .filter((r) => r.method === method && r.pairs > 0)
+    .map((r) => pick(r) / r.pairs)
+    .sort((a, b) => a - b);
+  if (values.length === 0) return null;
+  const mid = values.length >> 1;
+  return values.length % 2 === 1 ? values[mid]! : (values[mid - 1]! + values[mid]!) / 2;
+}
+
+export function buildProbeRow(spec: ProbeSpec, probes: readonly ProbeReport[], noise: Noise | undefined, env: RowEnv): ResultRow {
+  const base = { ...probeBase(spec, env), status: 'ok' as const, note: null, ...noFigures(), otherCpuPct: noise?.otherCpuPct ?? null, stealPct: noise?.stealPct ?? null };
+  if (spec.name === 'engine-cpu') {
+    const report = probes.find((p) => p.kind === 'engine-cpu');
+    if (!report || report.kind !== 'engine-cpu') return emptyProbeRow(spec, 'failed', 'no engine-cpu report', env);
+    const rounds = report.rounds;
+    const us = (method: EngineMethod, pick: (r: EngineRound) => number) => round(medianPerPair(rounds, method, pick), 3);
+    const acquirePairs = rounds.filter((r) => r.method === 'acquire').reduce((n, r) => n + r.pairs, 0);
+    const wallUs = rounds.reduce((n, r) => n + r.wallUs, 0);
+    return {
+      ...base,
+      durationSec: round(wallUs / 1e6, 3),
+      acquisitions: acquirePairs,
+      cpuUsPerPair: us('acquire', (r) => r.cpuUs),
+      wallUsPerPair: us('acquire', (r) => r.wallUs),
+      withLockCpuUsPerPair: us('withLock', (r) => r.cpuUs),
+      withLockWallUsPerPair: us('withLock', (r) => r.wallUs),
+      mutexCpuUsPerPair: us('mutex', (r) => r.cpuUs),
+      mutexWallUsPerPair: us('mutex', (r) => r.wallUs),
+      enginePairs: acquirePairs,
+      engineRounds: rounds.map((r) => ({ method: r.method, pairs: r.pairs, cpuUs: Math.round(r.cpuUs), wallUs: Math.round(r.wallUs) })),
+    };
+  }
+  const floors = probes.flatMap((p) => (p.kind === 'floor' ? [p] : []));
+  const pings = floors.flatMap((p) => p.pingMs).sort((a, b) => a - b);
+  const hops = floors.flatMap((p) => p.hopMs).sort((a, b) => a - b);
+  return {
+    ...base,
+    durationSec: round((spec.pingMs + spec.gapMs + spec.hopMs) / 1000, 3),
+    note: hops.length === 0 ? 'no pub/sub hop was recorded' : pings.length === 0 ? 'no PING was recorded' : null,
+    pingP50Ms: round(percentile(pings, 0.5), 4),
+    pingP99Ms: round(percentile(pings, 0.99), 4),
+    pings: pings.length,
+    hopP50Ms: round(percentile(hops, 0.5), 4),
+    hopP99Ms: round(percentile(hops, 0.99), 4),
+    hops: hops.length,
   };
 }

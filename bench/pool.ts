@@ -7,7 +7,10 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { pinProcess } from './pinning.js';
-import type { ParentMessage, RunSetup, WorkerMessage, WorkerReport } from './protocol.js';
+import type { ParentMessage, ProbeReport, WorkerMessage, WorkerReport } from './protocol.js';
+
+/** What starts a run in a worker: a lock scenario (`run`) or a probe. */
+export type RunOrder = Extract<ParentMessage, { type: 'run' | 'probe' }>;
 
 const WORKER_PATH = fileURLToPath(new URL('./worker.ts', import.meta.url));
 const BOOT_TIMEOUT_MS = 60_000;
@@ -98,7 +101,7 @@ class Worker {
 }
 
 export type RunResult =
-  | { readonly kind: 'done'; readonly reports: WorkerReport[]; readonly startNs: bigint; readonly stopAtNs: bigint }
+  | { readonly kind: 'done'; readonly reports: WorkerReport[]; readonly probes: ProbeReport[]; readonly startNs: bigint; readonly stopAtNs: bigint }
   | { readonly kind: 'skipped'; readonly reason: string }
   | { readonly kind: 'failed'; readonly message: string };
 
@@ -124,16 +127,16 @@ export class WorkerPool {
   }
 
   /**
-   * One run on the first `setups.length` workers. `beforeGo` runs once they are all ready (built
+   * One run on the first `orders.length` workers. `beforeGo` runs once they are all ready (built
    * and warmed up), right before they are told to start; it returns the run's time origin and
-   * deadline.
+   * deadline. Lock runs answer `done`, probes `probed`.
    */
-  async run(setups: readonly RunSetup[], beforeGo: () => Promise<{ startNs: bigint; stopAtNs: bigint }>, deadlineMs: number): Promise<RunResult> {
-    if (setups.length > this.workers.length) throw new Error(`a run needs ${setups.length} workers, the pool has ${this.workers.length}`);
+  async run(orders: readonly RunOrder[], beforeGo: () => Promise<{ startNs: bigint; stopAtNs: bigint }>, deadlineMs: number): Promise<RunResult> {
+    if (orders.length > this.workers.length) throw new Error(`a run needs ${orders.length} workers, the pool has ${this.workers.length}`);
     if (this.workers.some((w) => !w.alive)) await this.restart();
-    const workers = this.workers.slice(0, setups.length);
+    const workers = this.workers.slice(0, orders.length);
     try {
-      workers.forEach((w, i) => w.send({ type: 'run', setup: setups[i]! }));
+      workers.forEach((w, i) => w.send(orders[i]!));
       const answers = await Promise.all(workers.map((w) => w.next(READY_TIMEOUT_MS, 'getting ready')));
       const notReady = answers.find((a) => a.type !== 'ready');
       if (notReady) {
@@ -152,9 +155,15 @@ export class WorkerPool {
       const { startNs, stopAtNs } = await beforeGo();
       for (const w of workers) w.send({ type: 'go', startNs: String(startNs), stopAtNs: String(stopAtNs) });
       const finals = await Promise.all(workers.map((w) => w.next(deadlineMs, 'running')));
-      const failed = finals.find((m) => m.type !== 'done');
+      const failed = finals.find((m) => m.type !== 'done' && m.type !== 'probed');
       if (failed) return { kind: 'failed', message: failed.type === 'failed' ? failed.message : `worker answered ${failed.type}` };
-      return { kind: 'done', reports: finals.filter((m): m is WorkerMessage & { type: 'done' } => m.type === 'done'), startNs, stopAtNs };
+      return {
+        kind: 'done',
+        reports: finals.filter((m): m is WorkerMessage & { type: 'done' } => m.type === 'done'),
+        probes: finals.flatMap((m) => (m.type === 'probed' ? [m.report] : [])),
+        startNs,
+        stopAtNs,
+      };
     } catch (error) {
       if (!this.closed) await this.restart();
       return { kind: 'failed', message: error instanceof Error ? error.message : String(error) };

@@ -8,7 +8,7 @@
  * below 2^53 ns ≈ 104 days) or, for absolute values, as decimal strings.
  */
 import type { BenchEntry } from './libraries.js';
-import type { ScenarioSpec } from './scenarios.js';
+import type { ProbeSpec, ScenarioSpec } from './scenarios.js';
 
 export interface RunSetup {
   readonly runId: string;
@@ -19,8 +19,18 @@ export interface RunSetup {
   readonly redis: { readonly host: string; readonly port: number };
 }
 
+/** One worker's part in a probe (engine-cpu, floor): no lock library, its own report. */
+export interface ProbeSetup {
+  readonly runId: string;
+  /** 0-based index of this worker within the run; it decides the worker's role. */
+  readonly worker: number;
+  readonly probe: ProbeSpec;
+  readonly redis: { readonly host: string; readonly port: number };
+}
+
 export type ParentMessage =
   | { readonly type: 'run'; readonly setup: RunSetup }
+  | { readonly type: 'probe'; readonly setup: ProbeSetup }
   /** Start now; `startNs` is the run's time origin, `stopAtNs` the deadline of time-bound runs. */
   | { readonly type: 'go'; readonly startNs: string; readonly stopAtNs: string }
   /** A run that will not go ahead (another worker could not start it): close and stand by. */
@@ -59,10 +69,36 @@ export interface WorkerReport {
   readonly storeKeys: string[];
 }
 
+/** CPU and wall time of one measured round of one method (engine-cpu). */
+export interface EngineRound {
+  readonly method: EngineMethod;
+  readonly pairs: number;
+  /** `process.cpuUsage()` delta, user + system, µs. */
+  readonly cpuUs: number;
+  /** Wall time, µs. */
+  readonly wallUs: number;
+}
+
+/** `acquire`: firstValueFrom(locker.acquire(k)) + lease.release(); `withLock`: of(1).pipe(locker.withLock(k)); `mutex`: a promise mutex. */
+export type EngineMethod = 'acquire' | 'withLock' | 'mutex';
+
+export type ProbeReport =
+  | { readonly kind: 'engine-cpu'; readonly rounds: EngineRound[]; readonly warmupPairs: number }
+  | {
+      readonly kind: 'floor';
+      /** What this worker did: `ping` (worker 0, first half), `hop` (workers 0 and 1, second half), or stayed idle. */
+      readonly roles: string[];
+      /** PING round trips, ms (worker 0). */
+      readonly pingMs: number[];
+      /** PUBLISH call → message callback in this worker, ms (workers 0 and 1). */
+      readonly hopMs: number[];
+    };
+
 export type WorkerMessage =
   | { readonly type: 'started'; readonly pid: number }
   | { readonly type: 'ready' }
   | { readonly type: 'skipped'; readonly reason: string }
   | { readonly type: 'failed'; readonly message: string }
   | { readonly type: 'cancelled' }
-  | ({ readonly type: 'done' } & WorkerReport);
+  | ({ readonly type: 'done' } & WorkerReport)
+  | { readonly type: 'probed'; readonly report: ProbeReport };

@@ -6,8 +6,8 @@
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { renderChart } from './chart.js';
-import { LATEST_PATH, readRows, type ResultRow } from './results.js';
-import { bestPeer, evaluateTargets } from './targets.js';
+import { LATEST_PATH, physicalFloor, readRows, type ResultRow } from './results.js';
+import { bestPeer, ENGINE_CPU_US, evaluateTargets, HANDOFF_FACTOR } from './targets.js';
 
 export const DOC_PATH = fileURLToPath(new URL('../docs/benchmarks.md', import.meta.url));
 export const CHART_PATH = fileURLToPath(new URL('../docs/benchmarks.svg', import.meta.url));
@@ -39,6 +39,13 @@ function notRun(r: ResultRow, columns: number): string[] {
   return [labelCell(r), ...Array.from({ length: columns - 1 }, (_, i) => (i === 0 ? shortNote(r.note) : ''))];
 }
 
+/** Lowest and highest per-pair CPU of one method over the engine-cpu rounds, µs. */
+function roundRange(r: ResultRow, method: string): string {
+  const values = (r.engineRounds ?? []).filter((x) => x.method === method && x.pairs > 0).map((x) => x.cpuUs / x.pairs);
+  if (values.length === 0) return dash;
+  return `${Math.min(...values).toFixed(2)}–${Math.max(...values).toFixed(2)}`;
+}
+
 function scenarioTable(scenario: string, rows: readonly ResultRow[]): string {
   const rs = rows.filter((r) => r.scenario === scenario);
   const base = rs.find((r) => r.library === 'baseline' && r.status === 'ok');
@@ -54,15 +61,41 @@ function scenarioTable(scenario: string, rows: readonly ResultRow[]): string {
     }
     case 'hot-key-1ms':
     case 'hot-key-0ms': {
-      const h = ['library', 'acq/s', '÷ best peer', 'round trips/acq', 'server cmds/acq', 'wait p50 ms', 'wait p99 ms', 'wait max ms', 'Jain', 'min–max per loop', 'timeouts', 'overlaps', 'handoff p50 ms', 'same loop re-acquires'];
+      const cut = rs.find((r) => r.warmupCutSec !== null)?.warmupCutSec ?? 1;
+      const h = ['library', 'acq/s', '÷ best peer', 'round trips/acq', 'server cmds/acq', 'wait p50 ms', 'wait p99 ms', `wait max ms after ${cut} s`, 'wait max ms whole run', 'Jain', 'min–max per loop', 'timeouts', 'overlaps', 'handoff p50 ms', 'same loop re-acquires'];
       return table(
         h,
         rs.map((r) =>
           r.status !== 'ok'
             ? notRun(r, h.length)
-            : [labelCell(r), int(r.acquisitionsPerSec), ratio(r.acquisitionsPerSec, best?.acquisitionsPerSec), num(r.roundTripsPerAcquisition), num(r.serverCommandsPerAcquisition), num(r.waitP50Ms, 2), num(r.waitP99Ms, 1), num(r.waitMaxMs, 1), num(r.jain, 3), `${int(r.perLoopMin)}–${int(r.perLoopMax)}`, int(r.timeouts), int(r.overlaps), num(r.handoffP50Ms, 3), r.sameLoopReacquirePct === null ? dash : `${r.sameLoopReacquirePct.toFixed(1)}%`],
+            : [labelCell(r), int(r.acquisitionsPerSec), ratio(r.acquisitionsPerSec, best?.acquisitionsPerSec), num(r.roundTripsPerAcquisition), num(r.serverCommandsPerAcquisition), num(r.waitP50Ms, 2), num(r.waitP99Ms, 1), num(r.waitMaxAfterWarmupMs, 1), num(r.waitMaxMs, 1), num(r.jain, 3), `${int(r.perLoopMin)}–${int(r.perLoopMax)}`, int(r.timeouts), int(r.overlaps), num(r.handoffP50Ms, 3), r.sameLoopReacquirePct === null ? dash : `${r.sameLoopReacquirePct.toFixed(1)}%`],
         ),
       );
+    }
+    case 'engine-cpu': {
+      const h = ['method (rxjs-lock on createLocker()\'s in-memory store)', 'CPU µs/pair (median of rounds)', 'CPU µs/pair, lowest–highest round', 'wall µs/pair (median)'];
+      const r = rs[0];
+      if (!r) return '';
+      if (r.status !== 'ok') return table(h, [notRun(r, h.length)]);
+      return table(h, [
+        ['**`await firstValueFrom(locker.acquire(k))` + `await lease.release()`**', num(r.cpuUsPerPair), roundRange(r, 'acquire'), num(r.wallUsPerPair)],
+        ['`await lastValueFrom(of(1).pipe(locker.withLock(k)))`', num(r.withLockCpuUsPerPair), roundRange(r, 'withLock'), num(r.withLockWallUsPerPair)],
+        ['in-process promise mutex (reference floor, not rxjs-lock)', num(r.mutexCpuUsPerPair, 3), roundRange(r, 'mutex'), num(r.mutexWallUsPerPair, 3)],
+      ]);
+    }
+    case 'floor': {
+      const h = ['what (no lock)', 'p50 ms', 'p99 ms', 'samples'];
+      const r = rs[0];
+      if (!r) return '';
+      if (r.status !== 'ok') return table(h, [notRun(r, h.length)]);
+      const rx = rows.find((x) => x.scenario === 'hot-key-0ms' && x.library === 'rxjs-lock' && x.variant === 'default' && x.status === 'ok');
+      const floor = physicalFloor(rows);
+      const body = [
+        ['**PING round trip**: one worker process, sequential `await redis.ping()`', num(r.pingP50Ms, 3), num(r.pingP99Ms, 3), int(r.pings)],
+        ['**pub/sub hop**: `PUBLISH` in one worker process → message callback in another', num(r.hopP50Ms, 3), num(r.hopP99Ms, 3), int(r.hops)],
+      ];
+      if (rx && floor && rx.handoffP50Ms !== null) body.push([`rxjs-lock hand-off in hot-key-0ms, for comparison (×${(rx.handoffP50Ms / floor.ms).toFixed(2)} the ${floor.what})`, num(rx.handoffP50Ms, 3), num(rx.handoffP99Ms, 3), int(rx.handoffs)]);
+      return table(h, body);
     }
     case 'seed-000': {
       const h = ['case', 'SET before', 'SET after', 'successes', 'failures', 'SET requests', 'round trips', 'server commands', 'round trips/acq', 'wait max ms', 'same loop re-acquires', 'overlaps'];
@@ -75,6 +108,32 @@ function scenarioTable(scenario: string, rows: readonly ResultRow[]): string {
     default:
       return table(['library', 'acq/s'], rs.map((r) => [labelCell(r), int(r.acquisitionsPerSec)]));
   }
+}
+
+/** The after-warm-up rule and its figures, for the hot-key texts. */
+function afterWarmupText(rows: readonly ResultRow[]): string {
+  const cut = measured(rows, (r) => r.warmupCutSec) ?? 1;
+  const figures = rows.filter((r) => r.status === 'ok' && r.waitMaxMs !== null).map((r) => `${r.label} ${num(r.waitMaxAfterWarmupMs, 1)} (${num(r.waitMaxMs, 1)})`);
+  return `The max wait is given for the acquisitions that started at least ${cut} s after the run's start — the same cut for every library — and for the whole run beside it; max wait in ms after ${cut} s (whole run): ${figures.length > 0 ? figures.join(', ') : 'n/a'}.`;
+}
+
+/** The headline figures of the new rows, as a short list above the tables. */
+function summaryLines(rows: readonly ResultRow[]): string[] {
+  const lines: string[] = [];
+  const engine = rows.find((r) => r.scenario === 'engine-cpu' && r.status === 'ok');
+  if (engine) lines.push(`- **engine CPU** (in-memory store): ${num(engine.cpuUsPerPair)} µs per acquire + release pair (wall ${num(engine.wallUsPerPair)} µs); through \`withLock\` ${num(engine.withLockCpuUsPerPair)} µs; an in-process promise mutex ${num(engine.mutexCpuUsPerPair, 3)} µs.`);
+  const floorRow = rows.find((r) => r.scenario === 'floor' && r.status === 'ok');
+  const floor = physicalFloor(rows);
+  if (floorRow) lines.push(`- **floor** (hot-key layout, no lock): PING p50 ${num(floorRow.pingP50Ms, 3)} ms, pub/sub hop p50 ${num(floorRow.hopP50Ms, 3)} ms.`);
+  const rx0 = rows.find((r) => r.scenario === 'hot-key-0ms' && r.library === 'rxjs-lock' && r.variant === 'default' && r.status === 'ok');
+  if (rx0 && floor && rx0.handoffP50Ms !== null) lines.push(`- **hand-off** (hot-key-0ms, rxjs-lock): p50 ${num(rx0.handoffP50Ms, 3)} ms = ×${(rx0.handoffP50Ms / floor.ms).toFixed(2)} the ${floor.what} (target ≤ ×${HANDOFF_FACTOR}).`);
+  for (const scenario of ['hot-key-1ms', 'hot-key-0ms']) {
+    const rs = rows.filter((r) => r.scenario === scenario && r.status === 'ok');
+    if (rs.length === 0) continue;
+    const cut = rs.find((r) => r.warmupCutSec !== null)?.warmupCutSec ?? 1;
+    lines.push(`- **max wait, ${scenario}**, after ${cut} s (whole run), ms: ${rs.map((r) => `${r.label} ${num(r.waitMaxAfterWarmupMs, 1)} (${num(r.waitMaxMs, 1)})`).join(' · ')}.`);
+  }
+  return lines;
 }
 
 /** A figure of this run, for the scenario texts. */
@@ -95,9 +154,17 @@ function scenarioText(scenario: string, all: readonly ResultRow[]): string {
     case 'many-keys':
       return `One process, 64 concurrent loops, each on its own key, all through one connection, for ${seconds(3)}; no hold. The per-acquisition cost when nothing contends, and how well a library keeps one socket busy.`;
     case 'hot-key-1ms':
-      return `8 processes × 4 loops take turns on one key for ${seconds(10)} (\`BENCH_SECONDS\`); each holder keeps the lock 1 ms (\`setTimeout(1)\`, which fires after 1 ms or a little more), then releases and goes again at once. The hold and the two round trips around it cap every library at a few hundred acquisitions per second here, so the differences are in fairness, tail wait and commands per acquisition.`;
+      return `8 processes × 4 loops take turns on one key for ${seconds(10)} (\`BENCH_SECONDS\`); each holder keeps the lock 1 ms (\`setTimeout(1)\`, which fires after 1 ms or a little more), then releases and goes again at once. The hold and the two round trips around it cap every library at a few hundred acquisitions per second here, so the differences are in fairness, tail wait and commands per acquisition. ${afterWarmupText(rows)}`;
     case 'hot-key-0ms':
-      return `As hot-key-1ms with no hold: the critical section only yields once to the event loop (\`await new Promise(setImmediate)\`, so replies already read are processed while the lock is held). How fast a lock can change hands.`;
+      return `As hot-key-1ms with no hold: the critical section only yields once to the event loop (\`await new Promise(setImmediate)\`, so replies already read are processed while the lock is held). How fast a lock can change hands. ${afterWarmupText(rows)}`;
+    case 'engine-cpu': {
+      const pairs = measured(rows, (r) => r.enginePairs);
+      return `rxjs-lock's own cost, without Redis: \`createLocker()\` with its default in-memory store (\`MemoryLockStore\`) and every default setting, sequential acquire + release of one key in one worker process (pinned to the client CPU like every run), after a warm-up. CPU is the \`process.cpuUsage()\` delta (user + system, every thread of the process, garbage collection included) divided by the pairs; wall is hrtime. Each round runs every method for the same time, in turn; the table gives the median round (${pairs === null ? 'n/a' : pairs.toLocaleString('en-US')} acquire + release pairs measured in all; \`BENCH_ENGINE_SECONDS\`). The in-process mutex is ten lines (what \`async-mutex\` does): the floor of any lock whose acquire is a promise. Target: ≤ ${ENGINE_CPU_US} µs of CPU per acquire + release pair.`;
+    }
+    case 'floor': {
+      const floor = physicalFloor(all);
+      return `What Redis and the machine cost before any lock logic, measured in the same run and the same layout as the hot-key scenarios: 8 worker processes pinned to the client CPU, Redis on its own CPU. First ${seconds(2)} (\`BENCH_FLOOR_SECONDS\`, each half) of sequential PINGs from one worker; then two workers pass a timestamp back and forth over pub/sub: each receiver records the time from right before the other's \`PUBLISH\` call to the start of its own message callback (\`process.hrtime.bigint()\`, one clock for every process) and at once publishes its own — a key handed from process to process, each receiver sleeping on its socket until the message comes. The other 6 workers stay connected and subscribed to a channel of their own, but idle: what the waiting processes of a push-based lock do during a hand-off. (Busy-looping them would add CPU run-queue time that depends on the scheduler, not on the path of a hand-off, and would raise the floor.) The hand-off target of hot-key-0ms is ≤ ${HANDOFF_FACTOR} × ${floor ? `this run's ${floor.what} (${floor.ms.toFixed(3)} ms)` : 'the pub/sub hop p50 (the PING p50 when the hop is missing)'}.`;
+    }
     case 'seed-000': {
       const tries = measured(rows, (r) => (r.successes === null || r.failures === null ? null : r.successes + r.failures));
       const perLoop = tries === null ? 400 : Math.round(tries / 12);
@@ -179,8 +246,10 @@ export function renderReport(rows: readonly ResultRow[]): string {
         ['`BENCH_SHORT_SECONDS`', '3', 'measured time of uncontended and many-keys'],
         ['`BENCH_SEED_TRIES`', '400', 'tries per loop in seed-000'],
         ['`BENCH_STORM_ACQUISITIONS`', '4000', 'acquisitions started in cancel-storm'],
-        ['`BENCH_SCENARIOS`', 'all', 'comma-separated subset, e.g. `hot-key-1ms,seed-000`'],
-        ['`BENCH_LIBRARIES`', 'all', 'comma-separated subset of `rxjs-lock,redlock,redis-semaphore,baseline`'],
+        ['`BENCH_FLOOR_SECONDS`', '2', 'measured time of each half of floor (PING, then pub/sub hop)'],
+        ['`BENCH_ENGINE_SECONDS`', '1.5', 'measured time of each method in engine-cpu (after a 1 s warm-up)'],
+        ['`BENCH_SCENARIOS`', 'all', 'comma-separated subset, e.g. `floor,hot-key-0ms` (the hand-off target needs both)'],
+        ['`BENCH_LIBRARIES`', 'all', 'comma-separated subset of `rxjs-lock,redlock,redis-semaphore,baseline` (engine-cpu runs only with rxjs-lock)'],
         ['`BENCH_NO_PIN`', 'unset', '`1`: do not pin with taskset'],
       ],
       3,
@@ -193,7 +262,7 @@ export function renderReport(rows: readonly ResultRow[]): string {
   out.push('');
   out.push('The reference machine has **2 noisy vCPUs**. Absolute numbers move by 20–30% between runs; **compare ratios within one run**, never numbers across runs. Durations are short (10 s per hot-key run) to keep the whole bench at about three minutes.');
   out.push('');
-  out.push('Where `taskset` is available, every client process runs on the first CPU and Redis on the second, so the two sides do not take turns on one core (in the hot-key scenarios 8 client processes share the client CPU). One exception: on this machine a message from one vCPU to a process sleeping on the other costs a wake-up of about 80 µs, so a lone client doing one request at a time pays it twice per round trip (an uncontended lock + unlock takes ≈ 200 µs split across the CPUs, ≈ 30 µs on one). That would swamp the libraries\' own cost, so **uncontended runs with Redis on the client\'s CPU**. In the other scenarios both CPUs are busy and the split layout applies; their handoff times include that cross-CPU hop.');
+  out.push('Where `taskset` is available, every client process runs on the first CPU and Redis on the second, so the two sides do not take turns on one core (in the hot-key scenarios 8 client processes share the client CPU). One exception: on this machine a message from one vCPU to a process sleeping on the other costs a wake-up of about 80 µs, so a lone client doing one request at a time pays it twice per round trip (an uncontended lock + unlock takes ≈ 200 µs split across the CPUs, ≈ 30 µs on one). That would swamp the libraries\' own cost, so **uncontended runs with Redis on the client\'s CPU**. In the other scenarios both CPUs are busy and the split layout applies; their handoff times include that cross-CPU hop, which the **floor** row measures in the same run and layout (a PING round trip, and a pub/sub hop from one worker process to another).');
   out.push('');
   out.push('## Targets');
   out.push('');
@@ -203,6 +272,13 @@ export function renderReport(rows: readonly ResultRow[]): string {
   out.push('');
   out.push('## Results');
   out.push('');
+  const summary = summaryLines(rows);
+  if (summary.length > 0) {
+    out.push('In this run:');
+    out.push('');
+    out.push(...summary);
+    out.push('');
+  }
   for (const scenario of scenarios) {
     out.push(`### ${scenario}`);
     out.push('');
@@ -240,9 +316,12 @@ export function renderReport(rows: readonly ResultRow[]): string {
   out.push('- **round trips/acq**: commands the library\'s connections sent, counted in the client by patching ioredis\'s `Redis.prototype.sendCommand`, divided by acquisitions. A pipeline or MULTI batch counts once (ioredis passes a batch writer, marked `isPipeline`, with each of its commands); SUBSCRIBE and UNSUBSCRIBE count; messages the server pushes do not. Connections are recognised by their connection name, which `duplicate()` keeps. A self-check against known traffic runs at the start of every bench.');
   out.push('- **server cmds/acq**: the sum of `calls` over every `cmdstat_*` of `INFO commandstats` (reset with `CONFIG RESETSTAT` before each run; the bench\'s own INFO, CONFIG, FLUSHALL and QUIT left out), divided by acquisitions. Redis counts the commands a Lua script runs too, so a script call costs 1 round trip but 2–3 server commands.');
   out.push('- **wait**: from the call to acquire until the lock is held, for acquisitions that got the lock (p50, p99, max). A wait that ran out is a **timeout** instead.');
+  out.push('- **wait max after 1 s** (hot-key): the longest wait among the acquisitions that *started* (acquire called) at least 1 s after the run\'s start, the same cut for every library, so the first queue forming is left out; **whole run** beside it counts every acquisition. The max-wait targets use the first.');
   out.push('- **Jain**: Jain\'s fairness index over the acquisitions of every loop of every process, (Σx)² / (n·Σx²): 1 = every loop got the same share, 1/n = one loop got everything. **min–max per loop** shows the spread.');
   out.push('- **overlaps**: pairs of critical sections on the same key that ran at the same time, across all processes (`findOverlaps` from `rxjs-lock/testing`). Each section is timestamped right after the acquire resolves and right before release is called. Must be 0.');
   out.push('- **handoff p50**: from a holder\'s timestamp right before it calls release to the moment the next holder\'s acquire resolves, counted only when the two are in different processes. Each acquisition is paired with the latest release that precedes it, in any process.');
+  out.push('- **floor** (PING, pub/sub hop): what one Redis round trip, and one message from one process through Redis to another, cost in the hot-key layout with no lock at all; the hand-off target is a multiple of the hop (of the PING when the hop is missing).');
+  out.push('- **engine CPU** (engine-cpu): CPU time (`process.cpuUsage()`, user + system) and wall time per sequential acquire + release pair on the in-memory store: what the engine itself costs, without Redis.');
   out.push('- **same loop re-acquires**: share of acquisitions whose preceding release (the latest before it, in any process) came from the same loop — a loop that releases and wins again at once starves the others.');
   out.push('- **orphaned keys** (cancel-storm): lock keys still in Redis once every cancelled acquisition and release has settled; each stays locked until its TTL.');
   out.push('- **other processes / steal** (under each table): the share of the machine\'s CPU time, between `go` and the last report, used by processes that are not the bench\'s (its workers, its redis-server, itself), and stolen by the hypervisor — from `/proc/stat` and `/proc/<pid>/stat`. A run next to a busy neighbour (a test suite, a build) is flagged, so a strange number can be told from a disturbed one.');

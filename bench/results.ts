@@ -35,8 +35,9 @@ export interface ResultRow {
   readonly processes: number;
   readonly loopsPerProcess: number;
   readonly hold: string;
-  readonly waitTimeoutMs: number;
-  readonly ttlMs: number;
+  /** null in the probe rows (engine-cpu, floor), which take no lock on Redis. */
+  readonly waitTimeoutMs: number | null;
+  readonly ttlMs: number | null;
   readonly env: RowEnv;
 
   /** Time-bound scenarios: the contention window; others: start → last loop finished. */
@@ -59,6 +60,12 @@ export interface ResultRow {
   readonly waitP50Ms: number | null;
   readonly waitP99Ms: number | null;
   readonly waitMaxMs: number | null;
+  /** Hot-key scenarios: the after-warm-up figures count acquisitions that *started* at least this many seconds after the run's origin (1 s; less in quick runs). */
+  readonly warmupCutSec: number | null;
+  /** Longest wait among the acquisitions that started at least `warmupCutSec` after the origin (`waitMaxMs` is the whole run's). */
+  readonly waitMaxAfterWarmupMs: number | null;
+  /** Acquisitions that started at least `warmupCutSec` after the origin (and got the lock). */
+  readonly acquisitionsAfterWarmup: number | null;
   /** Jain's fairness index over acquisitions per loop (every loop of every process). */
   readonly jain: number | null;
   readonly perLoopMin: number | null;
@@ -86,6 +93,43 @@ export interface ResultRow {
   readonly otherCpuPct: number | null;
   /** % of the machine's CPU time stolen by the hypervisor during the run. */
   readonly stealPct: number | null;
+
+  /**
+   * engine-cpu: rxjs-lock's own cost per sequential pair on the in-memory store, µs, the median
+   * over the measured rounds. CPU is `process.cpuUsage()` (user + system, every thread of the
+   * process, garbage collection included); wall is hrtime.
+   * `cpu`/`wall`: firstValueFrom(locker.acquire(k)) + lease.release();
+   * `withLock…`: lastValueFrom(of(1).pipe(locker.withLock(k)));
+   * `mutex…`: a minimal in-process promise mutex, for reference (the floor of any promise-based lock).
+   */
+  readonly cpuUsPerPair: number | null;
+  readonly wallUsPerPair: number | null;
+  readonly withLockCpuUsPerPair: number | null;
+  readonly withLockWallUsPerPair: number | null;
+  readonly mutexCpuUsPerPair: number | null;
+  readonly mutexWallUsPerPair: number | null;
+  /** engine-cpu: acquire + release pairs measured (after the warm-up), all rounds. */
+  readonly enginePairs: number | null;
+  /** engine-cpu: every measured round as it came (method, pairs, CPU µs, wall µs). */
+  readonly engineRounds: readonly { readonly method: string; readonly pairs: number; readonly cpuUs: number; readonly wallUs: number }[] | null;
+
+  /** floor: sequential PING round trips from one worker process, ms. */
+  readonly pingP50Ms: number | null;
+  readonly pingP99Ms: number | null;
+  readonly pings: number | null;
+  /** floor: PUBLISH call in one worker process → message callback in another, ms. */
+  readonly hopP50Ms: number | null;
+  readonly hopP99Ms: number | null;
+  readonly hops: number | null;
+}
+
+/** The physical floor a hand-off is judged against: the pub/sub hop of the floor row, or its PING round trip if the hop is missing. */
+export function physicalFloor(rows: readonly ResultRow[]): { readonly ms: number; readonly what: 'pub/sub hop p50' | 'PING p50' } | undefined {
+  const floor = rows.find((r) => r.scenario === 'floor' && r.status === 'ok');
+  if (!floor) return undefined;
+  if (floor.hopP50Ms !== null && floor.hopP50Ms > 0) return { ms: floor.hopP50Ms, what: 'pub/sub hop p50' };
+  if (floor.pingP50Ms !== null && floor.pingP50Ms > 0) return { ms: floor.pingP50Ms, what: 'PING p50' };
+  return undefined;
 }
 
 export function readRows(path = LATEST_PATH): ResultRow[] {

@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: rxjs-lock against redlock, redis-semaphore and a hand-written SET NX loop, in
  * one run, on one private redis-server. Writes bench/results/latest.json (one row per scenario ×
- * library × variant) and meta.json, prints a PASS/MISS line per target, and (except in quick
+ * library × variant, plus one row each for the engine-cpu and floor probes) and meta.json, prints a PASS/MISS line per target, and (except in quick
  * mode) regenerates docs/benchmarks.md and docs/benchmarks.svg.
  *
  * Settings: see ./scenarios.ts (BENCH_QUICK=1 for a smoke run under a minute).
@@ -13,15 +13,14 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { EmbeddedRedis } from '../support/embeddedRedis.js';
 import { entriesFor, entryLabel, type BenchEntry } from './libraries.js';
-import { buildRow, emptyRow, parseCommandStats } from './metrics.js';
+import { buildProbeRow, buildRow, emptyProbeRow, emptyRow, parseCommandStats } from './metrics.js';
 import { cpuSnapshot, noiseBetween, type CpuSnapshot } from './noise.js';
 import { pinProcess, pinRedis, type Pinning } from './pinning.js';
-import { WorkerPool } from './pool.js';
-import type { RunSetup } from './protocol.js';
+import { WorkerPool, type RunOrder } from './pool.js';
 import { writeReport } from './report.js';
 import { LATEST_PATH, META_PATH, RESULTS_DIR, type ResultRow, type RowEnv } from './results.js';
 import { checkRoundTripCounting } from './roundTrips.js';
-import { lockNames, readSettings, runDeadlineMs, scenarioSpecs, type ScenarioSpec } from './scenarios.js';
+import { benchSteps, lockNames, probeDeadlineMs, readSettings, runDeadlineMs, type ProbeSpec, type ScenarioSpec } from './scenarios.js';
 import { evaluateTargets, formatTargetLine } from './targets.js';
 
 const nowNs = (): bigint => process.hrtime.bigint();
@@ -49,13 +48,35 @@ function sourceVersion(): string {
   return `${head.stdout.trim()}${dirty ? ' + uncommitted changes in src/' : ''}`;
 }
 
+const noisy = (row: ResultRow): string[] => (row.otherCpuPct !== null && row.otherCpuPct >= NOISY_PCT ? [`NOISY: other processes used ${row.otherCpuPct}% of the CPU`] : []);
+
+function describeProbeRow(row: ResultRow): string {
+  if (row.status !== 'ok') return `${row.status.toUpperCase()}: ${row.note ?? ''}`;
+  const us = (n: number | null) => (n === null ? '-' : `${n.toFixed(2)} µs`);
+  const ms = (n: number | null) => (n === null ? '-' : `${n.toFixed(3)} ms`);
+  const parts =
+    row.scenario === 'engine-cpu'
+      ? [
+          `acquire+release CPU ${us(row.cpuUsPerPair)} / wall ${us(row.wallUsPerPair)} per pair`,
+          `withLock(of(1)) CPU ${us(row.withLockCpuUsPerPair)} / wall ${us(row.withLockWallUsPerPair)}`,
+          `in-process mutex CPU ${us(row.mutexCpuUsPerPair)} / wall ${us(row.mutexWallUsPerPair)}`,
+          `${(row.enginePairs ?? 0).toLocaleString('en-US')} pairs measured`,
+        ]
+      : [`PING p50/p99 ${ms(row.pingP50Ms)}/${ms(row.pingP99Ms)} (${row.pings} pings)`, `pub/sub hop p50/p99 ${ms(row.hopP50Ms)}/${ms(row.hopP99Ms)} (${row.hops} hops)`];
+  parts.push(...noisy(row));
+  if (row.note) parts.push(`NOTE ${row.note}`);
+  return parts.join(' · ');
+}
+
 function describeRow(row: ResultRow): string {
+  if (row.scenario === 'engine-cpu' || row.scenario === 'floor') return describeProbeRow(row);
   if (row.status !== 'ok') return `${row.status.toUpperCase()}: ${row.note ?? ''}`;
   const parts = [
     `${Math.round(row.acquisitionsPerSec ?? 0).toLocaleString('en-US')} acq/s`,
     `rt/acq ${row.roundTripsPerAcquisition ?? '-'}`,
     `srv/acq ${row.serverCommandsPerAcquisition ?? '-'}`,
     `wait p50/p99/max ${row.waitP50Ms ?? '-'}/${row.waitP99Ms ?? '-'}/${row.waitMaxMs ?? '-'} ms`,
+    ...(row.warmupCutSec !== null ? [`max wait after ${row.warmupCutSec} s ${row.waitMaxAfterWarmupMs ?? '-'} ms`] : []),
     `jain ${row.jain ?? '-'}`,
     `timeouts ${row.timeouts}`,
     `overlaps ${row.overlaps}`,
@@ -65,7 +86,7 @@ function describeRow(row: ResultRow): string {
   if (row.pairP50Ms !== null) parts.push(`pair p50 ${(row.pairP50Ms * 1000).toFixed(1)} µs`);
   if (row.scenario === 'seed-000') parts.push(`SET ${row.setCommands}`, `ok ${row.successes}`, `failed ${row.failures}`);
   if (row.orphanedKeys !== null) parts.push(`orphaned ${row.orphanedKeys}`, `held ${row.successes}/${row.stormAttempts}`);
-  if (row.otherCpuPct !== null && row.otherCpuPct >= NOISY_PCT) parts.push(`NOISY: other processes used ${row.otherCpuPct}% of the CPU`);
+  parts.push(...noisy(row));
   if (row.note) parts.push(`NOTE ${row.note}`);
   return parts.join(' · ');
 }
@@ -78,7 +99,7 @@ interface Bench {
 }
 
 /** Moves Redis to the CPU the scenario wants; returns how the run is pinned, for its row. */
-function place(bench: Bench, spec: ScenarioSpec): string | null {
+function place(bench: Bench, spec: { readonly placement: 'split' | 'shared-core' }): string | null {
   const { server, pinning } = bench;
   if (!server || !pinning) return null;
   const redisCpu = spec.placement === 'shared-core' ? pinning.clientCpu : pinning.redisCpu;
@@ -89,18 +110,15 @@ async function runOne(bench: Bench, spec: ScenarioSpec, entry: BenchEntry, runId
   const { server, admin, pool } = bench;
   if (!server || !admin || !pool) throw new Error('bench not started');
   const env: RowEnv = { ...baseEnv, pinned: place(bench, spec) };
-  const setups: RunSetup[] = Array.from({ length: spec.processes }, (_, worker) => ({
-    runId,
-    worker,
-    entry,
-    scenario: spec,
-    redis: { host: server.host, port: server.port },
+  const orders: RunOrder[] = Array.from({ length: spec.processes }, (_, worker) => ({
+    type: 'run',
+    setup: { runId, worker, entry, scenario: spec, redis: { host: server.host, port: server.port } },
   }));
   let commandsBefore: Record<string, number> = {};
   const ourPids = () => [process.pid, server.pid, ...pool.pids()];
   let cpuBefore: CpuSnapshot | undefined;
   const result = await pool.run(
-    setups,
+    orders,
     async () => {
       // Every worker is connected and warmed up: start from an empty database and zeroed counters.
       await admin.flushall();
@@ -136,6 +154,36 @@ async function runOne(bench: Bench, spec: ScenarioSpec, entry: BenchEntry, runId
   });
 }
 
+/**
+ * A probe (engine-cpu, floor) on the same pinned worker processes as the lock runs: engine-cpu
+ * on worker 0 alone, floor on as many workers as the hot-key scenarios, Redis on its own CPU.
+ */
+async function runProbe(bench: Bench, spec: ProbeSpec, runId: string, baseEnv: RowEnv): Promise<ResultRow> {
+  const { server, admin, pool } = bench;
+  if (!server || !admin || !pool) throw new Error('bench not started');
+  const env: RowEnv = { ...baseEnv, pinned: place(bench, spec) };
+  const orders: RunOrder[] = Array.from({ length: spec.processes }, (_, worker) => ({
+    type: 'probe',
+    setup: { runId, worker, probe: spec, redis: { host: server.host, port: server.port } },
+  }));
+  const ourPids = () => [process.pid, server.pid, ...pool.pids()];
+  let cpuBefore: CpuSnapshot | undefined;
+  const measuredMs = spec.name === 'floor' ? spec.pingMs + spec.gapMs + spec.hopMs : 0;
+  const result = await pool.run(
+    orders,
+    async () => {
+      await admin.flushall();
+      cpuBefore = cpuSnapshot(ourPids());
+      const startNs = nowNs() + GO_LEAD_NS;
+      return { startNs, stopAtNs: startNs + BigInt(Math.round(measuredMs * 1e6)) };
+    },
+    probeDeadlineMs(spec),
+  );
+  if (result.kind === 'skipped') return emptyProbeRow(spec, 'skipped', result.reason, env);
+  if (result.kind === 'failed') return emptyProbeRow(spec, 'failed', result.message, env);
+  return buildProbeRow(spec, result.probes, noiseBetween(cpuBefore, cpuSnapshot(ourPids())), env);
+}
+
 /** Builds the package into dist/, which the rxjs-lock adapter loads (see adapters/rxjsLock.ts). */
 function buildPackage(): void {
   const root = fileURLToPath(new URL('..', import.meta.url));
@@ -146,7 +194,7 @@ function buildPackage(): void {
 async function main(): Promise<number> {
   buildPackage();
   const settings = readSettings();
-  const specs = scenarioSpecs(settings);
+  const steps = benchSteps(settings);
   const bench: Bench = { server: undefined, admin: undefined, pool: undefined, pinning: undefined };
 
   let cleaningUp: Promise<void> | undefined;
@@ -197,17 +245,24 @@ async function main(): Promise<number> {
       ].join('\n'),
     );
 
-    const poolSize = Math.max(...specs.map((s) => s.processes), 1);
+    const poolSize = Math.max(...steps.map((s) => s.spec.processes), 1);
     bench.pool = new WorkerPool(poolSize, pinning?.clientCpu);
     await bench.pool.start();
 
     const rows: ResultRow[] = [];
     let runNumber = 0;
-    for (const spec of specs) {
-      console.log(`${spec.name}: ${spec.summary}`);
-      for (const entry of entriesFor(spec.name, settings.libraries)) {
+    for (const step of steps) {
+      console.log(`${step.spec.name}: ${step.spec.summary}`);
+      if (step.kind === 'probe') {
         runNumber++;
-        const row = await runOne(bench, spec, entry, `${runNumber}`, env);
+        const row = await runProbe(bench, step.spec, `${runNumber}`, env);
+        rows.push(row);
+        console.log(`  ${row.label.padEnd(28)} ${describeRow(row)}`);
+        continue;
+      }
+      for (const entry of entriesFor(step.spec.name, settings.libraries)) {
+        runNumber++;
+        const row = await runOne(bench, step.spec, entry, `${runNumber}`, env);
         rows.push(row);
         console.log(`  ${entryLabel(entry).padEnd(28)} ${describeRow(row)}`);
       }
@@ -220,7 +275,7 @@ async function main(): Promise<number> {
       totalMemoryGiB: Number((totalmem() / 2 ** 30).toFixed(1)),
       os: `${type()} ${release()}`,
       settings,
-      scenarios: specs,
+      scenarios: steps.map((s) => s.spec),
       versions: {
         ioredis: packageVersion('ioredis'),
         redlock: packageVersion('redlock'),

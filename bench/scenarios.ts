@@ -8,13 +8,32 @@
  *   BENCH_SHORT_SECONDS       measured time of uncontended and many-keys (default 3; quick 0.5)
  *   BENCH_SEED_TRIES          tries per loop in seed-000 (default 400; quick 40)
  *   BENCH_STORM_ACQUISITIONS  acquisitions started in cancel-storm (default 4000; quick 800)
+ *   BENCH_FLOOR_SECONDS       measured time of each half of floor, PING and pub/sub hop (default 2; quick 0.5)
+ *   BENCH_ENGINE_SECONDS      measured time of engine-cpu, per method (default 1.5; quick 0.15)
  *   BENCH_SCENARIOS           comma-separated subset of scenario names to run
  *   BENCH_LIBRARIES           comma-separated subset of libraries (rxjs-lock, redlock, redis-semaphore, baseline)
  */
 import { numberFromEnv } from '../support/env.js';
 
-export const SCENARIO_NAMES = ['uncontended', 'many-keys', 'hot-key-1ms', 'hot-key-0ms', 'seed-000', 'cancel-storm'] as const;
+/** Every scenario, in the order they run. */
+export const SCENARIO_NAMES = ['engine-cpu', 'uncontended', 'many-keys', 'floor', 'hot-key-1ms', 'hot-key-0ms', 'seed-000', 'cancel-storm'] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
+/** Scenarios that measure something other than the lock libraries side by side (see {@link ProbeSpec}). */
+export const PROBE_NAMES = ['engine-cpu', 'floor'] as const;
+export type ProbeName = (typeof PROBE_NAMES)[number];
+/** The scenarios every library runs. */
+export type LockScenarioName = Exclude<ScenarioName, ProbeName>;
+export const isProbeName = (name: string): name is ProbeName => (PROBE_NAMES as readonly string[]).includes(name);
+
+/**
+ * The hot-key scenarios' max-wait targets are judged on the acquisitions that *started* at
+ * least this long after the run's time origin (the first second — connections, JIT, the first
+ * queue forming — is left out the same way for every library); the whole-run figure is kept beside it.
+ */
+export const WAIT_WARMUP_CUT_SEC = 1;
+/** The process layout of the hot-key scenarios, which floor copies. */
+const HOT_PROCESSES = 8;
+const HOT_LOOPS = 4;
 
 /** What a holder does between acquiring and releasing. */
 export type Hold =
@@ -44,7 +63,7 @@ export interface StormShape {
 }
 
 export interface ScenarioSpec {
-  readonly name: ScenarioName;
+  readonly name: LockScenarioName;
   readonly summary: string;
   readonly processes: number;
   readonly loopsPerProcess: number;
@@ -70,6 +89,57 @@ export interface ScenarioSpec {
    * wake-up of about 80 µs that would swamp the library's own cost (pair ≈ 200 µs instead of 30).
    */
   readonly placement: 'split' | 'shared-core';
+  /**
+   * Time-bound scenarios: acquisitions that started at least this many seconds after the run's
+   * origin give the after-warm-up max wait (null: not recorded). {@link WAIT_WARMUP_CUT_SEC},
+   * or half the window in quick runs whose window is shorter than 2 s.
+   */
+  readonly waitWarmupCutSec: number | null;
+}
+
+/**
+ * A measurement that is not a lock library against its peers, run by the same worker processes,
+ * pinned the same way, in the same run:
+ *
+ * - `engine-cpu`: rxjs-lock's own CPU per acquire + release pair on the in-memory store (no
+ *   Redis, no I/O): one worker, sequential pairs, `process.cpuUsage()` and wall time over rounds
+ *   after a warm-up. Beside it the same through `withLock` on `of(1)`, and a ten-line in-process
+ *   promise mutex as the floor of any promise-based lock.
+ * - `floor`: what Redis and the machine cost before any lock logic, in the hot-key layout
+ *   (8 worker processes on the client CPU, Redis on its own CPU): one PING round trip, and one
+ *   PUBLISH → message hop from one worker process to another. The hand-off target is judged
+ *   against it.
+ */
+export type ProbeSpec = EngineCpuSpec | FloorSpec;
+
+export interface EngineCpuSpec {
+  readonly name: 'engine-cpu';
+  readonly summary: string;
+  readonly processes: 1;
+  readonly placement: 'split';
+  /** Sequential pairs of every method before measuring (JIT, inline caches). */
+  readonly warmupMs: number;
+  /** Measured rounds; each round runs every method for `roundMs`, in turn, so noise hits them alike. */
+  readonly rounds: number;
+  readonly roundMs: number;
+}
+
+export interface FloorSpec {
+  readonly name: 'floor';
+  readonly summary: string;
+  /** As many processes as the hot-key scenarios, all alive and connected during both halves. */
+  readonly processes: number;
+  readonly placement: 'split';
+  /** Sequential PINGs of worker 0 before `go` (connection, JIT). */
+  readonly warmupPings: number;
+  /** First half: worker 0 sends sequential PINGs for this long. */
+  readonly pingMs: number;
+  /** Pause between the halves. */
+  readonly gapMs: number;
+  /** Second half: workers 0 and 1 pass a timestamp back and forth over pub/sub for this long. */
+  readonly hopMs: number;
+  /** Hops sent in the first part of the second half are not recorded (JIT, first wake-ups). */
+  readonly hopWarmupMs: number;
 }
 
 export interface BenchSettings {
@@ -78,6 +148,8 @@ export interface BenchSettings {
   readonly shortSeconds: number;
   readonly seedTries: number;
   readonly stormAcquisitions: number;
+  readonly floorSeconds: number;
+  readonly engineSeconds: number;
   readonly scenarios: readonly ScenarioName[];
   readonly libraries: readonly string[] | undefined;
 }
@@ -103,6 +175,8 @@ export function readSettings(): BenchSettings {
     shortSeconds: numberFromEnv('BENCH_SHORT_SECONDS', quick ? 0.5 : 3, 0.1),
     seedTries: Math.floor(numberFromEnv('BENCH_SEED_TRIES', quick ? 40 : 400, 1)),
     stormAcquisitions: Math.floor(numberFromEnv('BENCH_STORM_ACQUISITIONS', quick ? 800 : 4000, 1)),
+    floorSeconds: numberFromEnv('BENCH_FLOOR_SECONDS', quick ? 0.5 : 2, 0.1),
+    engineSeconds: numberFromEnv('BENCH_ENGINE_SECONDS', quick ? 0.15 : 1.5, 0.01),
     scenarios: scenarios as ScenarioName[],
     libraries: listFromEnv('BENCH_LIBRARIES'),
   };
@@ -110,6 +184,11 @@ export function readSettings(): BenchSettings {
 
 /** The lease every library gets: long enough that no holder in these scenarios ever loses it. */
 const TTL_MS = 10_000;
+
+/** The after-warm-up cut of a hot-key run of `seconds`: 1 s, or half a window shorter than 2 s (quick runs). */
+function warmupCut(seconds: number): number {
+  return seconds >= 2 * WAIT_WARMUP_CUT_SEC ? WAIT_WARMUP_CUT_SEC : Number((seconds / 2).toFixed(3));
+}
 
 export function scenarioSpecs(s: BenchSettings): ScenarioSpec[] {
   const all: ScenarioSpec[] = [
@@ -127,6 +206,7 @@ export function scenarioSpecs(s: BenchSettings): ScenarioSpec[] {
       warmupMs: s.quick ? 200 : 1_000,
       recordPairs: true,
       placement: 'shared-core',
+      waitWarmupCutSec: null,
     },
     {
       name: 'many-keys',
@@ -142,12 +222,13 @@ export function scenarioSpecs(s: BenchSettings): ScenarioSpec[] {
       warmupMs: s.quick ? 200 : 500,
       recordPairs: false,
       placement: 'split',
+      waitWarmupCutSec: null,
     },
     {
       name: 'hot-key-1ms',
-      summary: '8 processes × 4 loops on one key, 1 ms hold (timer)',
-      processes: 8,
-      loopsPerProcess: 4,
+      summary: `${HOT_PROCESSES} processes × ${HOT_LOOPS} loops on one key, 1 ms hold (timer)`,
+      processes: HOT_PROCESSES,
+      loopsPerProcess: HOT_LOOPS,
       key: 'bench:hot',
       keyMode: 'shared',
       hold: { kind: 'timer', ms: 1 },
@@ -157,12 +238,13 @@ export function scenarioSpecs(s: BenchSettings): ScenarioSpec[] {
       warmupMs: s.quick ? 100 : 300,
       recordPairs: false,
       placement: 'split',
+      waitWarmupCutSec: warmupCut(s.hotSeconds),
     },
     {
       name: 'hot-key-0ms',
-      summary: '8 processes × 4 loops on one key, no hold (the critical section yields once: setImmediate)',
-      processes: 8,
-      loopsPerProcess: 4,
+      summary: `${HOT_PROCESSES} processes × ${HOT_LOOPS} loops on one key, no hold (the critical section yields once: setImmediate)`,
+      processes: HOT_PROCESSES,
+      loopsPerProcess: HOT_LOOPS,
       key: 'bench:hot',
       keyMode: 'shared',
       hold: { kind: 'yield' },
@@ -172,6 +254,7 @@ export function scenarioSpecs(s: BenchSettings): ScenarioSpec[] {
       warmupMs: s.quick ? 100 : 300,
       recordPairs: false,
       placement: 'split',
+      waitWarmupCutSec: warmupCut(s.hotSeconds),
     },
     {
       name: 'seed-000',
@@ -187,6 +270,7 @@ export function scenarioSpecs(s: BenchSettings): ScenarioSpec[] {
       warmupMs: s.quick ? 100 : 300,
       recordPairs: false,
       placement: 'split',
+      waitWarmupCutSec: null,
     },
     {
       name: 'cancel-storm',
@@ -203,9 +287,53 @@ export function scenarioSpecs(s: BenchSettings): ScenarioSpec[] {
       recordPairs: false,
       storm: { acquisitions: s.stormAcquisitions, keys: 4, concurrency: 16, maxCancelMs: 5, settleMs: 500 },
       placement: 'split',
+      waitWarmupCutSec: null,
     },
   ];
   return all.filter((spec) => s.scenarios.includes(spec.name));
+}
+
+export function probeSpecs(s: BenchSettings): ProbeSpec[] {
+  const engineRounds = s.quick ? 3 : 5;
+  const all: ProbeSpec[] = [
+    {
+      name: 'engine-cpu',
+      summary: '1 process, no Redis: sequential acquire + release on createLocker()\'s in-memory store; CPU and wall time per pair',
+      processes: 1,
+      placement: 'split',
+      warmupMs: s.quick ? 200 : 1_000,
+      rounds: engineRounds,
+      roundMs: Math.max(10, Math.round((s.engineSeconds * 1000) / engineRounds)),
+    },
+    {
+      name: 'floor',
+      summary: `${HOT_PROCESSES} processes as in the hot-key scenarios, no lock: one PING round trip, then one PUBLISH → message hop between two of the processes`,
+      processes: HOT_PROCESSES,
+      placement: 'split',
+      warmupPings: s.quick ? 200 : 1_000,
+      pingMs: Math.round(s.floorSeconds * 1000),
+      gapMs: 100,
+      hopMs: Math.round(s.floorSeconds * 1000),
+      hopWarmupMs: Math.round(Math.min(200, s.floorSeconds * 100)),
+    },
+  ];
+  // engine-cpu measures rxjs-lock alone: it runs only when rxjs-lock does.
+  const wanted = (spec: ProbeSpec) => s.scenarios.includes(spec.name) && (spec.name !== 'engine-cpu' || s.libraries === undefined || s.libraries.includes('rxjs-lock'));
+  return all.filter(wanted);
+}
+
+/** Longest a probe may take before the harness gives up on it. */
+export function probeDeadlineMs(spec: ProbeSpec): number {
+  if (spec.name === 'engine-cpu') return spec.warmupMs + spec.rounds * spec.roundMs * 3 * 20 + 60_000;
+  return spec.pingMs + spec.gapMs + spec.hopMs + 60_000;
+}
+
+/** Both kinds of scenario, in the order they run ({@link SCENARIO_NAMES}). */
+export type BenchStep = { readonly kind: 'lock'; readonly spec: ScenarioSpec } | { readonly kind: 'probe'; readonly spec: ProbeSpec };
+
+export function benchSteps(s: BenchSettings): BenchStep[] {
+  const steps: BenchStep[] = [...probeSpecs(s).map((spec) => ({ kind: 'probe' as const, spec })), ...scenarioSpecs(s).map((spec) => ({ kind: 'lock' as const, spec }))];
+  return steps.sort((a, b) => SCENARIO_NAMES.indexOf(a.spec.name) - SCENARIO_NAMES.indexOf(b.spec.name));
 }
 
 /** The Redis key names (before any library prefix) a scenario locks, in key-index order. */

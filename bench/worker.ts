@@ -8,7 +8,7 @@
 import { Redis } from 'ioredis';
 import { createAdapter, preloadAdapters } from './adapters/index.js';
 import type { AdapterContext, LockAdapter } from './adapters/types.js';
-import type { ParentMessage, RunSetup, StormTally, WorkerMessage } from './protocol.js';
+import type { ParentMessage, ProbeSetup, RunSetup, StormTally, WorkerMessage } from './protocol.js';
 import { installRoundTripCounter } from './roundTrips.js';
 import { nowNs, Recorder, runLoops, runStorm, warmUp } from './workloads.js';
 import { lockNames } from './scenarios.js';
@@ -185,18 +185,52 @@ async function serveRun(setup: RunSetup, inbox: Inbox): Promise<void> {
   });
 }
 
+/** A probe (engine-cpu, floor): prepare, `ready`, wait for `go`, measure, report `probed`. */
+async function serveProbe(setup: ProbeSetup, inbox: Inbox): Promise<void> {
+  let probe: import('./probes.js').PreparedProbe;
+  try {
+    const { prepareProbe } = await import('./probes.js');
+    probe = await prepareProbe(setup);
+  } catch (error) {
+    await send({ type: 'failed', message: `${setup.probe.name}: could not prepare: ${describe(error)}` });
+    return;
+  }
+  await send({ type: 'ready' });
+  const order = await inbox.next();
+  if (order.type !== 'go') {
+    await probe.close();
+    await send({ type: 'cancelled' });
+    if (order.type === 'exit') process.exit(0);
+    return;
+  }
+  const startNs = BigInt(order.startNs);
+  const lead = Number(startNs - nowNs()) / 1e6;
+  if (lead > 0) await sleep(lead);
+  while (nowNs() < startNs) await sleep(0);
+  try {
+    const report = await probe.run(startNs);
+    await probe.close();
+    await send({ type: 'probed', report });
+  } catch (error) {
+    await probe.close().catch(() => undefined);
+    await send({ type: 'failed', message: `${setup.probe.name}: ${describe(error)}` });
+  }
+}
+
 async function main(): Promise<void> {
   if (!process.send) throw new Error('bench/worker.ts is started by bench/run.ts (npm run bench), not directly');
   // A worker whose parent is gone has nobody to report to.
   process.once('disconnect', () => process.exit(1));
   const inbox = new Inbox();
   process.on('message', (message: ParentMessage) => inbox.push(message));
-  await preloadAdapters();
+  // The probes load rxjs-lock's build too: load them now, with the adapters (a failure shows in their runs).
+  await Promise.allSettled([preloadAdapters(), import('./probes.js')]);
   await send({ type: 'started', pid: process.pid });
   for (;;) {
     const message = await inbox.next();
     if (message.type === 'exit') break;
     if (message.type === 'run') await serveRun(message.setup, inbox);
+    if (message.type === 'probe') await serveProbe(message.setup, inbox);
   }
   process.exit(0);
 }
