@@ -8,8 +8,9 @@
 import { Redis } from 'ioredis';
 import { catchError, defer, EMPTY, finalize, ignoreElements, lastValueFrom, merge, of, repeat, throwError, timer, type Observable } from 'rxjs';
 import { createLocker, isLockError, isLockTimeoutError, type Locker } from '../src/index.js';
-import { RedisLockStore, type RedisClient } from '../src/redis.js';
+import { RedisLockStore } from '../src/redis.js';
 import { monotonicNs, SectionRecorder } from '../src/testing.js';
+import { countingClient } from '../support/countingClient.js';
 import { HOT_KEY, LOCK_TTL_MS, SETUP_ENV, WAIT_TIMEOUT_MS, type ParentMessage, type WorkerMessage, type WorkerSetup } from './protocol.js';
 
 const PROGRESS_EVERY_MS = 250;
@@ -19,6 +20,7 @@ class Tally {
   readonly recorder: SectionRecorder;
   readonly waitsMs: number[] = [];
   timeouts = 0;
+  /** Round trips the lock store made (set at the end). */
   storeCommands = 0;
 
   constructor(owner: string) {
@@ -29,24 +31,6 @@ class Tally {
   get acquisitions(): number {
     return this.recorder.sections.length;
   }
-}
-
-/**
- * The client as the lock store sees it, counting every command the store sends. Redis's own
- * statistics also count the commands a Lua script runs inside the server, so only this count
- * says how many round trips a lock costs.
- */
-function countingClient(redis: Redis, tally: Tally): RedisClient {
-  const counted = <T>(reply: Promise<T>): Promise<T> => {
-    tally.storeCommands++;
-    return reply;
-  };
-  return {
-    evalsha: (sha, keyCount, ...keysAndArgs) => counted(redis.evalsha(sha, keyCount, ...keysAndArgs)),
-    eval: (script, keyCount, ...keysAndArgs) => counted(redis.eval(script, keyCount, ...keysAndArgs)),
-    // the wake-up subscriber: its SUBSCRIBE/UNSUBSCRIBE are rare and not counted
-    duplicate: () => redis.duplicate(),
-  };
 }
 
 /**
@@ -129,7 +113,8 @@ async function main(): Promise<void> {
   await redis.ping(); // connected before `ready`, so connecting is not part of the measured run
   const tally = new Tally(`process ${setup.worker}`);
   // In your own code: `new RedisLockStore(redis)`; the wrapper only counts round trips.
-  const store = new RedisLockStore(countingClient(redis, tally));
+  const counting = countingClient(redis);
+  const store = new RedisLockStore(counting.client);
   const locker = createLocker({ store, ttl: LOCK_TTL_MS, waitTimeout: WAIT_TIMEOUT_MS });
   const work = lockedWork(locker, tally, setup.holdMs);
 
@@ -149,8 +134,10 @@ async function main(): Promise<void> {
   // QUIT is answered after every command already sent, so the last releases reach Redis first; a
   // bare disconnect could drop one and leave the key held until its TTL. Not on failure, though: a
   // Redis that stopped answering would never answer QUIT either (exiting drops the connection).
+  await locker.close();
   store.close();
   await redis.quit();
+  tally.storeCommands = counting.roundTrips;
 
   await send(reportOf(tally));
   process.off('disconnect', exitOrphaned);

@@ -3,7 +3,10 @@
  * whatever ends the stream. This entry point has no Redis dependency; the Redis store is in
  * `rxjs-lock/redis`.
  */
-export { createLocker } from './engine/createLocker.js';
+export { createLocker } from './api/createLocker.js';
+export { withLock, type WithLockOptions } from './api/withLock.js';
+export { usingLock } from './api/usingLock.js';
+export { getDefaultLocker, setDefaultLocker } from './api/defaultLocker.js';
 export type { Locker } from './engine/Locker.js';
 export type { Lease } from './engine/lease/Lease.js';
 export type {
@@ -17,12 +20,30 @@ export type {
   ReleasedEvent,
   ReleaseFailedEvent,
   AbandonedReleasedEvent,
-} from './engine/events.js';
-export { withLock, type WithLockOptions } from './operators/withLock.js';
-export { usingLock } from './operators/usingLock.js';
-export { getDefaultLocker, setDefaultLocker } from './operators/defaultLocker.js';
-export { DEFAULTS, type LockerOptions, type AcquireOptions, type RetryOptions, type RetryDelay, type RenewOptions, type OnLost } from './options/LockerOptions.js';
-export type { LockStore, AcquireResult, Acquired, NotAcquired, ExtendOutcome, ExtendRequest } from './store/LockStore.js';
+  ClosedEvent,
+} from './engine/events/events.js';
+export {
+  DEFAULTS,
+  type LockerOptions,
+  type AcquireOptions,
+  type RetryOptions,
+  type RetryDelay,
+  type RenewOptions,
+  type OnLost,
+  type CohortOptions,
+} from './options/LockerOptions.js';
+export type { LockStore, AcquireResult, Acquired, NotAcquired, ExtendOutcome } from './store/LockStore.js';
+export type {
+  QueueingStore,
+  LeaveResult,
+  WakeUpStore,
+  WakeSignal,
+  StoreWatch,
+  BatchExtendStore,
+  ExtendRequest,
+  KeyCheckingStore,
+  ClosableStore,
+} from './store/capabilities.js';
 export { MemoryLockStore, type MemoryLockStoreOptions } from './backends/memory/MemoryLockStore.js';
 export {
   LockError,
@@ -30,12 +51,14 @@ export {
   LockStoreError,
   LockLostError,
   LockOptionsError,
+  LockerClosedError,
   isLockError,
   isLockTimeoutError,
   isLockStoreError,
   isLockLostError,
   isLockOptionsError,
+  isLockerClosedError,
   type LockErrorName,
   type LockLostReason,
   type StoreOperation,
-} from './errors.js';
+} from './errors/errors.js';

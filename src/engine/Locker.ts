@@ -3,7 +3,7 @@
  */
 import type { MonoTypeOperatorFunction, Observable, ObservableInput } from 'rxjs';
 import type { AcquireOptions } from '../options/LockerOptions.js';
-import type { LockEvent } from './events.js';
+import type { LockEvent } from './events/events.js';
 import type { Lease } from './lease/Lease.js';
 
 /** Takes and gives back locks on one store. Create one with `createLocker()`. */
@@ -75,4 +75,32 @@ export interface Locker {
    * ```
    */
   using<R>(key: string, work: (lease: Lease) => ObservableInput<R>, options?: AcquireOptions): Observable<R>;
+
+  /**
+   * Closes the locker: new acquisitions error with `LockerClosedError`; acquisitions still waiting
+   * fail with it (and leave the store's line); every lease it holds is given back and its
+   * `withLock`/`using` stream errors with `LockLostError` (reason `'locker-closed'`, whatever
+   * `onLost` says); renewals and timers stop; `events$` completes. The store is closed too when
+   * the locker made it (the default in-memory store), never when you passed it in: close your
+   * `RedisLockStore` and your ioredis client yourself, after the locker. Resolves once every
+   * release and store call in flight was answered or timed out (`commandTimeout`); never rejects.
+   * Calling it again returns the same promise. `await using locker = createLocker(…)` calls it.
+   *
+   * @example
+   * ```ts
+   * const locker = createLocker({ store });
+   * process.once('SIGTERM', async () => {
+   *   await locker.close(); // waiting acquisitions fail, held locks are given back
+   *   store.close();
+   *   await redis.quit();
+   * });
+   * ```
+   */
+  close(): Promise<void>;
+
+  /** `close()`, for `await using locker = createLocker(…)`. */
+  [Symbol.asyncDispose](): Promise<void>;
+
+  /** True once `close()` was called. */
+  readonly closed: boolean;
 }

@@ -4,3 +4,8 @@ export const MAX_MS = 2_147_483_647;
 export const MAX_KEY_LENGTH = 4096;
 /** Longest key prefix accepted, in characters. */
 export const MAX_PREFIX_LENGTH = 1024;
+/**
+ * Most local hand-offs per store grant (`cohort.maxPasses`): each holder gets a fence of its own
+ * from the block the engine reserves at the grant (see engine/fencing/FenceBlock.ts).
+ */
+export const MAX_PASSES = 1023;

@@ -3,11 +3,11 @@
  * `LockOptionsError` that names the option and what it accepts.
  */
 import type { SchedulerLike } from 'rxjs';
-import { LockOptionsError } from '../errors.js';
-import { FENCE_STRIDE, type LockStore } from '../store/LockStore.js';
+import { LockOptionsError } from '../errors/errors.js';
+import type { LockStore } from '../store/LockStore.js';
 import { DEFAULTS, type AcquireOptions, type LockerOptions, type OnLost, type RetryDelay } from './LockerOptions.js';
-import { leaseValidity } from '../engine/lease/validity.js';
-import { MAX_KEY_LENGTH, MAX_MS, MAX_PREFIX_LENGTH } from './limits.js';
+import { leaseValidity } from './validity.js';
+import { MAX_KEY_LENGTH, MAX_MS, MAX_PASSES, MAX_PREFIX_LENGTH } from './limits.js';
 
 /** Back-off as the engine uses it. */
 export type RetryPolicy = { readonly minDelay: number; readonly jitter: number } | RetryDelay;
@@ -38,9 +38,14 @@ const LOCKER_KEYS = [...ACQUIRE_KEYS, 'store', 'commandTimeout', 'keyPrefix', 'r
 const RETRY_KEYS = ['minDelay', 'jitter'] as const;
 const RENEW_KEYS = ['interval'] as const;
 
+/**
+ * A key must be a non-empty, well-formed string (no lone UTF-16 surrogate: stores encode keys as
+ * UTF-8, where a lone surrogate turns into U+FFFD and two different keys would name one lock) of
+ * at most {@link MAX_KEY_LENGTH} characters.
+ */
 export function validateKey(key: unknown, option = 'key'): string {
-  if (typeof key !== 'string' || key.length === 0 || key.length > MAX_KEY_LENGTH) {
-    throw new LockOptionsError(option, `a non-empty string of at most ${MAX_KEY_LENGTH} characters`, key);
+  if (typeof key !== 'string' || key.length === 0 || key.length > MAX_KEY_LENGTH || !key.isWellFormed()) {
+    throw new LockOptionsError(option, `a non-empty string of at most ${MAX_KEY_LENGTH} characters, without lone UTF-16 surrogates`, key);
   }
   return key;
 }
@@ -50,10 +55,10 @@ export function resolveLockerOptions(options: LockerOptions | undefined, default
   const o = checkObject(options, 'options', LOCKER_KEYS, 'createLocker options');
   const store = o.store === undefined ? defaultStore() : checkStore(o.store);
   const keyPrefix = o.keyPrefix === undefined ? DEFAULTS.keyPrefix : o.keyPrefix;
-  if (typeof keyPrefix !== 'string' || keyPrefix.length > MAX_PREFIX_LENGTH) {
-    throw new LockOptionsError('keyPrefix', `a string of at most ${MAX_PREFIX_LENGTH} characters`, keyPrefix);
+  if (typeof keyPrefix !== 'string' || keyPrefix.length > MAX_PREFIX_LENGTH || !keyPrefix.isWellFormed()) {
+    throw new LockOptionsError('keyPrefix', `a string of at most ${MAX_PREFIX_LENGTH} characters, without lone UTF-16 surrogates`, keyPrefix);
   }
-  const random = o.random ?? Math.random;
+  const random = o.random === undefined ? Math.random : o.random;
   if (typeof random !== 'function') throw new LockOptionsError('random', 'a function returning numbers in [0, 1)', random);
   const scheduler = o.scheduler;
   if (scheduler !== undefined && (typeof scheduler !== 'object' || scheduler === null || typeof (scheduler as SchedulerLike).schedule !== 'function' || typeof (scheduler as SchedulerLike).now !== 'function')) {
@@ -175,7 +180,6 @@ function checkRenewFits(ttl: number, renew: AcquireSettings['renew']): void {
 }
 
 const COHORT_KEYS = ['maxPasses', 'maxMs', 'roundMs'] as const;
-const MAX_PASSES = FENCE_STRIDE - 1;
 
 function checkCohort(value: unknown): LockerSettings['cohort'] {
   if (value === undefined) return DEFAULTS.cohort;

@@ -3,7 +3,8 @@
  * Times are real: stores are tested with their real clocks and TTLs.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { FENCE_STRIDE, type LockStore } from '../../src/store/LockStore.js';
+import { batchExtendOf, queueingOf } from '../../src/store/capabilities.js';
+import type { LockStore } from '../../src/store/LockStore.js';
 
 export interface StoreUnderTest {
   store: LockStore;
@@ -105,12 +106,23 @@ export function lockStoreContract(name: string, open: () => Promise<StoreUnderTe
         else await store.release(key, `t${i}`);
       }
       for (let i = 1; i < fences.length; i++) expect(fences[i]).toBeGreaterThan(fences[i - 1]!);
-      // a refused attempt issues nothing
-      await store.tryAcquire(key, 'holder', 10_000);
-      expect(await store.tryAcquire(key, 'refused', 10_000)).toMatchObject({ acquired: false });
+    });
+
+    it('reserves the fences asked for: the next grant starts above the whole block', async () => {
+      const key = fresh('fence-block');
+      let previousEnd = 0;
+      for (const n of [1, 5, 300, 1, 1024, 2]) {
+        const result = await store.tryAcquire(key, `t${n}`, 10_000, n);
+        if (!result.acquired) throw new Error('refused');
+        expect(Number.isSafeInteger(result.fence + n - 1)).toBe(true);
+        expect(result.fence).toBeGreaterThan(previousEnd);
+        previousEnd = result.fence + n - 1;
+        await store.release(key, `t${n}`);
+      }
+      // a refused attempt reserves nothing it could hand out
+      await store.tryAcquire(key, 'holder', 10_000, 3);
+      expect(await store.tryAcquire(key, 'refused', 10_000, 500)).toMatchObject({ acquired: false });
       await store.release(key, 'holder');
-      const next = await store.tryAcquire(key, 'next', 10_000);
-      expect(next.acquired && next.fence).toBe(fences[9]! + 2 * FENCE_STRIDE);
     });
 
     it('concurrent grants of one key over time get distinct, growing fences', async () => {
@@ -134,11 +146,12 @@ export function lockStoreContract(name: string, open: () => Promise<StoreUnderTe
     });
 
     it('extendMany, when offered, answers each lease in order, as extend would', async () => {
-      if (store.extendMany === undefined) return;
+      const batch = batchExtendOf(store);
+      if (batch === undefined) return;
       const [mine, gone, theirs] = [fresh('many-mine'), fresh('many-gone'), fresh('many-theirs')];
       await store.tryAcquire(mine, 'a', 80);
       await store.tryAcquire(theirs, 'b', 10_000);
-      const outcomes = await store.extendMany([
+      const outcomes = await batch.extendMany([
         { key: mine, token: 'a', ttlMs: 400 },
         { key: gone, token: 'a', ttlMs: 400 },
         { key: theirs, token: 'a', ttlMs: 400 },
@@ -146,6 +159,75 @@ export function lockStoreContract(name: string, open: () => Promise<StoreUnderTe
       expect(outcomes).toEqual(['extended', 'gone', 'taken']);
       await sleep(160);
       expect(await store.tryAcquire(mine, 'c', 10_000)).toMatchObject({ acquired: false });
+    });
+
+    describe('with a line (QueueingStore), when offered', () => {
+      const line = () => queueingOf(store);
+
+      it('keeps a waiter\'s place and hands the key to it on release, with the fences its place asked for', async () => {
+        const q = line();
+        if (q === undefined) return;
+        const key = fresh('line');
+        const first = await q.tryAcquireInLine(key, 'holder', 10_000, 1, 'keep');
+        expect(first.acquired).toBe(true);
+        expect(await q.tryAcquireInLine(key, 'w1', 5_000, 7, 'keep')).toMatchObject({ acquired: false, queued: true });
+        expect(await q.tryAcquireInLine(key, 'w2', 5_000, 1, 'keep')).toMatchObject({ acquired: false, queued: true });
+        // a newcomer outside the line does not jump it once the key is free
+        expect(await store.release(key, 'holder')).toBe(true);
+        expect(await store.tryAcquire(key, 'newcomer', 10_000)).toMatchObject({ acquired: false });
+        const granted = await q.tryAcquireInLine(key, 'w1', 5_000, 7, 'keep');
+        if (!granted.acquired || !first.acquired) throw new Error('w1 was not handed the key');
+        expect(granted.fences ?? 7).toBe(7);
+        expect(granted.fence).toBeGreaterThan(first.fence);
+        // the grant's TTL is the waiter's own at most
+        expect(granted.ttl ?? 5_000).toBeLessThanOrEqual(5_000);
+        expect(await store.release(key, 'w1')).toBe(true);
+        const second = await q.tryAcquireInLine(key, 'w2', 5_000, 1, 'keep');
+        if (!second.acquired) throw new Error('w2 was not handed the key');
+        expect(second.fence).toBeGreaterThanOrEqual(granted.fence + 7);
+        expect(await store.release(key, 'w2')).toBe(true);
+        expect(await sut.countKeys()).toBe(0);
+      });
+
+      it('leave gives up the place; a waiter that left is never handed the key', async () => {
+        const q = line();
+        if (q === undefined) return;
+        const key = fresh('leave');
+        await q.tryAcquireInLine(key, 'holder', 10_000, 1, 'keep');
+        await q.tryAcquireInLine(key, 'gone', 10_000, 1, 'keep');
+        expect(await q.leave(key, 'gone')).toEqual({ granted: false });
+        expect(await store.release(key, 'holder')).toBe(true);
+        expect(await store.tryAcquire(key, 'anyone', 10_000)).toMatchObject({ acquired: true });
+      });
+
+      it('leave tells a waiter that the key was handed to it meanwhile, with the grant\'s fences', async () => {
+        const q = line();
+        if (q === undefined) return;
+        const key = fresh('leave-granted');
+        await q.tryAcquireInLine(key, 'holder', 10_000, 1, 'keep');
+        await q.tryAcquireInLine(key, 'waiter', 10_000, 4, 'keep');
+        await store.release(key, 'holder');
+        const left = await q.leave(key, 'waiter');
+        expect(left).toMatchObject({ granted: true, fences: 4 });
+        expect(await store.release(key, 'waiter')).toBe(true);
+      });
+
+      it("the last attempt ('leave') takes a key handed over just before it, and otherwise leaves the line", async () => {
+        const q = line();
+        if (q === undefined) return;
+        const key = fresh('last-attempt');
+        await q.tryAcquireInLine(key, 'holder', 10_000, 1, 'keep');
+        await q.tryAcquireInLine(key, 'a', 10_000, 1, 'keep');
+        await q.tryAcquireInLine(key, 'b', 10_000, 1, 'keep');
+        // b's last attempt while held: out of line, refused
+        const last = await q.tryAcquireInLine(key, 'b', 10_000, 1, 'leave');
+        expect(last.acquired).toBe(false);
+        expect(!last.acquired && last.queued).toBeFalsy();
+        await store.release(key, 'holder'); // hands the key to a
+        expect(await q.tryAcquireInLine(key, 'a', 10_000, 1, 'leave')).toMatchObject({ acquired: true });
+        await store.release(key, 'a'); // nobody left in line: deleted, not handed to b
+        expect(await store.tryAcquire(key, 'c', 10_000)).toMatchObject({ acquired: true });
+      });
     });
 
     it('keeps keys independent of each other', async () => {

@@ -2,7 +2,7 @@
  * The shared time limit of store calls: one timer for the whole FIFO of a locker's calls.
  */
 import { describe, expect, it } from 'vitest';
-import { CallDeadlines } from '../../src/engine/CallDeadlines.js';
+import { CallDeadlines } from '../../src/engine/calls/CallDeadlines.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

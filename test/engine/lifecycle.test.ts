@@ -67,7 +67,7 @@ describe('acquire()', () => {
     expect(await lease.release()).toBe(false);
     expect(memory.holder('p:k')).toBe('intruder');
     expect(events.map((e) => e.type)).toEqual(['acquired', 'lost', 'released']);
-    expect(events.at(-1)).toMatchObject({ type: 'released', deleted: false });
+    expect(events.at(-1)).toMatchObject({ type: 'released', outcome: 'gone' });
   });
 });
 

@@ -25,7 +25,7 @@ import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RacerReport, RacerSettings, WorkerMessage } from '../fixtures/leaseWorker.js';
-import { FENCE_SUFFIX } from '../../src/backends/redis/RedisLockStore.js';
+import { RESERVED_PREFIX } from '../../src/backends/redis/protocol/keyLayout.js';
 import { connect, EmbeddedRedis } from '../support/redis.js';
 
 const worker = fileURLToPath(new URL('../fixtures/leaseWorker.ts', import.meta.url));
@@ -65,7 +65,7 @@ async function commandCalls(): Promise<Record<string, number>> {
 
 /** Keys left on the server other than fence counters (which never expire by design). */
 async function keysLeft(): Promise<string[]> {
-  return (await observer.keys('*')).filter((key) => !key.endsWith(FENCE_SUFFIX));
+  return (await observer.keys('*')).filter((key) => !key.startsWith(`${RESERVED_PREFIX}fence:`));
 }
 
 /** The commands whose call counts differ between two snapshots, with the difference. */

@@ -8,7 +8,8 @@ import type { Redis } from 'ioredis';
 import { firstValueFrom, lastValueFrom, NEVER, Subject, tap, timer } from 'rxjs';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createLocker, isLockLostError, isLockOptionsError, isLockTimeoutError, type Lease, type LockEvent, type LockLostError } from '../../src/index.js';
-import { RedisLockStore, type RedisClient } from '../../src/redis.js';
+import { RedisLockStore } from '../../src/redis.js';
+import { countingClient } from '../../support/countingClient.js';
 import type { LockEngine } from '../../src/engine/LockEngine.js';
 import { connect, EmbeddedRedis } from '../support/redis.js';
 import { lockKeyCount } from '../support/lockKeys.js';
@@ -70,7 +71,7 @@ describe('watchdog renewal', () => {
     expect(types[0]).toBe('acquired');
     expect(types.at(-1)).toBe('released');
     expect(types).not.toContain('lost');
-    expect(events.at(-1)).toMatchObject({ type: 'released', deleted: true });
+    expect(events.at(-1)).toMatchObject({ type: 'released', outcome: 'released' });
     expect(await lockKeyCount(admin)).toBe(0);
   });
 
@@ -88,7 +89,7 @@ describe('watchdog renewal', () => {
     // no renewal after the release
     expect(await evalshaCalls()).toBe(before);
     expect(events.filter((e) => e.type === 'renewed').length).toBe(renewed);
-    expect(engine.timers.size).toBeLessThanOrEqual(1);
+    expect(engine.scheduledRenewals).toBeLessThanOrEqual(1);
   });
 
   it('renew: false lets the lease end with its TTL: withLock errors with LockLostError (expired)', async () => {
@@ -134,7 +135,7 @@ describe('lease loss reaches the stream', () => {
     expect(performance.now() - overwrittenAt).toBeLessThan(200 + 100);
     expect(error).toMatchObject({ name: 'LockLostError', key: 'overwritten', reason: 'taken-over' });
     await eventually(() => events.some((e) => e.type === 'released'));
-    expect(events.find((e) => e.type === 'released')).toMatchObject({ deleted: false });
+    expect(events.find((e) => e.type === 'released')).toMatchObject({ outcome: 'gone' });
     expect(await admin.get('overwritten')).toBe('intruder');
   });
 
@@ -198,7 +199,7 @@ describe('lease loss reaches the stream', () => {
     const before = await evalshaCalls();
     await sleep(400);
     expect(await evalshaCalls()).toBe(before);
-    expect(engine.timers.size).toBeLessThanOrEqual(1);
+    expect(engine.scheduledRenewals).toBeLessThanOrEqual(1);
     const again = await firstValueFrom(locker.acquire('frozen', { waitTimeout: 1000 }));
     expect(again.fence).toBeGreaterThan(lease!.fence);
     await again.release();
@@ -208,32 +209,8 @@ describe('lease loss reaches the stream', () => {
 
 describe('renewals share round trips', () => {
   it('10,000 held leases are renewed in a handful of pipelines per interval, not 10,000 calls', async () => {
-    let direct = 0;
-    let pipelines = 0;
-    let pipelined = 0;
-    const counting: RedisClient = {
-      isCluster: false,
-      evalsha: (sha, n, ...rest) => {
-        direct++;
-        return client.evalsha(sha, n, ...rest);
-      },
-      eval: (script, n, ...rest) => {
-        direct++;
-        return client.eval(script, n, ...rest);
-      },
-      pipeline: () => {
-        const inner = client.pipeline();
-        pipelines++;
-        return {
-          evalsha: (sha: string, n: number, ...rest: Array<string | number>) => {
-            pipelined++;
-            return inner.evalsha(sha, n, ...rest);
-          },
-          exec: () => inner.exec(),
-        };
-      },
-    };
-    const locker = createLocker({ store: new RedisLockStore(counting), keyPrefix: '', ttl: 3000, waitTimeout: 0 });
+    const counting = countingClient(client);
+    const locker = createLocker({ store: new RedisLockStore(counting.client), keyPrefix: '', ttl: 3000, waitTimeout: 0 });
     let renewed = 0;
     locker.events$.subscribe((e) => {
       if (e.type === 'renewed') renewed++;
@@ -242,13 +219,14 @@ describe('renewals share round trips', () => {
     for (let i = 0; i < 10_000; i += 500) {
       leases.push(...(await Promise.all(Array.from({ length: 500 }, (_, j) => firstValueFrom(locker.acquire(`many:${i + j}`))))));
     }
-    const directAfterAcquire = direct;
+    const directAfterAcquire = counting.direct;
+    const batchesAfterAcquire = counting.batches;
     // two renewal intervals (1 s each) after the last acquisition
     await sleep(2300);
     expect(renewed).toBeGreaterThanOrEqual(20_000);
-    expect(pipelined).toBe(renewed);
-    expect(direct - directAfterAcquire).toBe(0);
-    expect(pipelines).toBeLessThanOrEqual(30);
+    expect(counting.batched).toBe(renewed);
+    expect(counting.direct - directAfterAcquire).toBe(0);
+    expect(counting.batches - batchesAfterAcquire).toBeLessThanOrEqual(30);
     expect(leases.every((l) => l.held)).toBe(true);
     await Promise.all(leases.map((l) => l.release()));
     expect(await lockKeyCount(admin)).toBe(0);

@@ -1,19 +1,23 @@
 /**
- * What the Redis store does beyond the shared contract: the exact commands it sends (one EVALSHA
- * each to acquire, release and extend; a pipeline to extend many), recovery when the server's
- * script cache is empty, where the fence counter lives, and Lua kept in .lua files with the
- * embedded copy up to date.
+ * What the Redis store does beyond the shared contract: the commands it sends (one script call
+ * each to acquire, release and extend; one pipeline to extend many; a plain transaction to leave
+ * the line), recovery when the server's script cache is empty, where its keys live (the reserved
+ * namespace, one hash slot), and Lua kept in .lua files with shared pieces written once.
  */
 import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
 import { firstValueFrom } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLocker, isLockOptionsError } from '../../src/index.js';
 import { RedisLockStore } from '../../src/redis.js';
-import { FENCE_STRIDE } from '../../src/store/LockStore.js';
-import { luaScripts } from '../../src/backends/redis/lua/scripts.generated.js';
+import { helperKey, lockKeys } from '../../src/backends/redis/protocol/keyLayout.js';
+import { luaScripts } from '../../src/backends/redis/protocol/lua/scripts.generated.js';
 import { connect, EmbeddedRedis } from '../support/redis.js';
+import { allKeys } from '../support/lockKeys.js';
+import { keySlot } from '../support/keySlot.js';
+import { sleep } from '../support/timing.js';
 
 let server: EmbeddedRedis;
 let client: Redis;
@@ -39,11 +43,12 @@ async function commandCalls(): Promise<Record<string, number>> {
 }
 
 describe('RedisLockStore', () => {
-  it('acquires with one EVALSHA (SET NX PX and INCRBY of the fence inside) and releases with one EVALSHA', async () => {
+  it('acquires with one script call and releases with one, and leaves nothing behind once released', async () => {
     const store = new RedisLockStore(client);
-    // cache both scripts on the server
+    // the first call on a connection sends the source (EVAL); later ones the SHA
     await store.tryAcquire('warm-up', 'x', 1000);
     await store.release('warm-up', 'x');
+    await admin.flushall();
     await admin.config('RESETSTAT');
     const locker = createLocker({ store, keyPrefix: 'app:', ttl: 7000 });
     const lease = await firstValueFrom(locker.acquire('k'));
@@ -51,32 +56,30 @@ describe('RedisLockStore', () => {
     expect(pttl).toBeGreaterThan(6000);
     expect(pttl).toBeLessThanOrEqual(7000);
     expect(await admin.get('app:k')).toBe(lease.token);
-    expect(await admin.get('{app:k}:fence')).toBe(String(lease.fence));
     expect(await lease.release()).toBe(true);
     const calls = await commandCalls();
     expect(calls.evalsha).toBe(2);
-    expect(calls.set).toBe(1);
-    expect(calls.incrby).toBe(1);
     expect(calls.eval).toBeUndefined();
+    // the fence counter outlives the grant by a few ms only: then Redis holds nothing for the lock
+    await sleep(20);
+    expect(await allKeys(admin)).toEqual([]);
+    await locker.close();
   });
 
-  it('recovers from an empty script cache (NOSCRIPT) and goes back to EVALSHA', async () => {
+  it('recovers from an empty script cache (NOSCRIPT) and goes back to calling by SHA', async () => {
     const store = new RedisLockStore(client);
     await store.tryAcquire('flushed', 'a', 10_000);
     await admin.script('FLUSH');
-    await admin.config('RESETSTAT');
     expect(await store.extend('flushed', 'a', 20_000)).toBe('extended');
     expect(await store.release('flushed', 'a')).toBe(true);
     expect(await store.tryAcquire('flushed', 'b', 10_000)).toMatchObject({ acquired: true });
-    const calls = await commandCalls();
-    // extend, release, acquire: EVALSHA → NOSCRIPT → EVAL (which caches it)
-    expect(calls.eval).toBe(3);
     await admin.config('RESETSTAT');
     expect(await store.release('flushed', 'b')).toBe(true);
     expect(await store.tryAcquire('flushed', 'c', 10_000)).toMatchObject({ acquired: true });
     const after = await commandCalls();
     expect(after.evalsha).toBe(2);
     expect(after.eval).toBeUndefined();
+    await store.release('flushed', 'c');
   });
 
   it('tells an absent key from one taken by another token when extending', async () => {
@@ -87,33 +90,58 @@ describe('RedisLockStore', () => {
     expect(await admin.pttl('ext:taken')).toBeGreaterThan(5000);
   });
 
-  it('extends many leases in one pipeline, each only for its owner', async () => {
+  it('extends many leases in one pipeline, each only for its owner, also after a script flush', async () => {
     const store = new RedisLockStore(client);
     const keys = Array.from({ length: 100 }, (_, i) => `batch:${i}`);
     for (const key of keys) await store.tryAcquire(key, `t-${key}`, 1000);
     await admin.set('batch:99', 'someone-else', 'PX', 1000);
     await admin.del('batch:98');
     await admin.script('FLUSH'); // the pipeline must also survive NOSCRIPT
-    await admin.config('RESETSTAT');
     const outcomes = await store.extendMany(keys.map((key) => ({ key, token: `t-${key}`, ttlMs: 60_000 })));
     expect(outcomes.slice(0, 98).every((o) => o === 'extended')).toBe(true);
     expect(outcomes[98]).toBe('gone');
     expect(outcomes[99]).toBe('taken');
     expect(await admin.pttl('batch:0')).toBeGreaterThan(50_000);
     expect(await admin.pttl('batch:99')).toBeLessThanOrEqual(1000);
-    const calls = await commandCalls();
-    // the first pipeline: every command answered NOSCRIPT; the first lease again by source (which
-    // caches the script), the 99 others in a second pipeline by SHA
-    expect(calls.evalsha).toBe(100 + 99);
-    expect(calls.eval).toBe(1);
+    await admin.config('RESETSTAT');
+    await store.extendMany(keys.slice(0, 10).map((key) => ({ key, token: `t-${key}`, ttlMs: 60_000 })));
+    expect((await commandCalls()).evalsha).toBe(10);
   });
 
-  it('keeps the fence counter in the lock key\'s hash slot, and refuses keys that cannot share one', async () => {
+  it('leaves the line with plain commands in one transaction, never a script', async () => {
     const store = new RedisLockStore(client);
-    const tagged = await store.tryAcquire('lock:{order:7}:line:1', 'a', 1000);
-    expect(tagged.acquired && (await admin.get('lock:{order:7}:line:1:fence'))).toBe(String(FENCE_STRIDE));
-    const plain = await store.tryAcquire('lock:order:8', 'a', 1000);
-    expect(plain.acquired && (await admin.get('{lock:order:8}:fence'))).toBe(String(FENCE_STRIDE));
+    await store.tryAcquireInLine('tx:leave', 'holder', 10_000, 1, 'keep');
+    await store.tryAcquireInLine('tx:leave', 'waiter', 10_000, 1, 'keep');
+    await admin.script('FLUSH');
+    await admin.config('RESETSTAT');
+    expect(await store.leave('tx:leave', 'waiter')).toEqual({ granted: false });
+    const calls = await commandCalls();
+    expect(calls.multi).toBe(1);
+    expect(calls.exec).toBe(1);
+    expect(calls.evalsha).toBeUndefined();
+    expect(calls.eval).toBeUndefined();
+    await store.release('tx:leave', 'holder');
+  });
+
+  it('keeps helper keys in its own namespace and in the lock key\'s hash slot', () => {
+    expect(lockKeys('lock:order:8')).toEqual([
+      'lock:order:8',
+      'rxjs-lock:fence:{lock:order:8}',
+      'rxjs-lock:line:{lock:order:8}',
+      'rxjs-lock:places:{lock:order:8}',
+    ]);
+    expect(helperKey('lock:{order:7}:line:1', 'line')).toBe('rxjs-lock:line:{order:7}:lock:{order:7}:line:1');
+    // with an ioredis keyPrefix, the layout is that of the prefixed key
+    expect(helperKey('k', 'line', 'app:')).toBe('rxjs-lock:line:{app:k}');
+    for (const key of ['lock:order:8', 'lock:{order:7}:line:1', 'lock:{x}', 'a{b']) {
+      expect(new Set(lockKeys(key).map(keySlot)).size, key).toBe(1);
+    }
+    expect(keySlot('123456789')).toBe(12739); // the reference value of the Redis Cluster spec
+  });
+
+  it('refuses keys in its own namespace, and keys whose helpers could not share their hash slot', () => {
+    const store = new RedisLockStore(client);
+    expect(() => store.checkKey('rxjs-lock:fence:{lock:a}')).toThrow(/namespace/);
     expect(() => store.checkKey('lock:a}b')).toThrow(/hash tag/);
     expect(() => store.checkKey('lock:{}b}')).toThrow(/hash tag/);
     expect(() => store.checkKey('lock:{a}b}')).not.toThrow();
@@ -125,20 +153,38 @@ describe('RedisLockStore', () => {
       error = e;
     }
     expect(isLockOptionsError(error) && error.option).toBe('key');
+    const unprefixed = createLocker({ store, keyPrefix: '' });
+    expect(() => unprefixed.acquire('rxjs-lock:line:{job}')).toThrow(/namespace/);
   });
 
   it('issues fences that only grow, across stores and after the lock key is gone', async () => {
     const a = new RedisLockStore(client);
     const b = new RedisLockStore(admin);
-    const fences: number[] = [];
+    let last = 0;
     for (let i = 0; i < 20; i++) {
       const store = i % 2 === 0 ? a : b;
-      const result = await store.tryAcquire('fence:grow', `t${i}`, 1000);
+      const result = await store.tryAcquire('fence:grow', `t${i}`, 1000, 1 + (i % 3) * 100);
       if (!result.acquired) throw new Error('expected the key to be free');
-      fences.push(result.fence);
+      expect(result.fence).toBeGreaterThan(last);
+      last = result.fence + (i % 3) * 100;
       await store.release('fence:grow', `t${i}`);
+      if (i % 5 === 0) await sleep(5); // the counter is gone by now: the clock carries on
     }
-    expect(fences).toEqual(Array.from({ length: 20 }, (_, i) => (i + 1) * FENCE_STRIDE));
+  });
+
+  it('rejects what is not an ioredis client, and unknown options, naming them', () => {
+    for (const bad of [null, undefined, {}, 42, 'redis://localhost']) {
+      const error = (() => {
+        try {
+          new RedisLockStore(bad as never);
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(isLockOptionsError(error) && error.option).toBe('client');
+    }
+    for (const bad of [[], null, 5]) expect(() => new RedisLockStore(client, bad as never)).toThrow(/RedisLockStore options/);
+    expect(() => new RedisLockStore(client, { placeTTL: 5 } as never)).toThrow(/options\.placeTTL/);
   });
 });
 
@@ -148,8 +194,16 @@ describe('Lua sources', () => {
     expect(() => execFileSync(process.execPath, [script, '--check'], { stdio: 'pipe' })).not.toThrow();
   });
 
-  it('the scripts space fences FENCE_STRIDE apart, as the engine expects', () => {
-    expect(luaScripts.acquire.source).toContain(`local stride = ${FENCE_STRIDE}`);
-    expect(luaScripts.release.source).toContain(`ARGV[1], ${FENCE_STRIDE}`);
+  it('shared pieces are written once, in lua/lib, and included where used', () => {
+    const dir = fileURLToPath(new URL('../../src/backends/redis/protocol/lua/', import.meta.url));
+    const scripts = readdirSync(dir).filter((f) => f.endsWith('.lua'));
+    for (const file of scripts) {
+      const text = readFileSync(dir + file, 'utf8');
+      expect(text, file).not.toMatch(/^local function /m);
+    }
+    for (const piece of ['firstLive', 'issueFences', 'serverClock']) {
+      expect(luaScripts.acquire.source).toContain(`local function ${piece}(`);
+      expect(luaScripts.release.source).toContain(`local function ${piece}(`);
+    }
   });
 });

@@ -11,6 +11,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createLocker, type Lease } from '../../src/index.js';
 import { RedisLockStore } from '../../src/redis.js';
 import type { LockStore } from '../../src/store/LockStore.js';
+import type { QueueingStore } from '../../src/store/capabilities.js';
 import { connect, EmbeddedRedis } from '../support/redis.js';
 import { eventually, sleep } from '../support/timing.js';
 
@@ -75,14 +76,15 @@ describe('a grant signal that came while an attempt was in flight', () => {
     const inner = store({ placeTtl: 300 });
     let releaseH = (): void => undefined;
     let queued = 0;
-    const delayed: LockStore = {
-      async tryAcquire(key, token, ttl, queue) {
-        const n = queue === true ? ++queued : 0;
+    const delayed: LockStore & QueueingStore & { watch: RedisLockStore['watch'] } = {
+      tryAcquire: (key, token, ttl, fences) => inner.tryAcquire(key, token, ttl, fences),
+      async tryAcquireInLine(key, token, ttl, fences, place) {
+        const n = place === 'keep' ? ++queued : 0;
         if (n === 2) {
           setTimeout(() => releaseH(), 10);
           await sleep(200);
         }
-        const answer = await inner.tryAcquire(key, token, ttl, queue);
+        const answer = await inner.tryAcquireInLine(key, token, ttl, fences, place);
         if (n === 1) await sleep(100); // a slow reply
         return answer;
       },
@@ -147,9 +149,9 @@ describe('waiters with different place lifetimes', () => {
     const held = await firstValueFrom(holder.acquire('mixed'));
     const long = store({ placeTtl: 10_000 });
     const short = store({ placeTtl: 100 });
-    expect(await long.tryAcquire('lock:mixed', 'a', 10_000, true)).toMatchObject({ queued: true });
-    expect(await short.tryAcquire('lock:mixed', 'b', 10_000, true)).toMatchObject({ queued: true });
-    expect(await spy.pttl('{lock:mixed}:line')).toBeGreaterThan(15_000);
+    expect(await long.tryAcquireInLine('lock:mixed', 'a', 10_000, 1, 'keep')).toMatchObject({ queued: true });
+    expect(await short.tryAcquireInLine('lock:mixed', 'b', 10_000, 1, 'keep')).toMatchObject({ queued: true });
+    expect(await spy.pttl('rxjs-lock:line:{lock:mixed}')).toBeGreaterThan(15_000);
     await sleep(300); // b's place has lapsed, a's has not
     await held.release();
     expect(await spy.get('lock:mixed')).toBe('a'); // handed to a, still in line

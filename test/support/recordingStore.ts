@@ -1,17 +1,21 @@
 /**
  * Wraps a real store and records every call (with a timestamp from `now`), so tests can see how
- * often and when the engine talked to the store. The calls still go to the real store.
+ * often and when the engine talked to the store. The calls still go to the real store. It offers
+ * the inner store's core and batched extension only (no line, no wake-up): the engine then polls.
  */
-import type { AcquireResult, ExtendOutcome, ExtendRequest, LockStore } from '../../src/store/LockStore.js';
+import type { BatchExtendStore, ExtendRequest } from '../../src/store/capabilities.js';
+import type { AcquireResult, ExtendOutcome, LockStore } from '../../src/store/LockStore.js';
 
 export interface StoreCallRecord {
   op: 'tryAcquire' | 'release' | 'extend' | 'extendMany';
   key: string;
   token: string;
   at: number;
+  /** Fences asked for (tryAcquire). */
+  fences?: number;
 }
 
-export class RecordingStore implements LockStore {
+export class RecordingStore implements LockStore, BatchExtendStore {
   readonly calls: StoreCallRecord[] = [];
   constructor(
     readonly inner: LockStore,
@@ -22,9 +26,9 @@ export class RecordingStore implements LockStore {
     return this.calls.filter((c) => c.op === op).length;
   }
 
-  tryAcquire(key: string, token: string, ttlMs: number): Promise<AcquireResult> {
-    this.calls.push({ op: 'tryAcquire', key, token, at: this.now() });
-    return this.inner.tryAcquire(key, token, ttlMs);
+  tryAcquire(key: string, token: string, ttlMs: number, fences?: number): Promise<AcquireResult> {
+    this.calls.push({ op: 'tryAcquire', key, token, at: this.now(), fences });
+    return this.inner.tryAcquire(key, token, ttlMs, fences);
   }
 
   release(key: string, token: string): Promise<boolean> {
@@ -41,7 +45,8 @@ export class RecordingStore implements LockStore {
   extendMany(requests: readonly ExtendRequest[]): Promise<ExtendOutcome[]> {
     const first = requests[0]!;
     this.calls.push({ op: 'extendMany', key: first.key, token: first.token, at: this.now() });
-    if (this.inner.extendMany !== undefined) return this.inner.extendMany(requests);
+    const inner = this.inner as Partial<BatchExtendStore>;
+    if (inner.extendMany !== undefined) return inner.extendMany(requests);
     return Promise.all(requests.map((r) => this.inner.extend(r.key, r.token, r.ttlMs)));
   }
 }

@@ -3,9 +3,10 @@
  * semantics (set-if-absent with a TTL, owner-checked delete and extend, expired keys behave as
  * absent) so code moves to Redis unchanged, but it only excludes within one process.
  */
-import { LockOptionsError } from '../../errors.js';
-import { FENCE_STRIDE, type AcquireResult, type ExtendOutcome, type LockStore } from '../../store/LockStore.js';
+import { LockOptionsError } from '../../errors/errors.js';
 import { MAX_MS } from '../../options/limits.js';
+import type { ClosableStore } from '../../store/capabilities.js';
+import type { AcquireResult, ExtendOutcome, LockStore } from '../../store/LockStore.js';
 
 /** Options of {@link MemoryLockStore}. */
 export interface MemoryLockStoreOptions {
@@ -32,7 +33,8 @@ interface Entry {
  * In-memory {@link LockStore}: exclusion within one process, with TTLs.
  *
  * Fencing tokens come from one counter for the whole store, so they increase per key as the
- * contract asks while memory stays bounded by the keys currently held.
+ * contract asks while memory stays bounded by the keys currently held (the process's memory is
+ * never lost while it holds locks).
  *
  * @example
  * ```ts
@@ -40,7 +42,7 @@ interface Entry {
  * const locker = createLocker({ store: new MemoryLockStore() });
  * ```
  */
-export class MemoryLockStore implements LockStore {
+export class MemoryLockStore implements LockStore, ClosableStore {
   private readonly entries = new Map<string, Entry>();
   private readonly clock: () => number;
   private readonly sweepInterval: number;
@@ -48,7 +50,10 @@ export class MemoryLockStore implements LockStore {
   private lastFence = 0;
 
   constructor(options: MemoryLockStoreOptions = {}) {
-    const { clock = () => performance.now(), sweepInterval = 1000 } = options;
+    if (typeof options !== 'object' || options === null || Array.isArray(options)) throw new LockOptionsError('options', 'an object of MemoryLockStore options', options);
+    const { clock = () => performance.now(), sweepInterval = 1000, ...unknown } = options;
+    const extra = Object.keys(unknown)[0];
+    if (extra !== undefined) throw new LockOptionsError(`options.${extra}`, 'one of the known MemoryLockStore options: clock, sweepInterval', (unknown as Record<string, unknown>)[extra]);
     if (typeof clock !== 'function') throw new LockOptionsError('clock', 'a function returning milliseconds', clock);
     if (!Number.isInteger(sweepInterval) || sweepInterval < 1 || sweepInterval > MAX_MS) {
       throw new LockOptionsError('sweepInterval', `an integer from 1 to ${MAX_MS} (ms)`, sweepInterval);
@@ -57,12 +62,14 @@ export class MemoryLockStore implements LockStore {
     this.sweepInterval = sweepInterval;
   }
 
-  tryAcquire(key: string, token: string, ttlMs: number): Promise<AcquireResult> {
+  tryAcquire(key: string, token: string, ttlMs: number, fences = 1): Promise<AcquireResult> {
     const held = this.live(key);
     if (held !== undefined) return Promise.resolve({ acquired: false, holderTtl: Math.max(0, held.expiresAt - this.clock()) });
     this.entries.set(key, { token, expiresAt: this.clock() + ttlMs });
     this.startSweeper();
-    return Promise.resolve({ acquired: true, fence: (this.lastFence += FENCE_STRIDE) });
+    const fence = this.lastFence + 1;
+    this.lastFence += Number.isSafeInteger(fences) && fences > 0 ? fences : 1;
+    return Promise.resolve({ acquired: true, fence });
   }
 
   release(key: string, token: string): Promise<boolean> {
@@ -89,6 +96,13 @@ export class MemoryLockStore implements LockStore {
   pttl(key: string): number {
     const entry = this.live(key);
     return entry === undefined ? -2 : Math.max(0, Math.ceil(entry.expiresAt - this.clock()));
+  }
+
+  /** Stops the sweep timer and forgets every key. */
+  close(): void {
+    this.entries.clear();
+    if (this.sweeper !== undefined) clearInterval(this.sweeper);
+    this.sweeper = undefined;
   }
 
   /** Number of keys currently held (expired ones excluded). */

@@ -5,14 +5,10 @@
  * write therefore carries the writer's fencing token (`lease.fence`), and the resource refuses a
  * write whose token is lower than the highest it has accepted.
  */
-import { LockOptionsError } from '../../errors.js';
+import { LockOptionsError } from '../../errors/errors.js';
 import { validateKey } from '../../options/validate.js';
-import { LuaScript } from './LuaScript.js';
+import { defineCommands, runScript } from './protocol/commands.js';
 import type { RedisClient } from './RedisClient.js';
-import { luaScripts } from './lua/scripts.generated.js';
-
-const fencedWriteScript = LuaScript.of(luaScripts.fencedWrite);
-const fencedReadScript = LuaScript.of(luaScripts.fencedRead);
 
 /** Outcome of {@link FencedResource.write}. */
 export type FencedWriteResult =
@@ -48,7 +44,11 @@ export class FencedResource {
     private readonly client: RedisClient,
     readonly key: string,
   ) {
+    if (typeof client !== 'object' || client === null || typeof client.defineCommand !== 'function') {
+      throw new LockOptionsError('client', 'an ioredis client (a Redis or a Cluster)', client);
+    }
     validateKey(key);
+    defineCommands(client);
   }
 
   /**
@@ -59,13 +59,13 @@ export class FencedResource {
   async write(fence: number, value: string): Promise<FencedWriteResult> {
     if (!Number.isSafeInteger(fence) || fence < 1) throw new LockOptionsError('fence', 'a positive safe integer (a lease.fence)', fence);
     if (typeof value !== 'string') throw new LockOptionsError('value', 'a string', value);
-    const [written, highest] = (await fencedWriteScript.run(this.client, [this.key], [fence, value])) as [number, number];
+    const [written, highest] = (await runScript(this.client, 'fencedWrite', [this.key], [fence, value])) as [number, number];
     return written === 1 ? { accepted: true, fence: highest } : { accepted: false, highestFence: highest };
   }
 
   /** The last accepted write and its token, or `undefined` when nothing was written yet. */
   async read(): Promise<{ readonly fence: number; readonly value: string } | undefined> {
-    const [fence, value] = (await fencedReadScript.run(this.client, [this.key], [])) as [string | null, string | null];
+    const [fence, value] = (await runScript(this.client, 'fencedRead', [this.key], [])) as [string | null, string | null];
     return fence === null || value === null ? undefined : { fence: Number(fence), value };
   }
 }

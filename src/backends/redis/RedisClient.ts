@@ -3,21 +3,40 @@
  * uses. Declared structurally so the core never imports ioredis at run time.
  */
 export interface RedisClient {
-  evalsha(sha: string, numberOfKeys: number, ...keysAndArgs: Array<string | number>): Promise<unknown>;
-  eval(script: string, numberOfKeys: number, ...keysAndArgs: Array<string | number>): Promise<unknown>;
+  /**
+   * Registers a Lua script as a command of this client (ioredis `defineCommand`): it is then
+   * called by SHA, sent as EVAL first on each connection and again after NOSCRIPT, and is
+   * available on the client's pipelines too.
+   */
+  defineCommand(name: string, definition: { lua: string; numberOfKeys?: number; readOnly?: boolean }): void;
+  /** A transaction (MULTI … EXEC) sent in one write. */
+  multi(): RedisTransaction;
   /** A batch of commands sent in one write and answered together (ioredis `pipeline()`). */
-  pipeline?(): RedisPipeline;
+  pipeline(): RedisPipeline;
   /** True for an ioredis `Cluster`, whose pipelines must stay within one hash slot. */
   readonly isCluster?: boolean;
+  /** The client's options; `keyPrefix` is prepended to every key it sends. */
+  readonly options?: { readonly keyPrefix?: string };
   /** A new connection with the same options (ioredis `duplicate()`): the store's subscriber. */
   duplicate?(): RedisSubscriber;
 }
 
-/** The part of an ioredis pipeline the store uses. */
+/** Answers of a pipeline or transaction: one `[error, reply]` pair per command, in order. */
+export type RedisReplies = Array<[Error | null, unknown]> | null;
+
+/** The part of an ioredis pipeline the store uses (the scripts it defined are on it too). */
 export interface RedisPipeline {
-  evalsha(sha: string, numberOfKeys: number, ...keysAndArgs: Array<string | number>): unknown;
-  /** Resolves one `[error, reply]` pair per command, in order. */
-  exec(): Promise<Array<[Error | null, unknown]> | null>;
+  exec(): Promise<RedisReplies>;
+}
+
+/** The commands of a MULTI the store sends: plain commands, never scripts (see leave). */
+export interface RedisTransaction {
+  zrem(key: string, member: string): RedisTransaction;
+  hdel(key: string, field: string): RedisTransaction;
+  get(key: string): RedisTransaction;
+  hget(key: string, field: string): RedisTransaction;
+  pttl(key: string): RedisTransaction;
+  exec(): Promise<RedisReplies>;
 }
 
 /** The part of an ioredis connection used to receive wake-up signals (pub/sub). */
@@ -26,5 +45,6 @@ export interface RedisSubscriber {
   unsubscribe(...channels: string[]): Promise<unknown>;
   on(event: 'message', listener: (channel: string, message: string) => void): unknown;
   on(event: 'error', listener: (error: Error) => void): unknown;
+  on(event: 'close' | 'ready', listener: () => void): unknown;
   disconnect(): void;
 }

@@ -1,36 +1,30 @@
 /**
  * The Redis backend: the store operations on one Redis (or a Redis Cluster, where every script
- * touches the keys of one hash slot). Acquire, release, extend and leave are owner-checked Lua
- * scripts (see ./lua), called by SHA. Acquire also issues the fencing token; waiters queue in
- * Redis, and a release hands the key straight to the first of them and wakes it by pub/sub.
+ * touches the keys of one hash slot). Acquire, release and extend are owner-checked Lua scripts
+ * (see ./protocol), registered on the client and called by SHA; acquire also issues the fencing
+ * tokens. Waiters queue in Redis, and a release hands the key straight to the first of them and
+ * wakes it by pub/sub.
  */
-import { LockOptionsError } from '../../errors.js';
+import { v4 as uuidv4 } from 'uuid';
+import { LockOptionsError } from '../../errors/errors.js';
 import { MAX_MS } from '../../options/limits.js';
-import {
-  NOT_ACQUIRED,
-  type AcquireResult,
-  type ExtendOutcome,
-  type ExtendRequest,
-  type LockStore,
-  type StoreWatch,
-  type WakeSignal,
-} from '../../store/LockStore.js';
-import { checkKeyLayout, helperKey } from './keyLayout.js';
-import { isNoScript, LuaScript } from './LuaScript.js';
+import type {
+  BatchExtendStore,
+  ClosableStore,
+  ExtendRequest,
+  KeyCheckingStore,
+  LeaveResult,
+  QueueingStore,
+  StoreWatch,
+  WakeSignal,
+} from '../../store/capabilities.js';
+import type { AcquireResult, ExtendOutcome, LockStore } from '../../store/LockStore.js';
+import { acquireArgs, decodeAcquire, decodeExtend, decodeGrantMessage, decodeLeave, decodeRelease } from './protocol/codec.js';
+import { defineCommands, queueScript, runScript } from './protocol/commands.js';
+import { checkLockKey, hashTag, lockKeys, type LockKeys } from './protocol/keyLayout.js';
 import type { RedisClient, RedisSubscriber } from './RedisClient.js';
 import { WakeInbox } from './WakeInbox.js';
-import { v4 as uuidv4 } from 'uuid';
-import { luaScripts } from './lua/scripts.generated.js';
 
-const acquireScript = LuaScript.of(luaScripts.acquire);
-const releaseScript = LuaScript.of(luaScripts.release);
-const extendScript = LuaScript.of(luaScripts.extend);
-const leaveScript = LuaScript.of(luaScripts.leave);
-
-/** Suffixes of a lock's helper keys and channel (see ./keyLayout.ts for where they live). */
-export const FENCE_SUFFIX = ':fence';
-export const LINE_SUFFIX = ':line';
-export const LAPSES_SUFFIX = ':lapses';
 /** Prefix of the stores' inbox channels (see ./WakeInbox.ts). */
 export const INBOX_PREFIX = 'rxjs-lock:inbox:';
 
@@ -51,8 +45,8 @@ export interface RedisLockStoreOptions {
   /**
    * How long a waiter's place in line lasts without being renewed, in ms (an integer from 100 to
    * 2147483647). A waiter renews it with every attempt; one that died loses it after this long,
-   * and a key handed to it meanwhile lapses when its place would have. Waiters that are woken by
-   * pub/sub poll only every third of this.
+   * and a key handed to it meanwhile lapses when its place would have (or after the waiter's own
+   * `ttl`, if that comes first). Waiters that are woken by pub/sub poll only every third of this.
    * @default 3000
    */
   placeTtl?: number;
@@ -65,26 +59,34 @@ export interface RedisLockStoreOptions {
   lingerMs?: number;
 }
 
+const OPTION_NAMES = 'wakeUp, subscriber, placeTtl, lingerMs';
+
 /**
- * {@link LockStore} on Redis through an ioredis client the caller owns (and closes).
+ * A lock store on Redis through an ioredis client (`Redis` or `Cluster`, ioredis 5 or 6) that the
+ * caller owns (and closes). Redis 7.0 or later.
  *
- * Keys, all in the lock key's Cluster hash slot (`<key>:x` when the key has a `{…}` hash tag,
- * else `{<key>}:x`): the lock itself is a string key holding its owner's token with the lease as
- * its TTL; `:fence` counts the fencing tokens issued for the key (it never expires: fences must
- * only grow, so it costs one small key per lock name ever used, and it restarts from 0 if Redis
- * loses its data); `:line` and `:lapses` hold the waiters in line while there are any. Each store
- * has an inbox channel (`rxjs-lock:inbox:<uuid>`) on which releases announce grants to its waiters.
+ * Keys (see ./protocol/keyLayout.ts), all in the lock key's Cluster hash slot: the lock itself is
+ * a string key named as the locker names it, holding its owner's token with the lease as its TTL;
+ * helper keys under the reserved `rxjs-lock:` namespace hold its fence counter (for a few
+ * milliseconds after each grant) and, while anyone waits, the line and its places. Once a lock is
+ * released and its TTLs have passed, nothing is left of it. Each store has an inbox channel
+ * (`rxjs-lock:inbox:<uuid>`) on which releases announce hand-offs to its waiters.
+ *
+ * Fencing tokens grow from the server's clock (4 per microsecond since 2025) and a counter beside
+ * the key, so they keep growing across a restart without persistence, `FLUSHALL`, eviction and a
+ * failover to a replica that missed the last writes, provided the server clocks do not go back
+ * (see the README's "Running Redis for locks").
  *
  * Fair hand-off: a waiter that finds the key held takes a place in line. A release with waiters in
- * line does not free the key: it hands it to the first live waiter (new fence, TTL until that
- * waiter's place would have lapsed) and publishes the grant to that waiter's inbox; the waiter,
- * woken at once (and alone), later renews it to its own TTL. So a hot key goes round the processes in arrival order, with one round trip per
- * release and no polling storm, and a process that just released cannot grab it back ahead of
- * those in line.
+ * line does not free the key: it hands it to the first live waiter (its fences, a TTL until that
+ * waiter's place would have lapsed or its own TTL, whichever is shorter) and publishes the grant
+ * to that waiter's inbox; the waiter, woken at once (and alone), renews it to its own TTL. So a hot
+ * key goes round the processes in arrival order, with one round trip per release and no polling
+ * storm, and a process that just released cannot grab it back ahead of those in line.
  *
  * Store calls are bounded by the locker's `commandTimeout`, not by the client: a paused or
- * unreachable Redis fails the call with `LockStoreError` instead of hanging it. Lease renewals
- * of many leases go out as one pipeline (on a Cluster, one call per lease).
+ * unreachable Redis fails the call with `LockStoreError` instead of hanging it. Lease renewals of
+ * many leases go out as one pipeline (on a Cluster, one call per lease).
  *
  * @example
  * ```ts
@@ -95,120 +97,137 @@ export interface RedisLockStoreOptions {
  * const redis = new Redis(6379, '127.0.0.1');
  * const store = new RedisLockStore(redis);
  * const locker = createLocker({ store, ttl: 10_000 });
- * // on shutdown: store.close() (the subscriber it opened), then redis.quit()
+ * // on shutdown:
+ * await locker.close();
+ * await store.close(); // the subscriber connection it opened
+ * await redis.quit();
  * ```
  */
-export class RedisLockStore implements LockStore {
+export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStore, KeyCheckingStore, ClosableStore {
   private readonly wake: WakeInbox | undefined;
   private readonly placeTtl: number;
+  private readonly inbox: string;
+  /** The client's own key prefix (ioredis `keyPrefix`), which the key layout must account for. */
+  private readonly clientPrefix: string;
 
+  /**
+   * @param client The ioredis client (`Redis` or `Cluster`) to run commands on; yours to close.
+   * The store registers its scripts on it (`defineCommand`).
+   * @param options See {@link RedisLockStoreOptions}.
+   */
   constructor(
     private readonly client: RedisClient,
     options: RedisLockStoreOptions = {},
   ) {
-    if (typeof options !== 'object' || options === null) throw new LockOptionsError('options', 'an object of RedisLockStore options', options);
+    if (typeof client !== 'object' || client === null || typeof client.defineCommand !== 'function' || typeof client.multi !== 'function' || typeof client.pipeline !== 'function') {
+      throw new LockOptionsError('client', 'an ioredis client (a Redis or a Cluster)', client);
+    }
+    if (typeof options !== 'object' || options === null || Array.isArray(options)) throw new LockOptionsError('options', `an object of RedisLockStore options (${OPTION_NAMES})`, options);
     const { wakeUp = true, subscriber, placeTtl = 3000, lingerMs = 2000, ...unknown } = options;
     const extra = Object.keys(unknown)[0];
-    if (extra !== undefined) throw new LockOptionsError(`options.${extra}`, 'one of the known RedisLockStore options: wakeUp, subscriber, placeTtl, lingerMs', (unknown as Record<string, unknown>)[extra]);
+    if (extra !== undefined) throw new LockOptionsError(`options.${extra}`, `one of the known RedisLockStore options: ${OPTION_NAMES}`, (unknown as Record<string, unknown>)[extra]);
     if (typeof wakeUp !== 'boolean') throw new LockOptionsError('wakeUp', 'true or false', wakeUp);
     if (!Number.isInteger(placeTtl) || placeTtl < 100 || placeTtl > MAX_MS) throw new LockOptionsError('placeTtl', `an integer from 100 to ${MAX_MS} (ms)`, placeTtl);
     if (!Number.isInteger(lingerMs) || lingerMs < 0 || lingerMs > MAX_MS) throw new LockOptionsError('lingerMs', `an integer from 0 to ${MAX_MS} (ms)`, lingerMs);
-    if (subscriber !== undefined && (typeof subscriber !== 'object' || subscriber === null || typeof subscriber.subscribe !== 'function')) {
+    if (subscriber !== undefined && (typeof subscriber !== 'object' || subscriber === null || typeof subscriber.subscribe !== 'function' || typeof subscriber.on !== 'function')) {
       throw new LockOptionsError('subscriber', 'an ioredis connection for pub/sub', subscriber);
     }
+    const clientPrefix = client.options?.keyPrefix ?? '';
+    if (typeof clientPrefix !== 'string' || ((clientPrefix.includes('{') || clientPrefix.includes('}')) && hashTag(clientPrefix) === undefined)) {
+      throw new LockOptionsError('client keyPrefix', 'an ioredis keyPrefix with no "{" or "}", or with a complete {…} hash tag', clientPrefix);
+    }
+    this.clientPrefix = clientPrefix;
     this.placeTtl = placeTtl;
+    this.inbox = INBOX_PREFIX + uuidv4();
+    defineCommands(client);
     if (wakeUp) {
-      const inbox = INBOX_PREFIX + uuidv4();
-      if (subscriber !== undefined) this.wake = new WakeInbox(inbox, () => subscriber, lingerMs, false);
-      else if (typeof client.duplicate === 'function') this.wake = new WakeInbox(inbox, () => client.duplicate!(), lingerMs, true);
+      if (subscriber !== undefined) this.wake = new WakeInbox(this.inbox, () => subscriber, lingerMs, false);
+      else if (typeof client.duplicate === 'function') this.wake = new WakeInbox(this.inbox, () => client.duplicate!(), lingerMs, true);
     }
   }
 
-  async tryAcquire(key: string, token: string, ttlMs: number, queue = false): Promise<AcquireResult> {
-    const args = queue ? [token, ttlMs, this.placeTtl, this.wake?.channel ?? ''] : [token, ttlMs];
-    const answer = (await acquireScript.run(this.client, this.keysOf(key), args)) as number | number[];
-    if (typeof answer === 'number') return { acquired: true, fence: answer };
-    const reply = answer;
-    if (reply[0] === 1) {
-      const ttl = Math.max(0, reply[2]!);
-      return ttl === ttlMs ? { acquired: true, fence: reply[1]!, waiting: reply[3]! } : { acquired: true, fence: reply[1]!, ttl, waiting: reply[3]! };
-    }
-    const pttl = reply[1]!;
-    if (pttl < 0 && reply[2] !== 1) return NOT_ACQUIRED;
-    return reply[2] === 1 ? { acquired: false, holderTtl: pttl >= 0 ? pttl : undefined, queued: true, placeTtl: this.placeTtl } : { acquired: false, holderTtl: pttl };
+  tryAcquire(key: string, token: string, ttlMs: number, fences = 1): Promise<AcquireResult> {
+    return runScript(this.client, 'acquire', this.keysOf(key), acquireArgs(token, ttlMs, fences)).then((reply) => decodeAcquire(reply, ttlMs, this.placeTtl));
   }
 
-  async release(key: string, token: string): Promise<boolean> {
-    return ((await releaseScript.run(this.client, this.keysOf(key), [token])) as number) > 0;
+  tryAcquireInLine(key: string, token: string, ttlMs: number, fences: number, place: 'keep' | 'leave'): Promise<AcquireResult> {
+    const args = acquireArgs(token, ttlMs, fences, { placeTtl: this.placeTtl, place, inbox: this.wake === undefined ? '' : this.inbox });
+    return runScript(this.client, 'acquire', this.keysOf(key), args).then((reply) => decodeAcquire(reply, ttlMs, this.placeTtl));
   }
 
-  async extend(key: string, token: string, ttlMs: number): Promise<ExtendOutcome> {
-    return extendOutcome(await extendScript.run(this.client, [key], [token, ttlMs]));
+  release(key: string, token: string): Promise<boolean> {
+    return runScript(this.client, 'release', this.keysOf(key), [token]).then(decodeRelease);
   }
 
-  async leave(key: string, token: string): Promise<boolean> {
-    return (await leaveScript.run(this.client, [key, helperKey(key, LINE_SUFFIX), helperKey(key, LAPSES_SUFFIX)], [token, this.wake?.channel ?? ''])) === 1;
+  extend(key: string, token: string, ttlMs: number): Promise<ExtendOutcome> {
+    return runScript(this.client, 'extend', [key], [token, ttlMs]).then(decodeExtend);
   }
 
   /**
-   * Extends many leases in one pipeline (one round trip). If the server did not know the script
-   * (NOSCRIPT: first use, restart, SCRIPT FLUSH), the first such lease is extended by the script's
-   * source, which caches it, and the others go out again as one pipeline by SHA. On a Cluster,
-   * where a pipeline must stay within one slot, each lease is extended with its own call (sent
-   * together, answered as they come).
+   * Leaves the line with plain commands in one transaction, never a script: a script call that
+   * meets an emptied script cache is sent again after the NOSCRIPT answer, by which time another
+   * client's release may have handed the key to a waiter that already left.
+   */
+  async leave(key: string, token: string): Promise<LeaveResult> {
+    const [lock, , line, places] = this.keysOf(key);
+    const replies = await this.client.multi().zrem(line, token).hdel(places, `w:${token}`).get(lock).hget(places, 'grant').pttl(lock).exec();
+    const left = decodeLeave(replies, token);
+    if (left.granted && !Number.isSafeInteger(left.fence)) {
+      // Ours, but with no record of the hand-off's fences: it cannot be held safely, give it back.
+      await this.release(key, token);
+      return { granted: false };
+    }
+    return left;
+  }
+
+  /**
+   * Extends many leases in one pipeline (one round trip); ioredis re-sends a script the server
+   * lost (NOSCRIPT) by its source. On a Cluster, where a pipeline must stay within one slot, each
+   * lease is extended with its own call (sent together, answered as they come).
    */
   async extendMany(requests: readonly ExtendRequest[]): Promise<ExtendOutcome[]> {
     const client = this.client;
-    if (client.isCluster === true || client.pipeline === undefined || requests.length === 1) {
-      return Promise.all(requests.map((r) => this.extend(r.key, r.token, r.ttlMs)));
-    }
-    const outcomes = new Array<ExtendOutcome>(requests.length);
-    let pending = requests.map((_, i) => i);
-    for (let round = 0; pending.length > 0; round++) {
-      const pipeline = client.pipeline();
-      for (const i of pending) pipeline.evalsha(extendScript.sha, 1, requests[i]!.key, requests[i]!.token, requests[i]!.ttlMs);
-      const replies = await pipeline.exec();
-      if (replies === null) throw new Error('pipeline was discarded');
-      const unknown: number[] = [];
-      replies.forEach(([error, reply], n) => {
-        const i = pending[n]!;
-        if (error === null) outcomes[i] = extendOutcome(reply);
-        else if (isNoScript(error) && round === 0) unknown.push(i);
-        else throw error;
-      });
-      if (unknown.length === 0) break;
-      const first = requests[unknown[0]!]!;
-      outcomes[unknown[0]!] = extendOutcome(await extendScript.runSource(client, [first.key], [first.token, first.ttlMs]));
-      pending = unknown.slice(1);
-    }
-    return outcomes;
+    if (client.isCluster === true || requests.length === 1) return Promise.all(requests.map((r) => this.extend(r.key, r.token, r.ttlMs)));
+    const pipeline = client.pipeline();
+    for (const r of requests) queueScript(pipeline, 'extend', [r.key], [r.token, r.ttlMs]);
+    const replies = await pipeline.exec();
+    if (replies === null) throw new Error('the pipeline was discarded');
+    return replies.map(([error, reply]) => {
+      if (error !== null) throw error;
+      return decodeExtend(reply);
+    });
   }
 
-  /** Grants to `token` (queued for `key`), by pub/sub to this store's inbox (absent when wake-up is off). */
+  /**
+   * Hand-offs to `token` (queued for `key`), by pub/sub to this store's inbox: the store's
+   * `WakeUpStore` capability, absent when wake-up is off.
+   */
   get watch(): ((key: string, token: string, listener: (signal: WakeSignal) => void) => StoreWatch) | undefined {
     const wake = this.wake;
     if (wake === undefined) return undefined;
     return (_key, token, listener) =>
-      wake.watch(token, (message) => {
-        const [, granted, fence, waiting] = message.split(' ');
-        if (granted === token && fence !== undefined) listener({ type: 'granted', token, fence: Number(fence), ttl: this.placeTtl, waiting: Number(waiting ?? 0) });
+      wake.watch(token, {
+        message: (message) => {
+          const grant = decodeGrantMessage(message);
+          if (grant !== undefined && grant.token === token) listener({ type: 'granted', token, fence: grant.fence, fences: grant.fences, waiting: grant.waiting });
+        },
+        status: (active) => listener({ type: active ? 'resumed' : 'interrupted' }),
       });
   }
 
   checkKey(key: string): void {
-    checkKeyLayout(key);
+    checkLockKey(key, this.clientPrefix);
   }
 
-  /** Unsubscribes its inbox, and closes the subscriber connection if the store opened it (not the client). */
+  /**
+   * Unsubscribes its inbox and closes the subscriber connection if the store opened it (never the
+   * client, nor a subscriber you passed in). Waiters that come later poll.
+   */
   close(): void {
     this.wake?.close();
   }
 
-  private keysOf(key: string): string[] {
-    return [key, helperKey(key, FENCE_SUFFIX), helperKey(key, LINE_SUFFIX), helperKey(key, LAPSES_SUFFIX)];
+  private keysOf(key: string): LockKeys {
+    return lockKeys(key, this.clientPrefix);
   }
-}
-
-function extendOutcome(reply: unknown): ExtendOutcome {
-  return reply === 1 ? 'extended' : reply === -1 ? 'taken' : 'gone';
 }

@@ -6,35 +6,49 @@
  * Why an inbox per store rather than a channel per key: a process subscribes once, however many
  * keys it waits for (a channel per key would cost a SUBSCRIBE and an UNSUBSCRIBE per key waited
  * for, on workloads with many distinct keys), and a grant wakes its grantee alone instead of every
- * process waiting for the key. (Measured on a hot key with 8 processes, one waiter each, all on
- * one CPU: hand-off p50 0.76 ms with a channel per key, 0.71 ms with inboxes; most of the time is
- * the processes' turns on the CPU, not the wake-ups.)
+ * process waiting for the key.
+ *
+ * Connection loss: when the subscriber connection drops (a network blip, `CLIENT KILL TYPE
+ * pubsub`, a Redis restart), the inbox is inactive until it is subscribed again on the new
+ * connection, and every session hears of both moments: it polls meanwhile, and looks at once when
+ * the channel is back (a grant published while it was down was lost). So wake-ups resume as soon
+ * as the connection does, and the store never stays on polling.
  *
  * The channel stays subscribed for a while after the last session leaves (`linger`), so a process
  * that keeps taking hot keys does not subscribe again and again and can queue at once; then the
  * connection is closed, so an idle process can exit.
  */
+import { grantRecipient } from './protocol/codec.js';
 import type { RedisSubscriber } from './RedisClient.js';
 
 /** One session's registration. */
 export interface InboxWatch {
   /** True when the inbox is subscribed (a grant cannot be missed from here on). */
   readonly active: boolean;
-  /** Resolves once the inbox is subscribed (never rejects; a failed SUBSCRIBE just never wakes). */
+  /** Resolves once the inbox is first subscribed (never rejects; a failed SUBSCRIBE just never wakes). */
   readonly ready: Promise<void>;
   stop(): void;
 }
 
+/** What a session hears: its grant messages, and the channel going down or coming back. */
+export interface InboxListener {
+  message(message: string): void;
+  status(active: boolean): void;
+}
+
+const NEVER = new Promise<void>(() => undefined);
+
 export class WakeInbox {
   private subscriber: RedisSubscriber | undefined;
-  private readonly listeners = new Map<string, (message: string) => void>();
+  private readonly listeners = new Map<string, InboxListener>();
   private active = false;
   private ready: Promise<void> = Promise.resolve();
   private linger: ReturnType<typeof setTimeout> | undefined;
-  /** The connections our listeners are on (a caller's connection comes back on every open). */
+  /** The connections our handlers are on (a caller's connection comes back on every open). */
   private readonly listenedTo = new WeakSet<RedisSubscriber>();
   /** Bumped by every open and shut, so a late SUBSCRIBE reply cannot mark a later opening active. */
   private generation = 0;
+  private closed = false;
 
   constructor(
     /** The channel name. */
@@ -46,7 +60,8 @@ export class WakeInbox {
   ) {}
 
   /** Delivers the messages addressed to `token` to `listener` until stopped. */
-  watch(token: string, listener: (message: string) => void): InboxWatch {
+  watch(token: string, listener: InboxListener): InboxWatch {
+    if (this.closed) return { active: false, ready: NEVER, stop: () => undefined };
     if (this.linger !== undefined) {
       clearTimeout(this.linger);
       this.linger = undefined;
@@ -57,7 +72,7 @@ export class WakeInbox {
     let stopped = false;
     return {
       get active() {
-        return inbox.active;
+        return inbox.active && !stopped;
       },
       ready: this.ready,
       stop: () => {
@@ -69,8 +84,9 @@ export class WakeInbox {
     };
   }
 
-  /** Unsubscribes and closes an owned connection. */
+  /** Unsubscribes and closes an owned connection, for good: later watches never become active. */
   close(): void {
+    this.closed = true;
     if (this.linger !== undefined) clearTimeout(this.linger);
     this.linger = undefined;
     this.listeners.clear();
@@ -84,17 +100,35 @@ export class WakeInbox {
     const generation = ++this.generation;
     if (!this.listenedTo.has(subscriber)) {
       this.listenedTo.add(subscriber);
-      subscriber.on('error', () => undefined); // reconnects on its own; waiters fall back to polling meanwhile
+      subscriber.on('error', () => undefined); // reconnects on its own; waiters poll meanwhile
       subscriber.on('message', (channel, message) => {
         if (channel === this.channel && this.subscriber === subscriber) this.deliver(message);
       });
+      subscriber.on('close', () => {
+        if (this.subscriber === subscriber) this.setActive(false);
+      });
+      subscriber.on('ready', () => {
+        // A new connection (after a drop): subscribe again before counting on it.
+        if (this.subscriber === subscriber && !this.active) this.subscribe(subscriber, this.generation);
+      });
     }
-    this.ready = subscriber.subscribe(this.channel).then(
+    this.ready = this.subscribe(subscriber, generation);
+  }
+
+  /** Subscribes the inbox on `subscriber`; resolves once it is (or never, if that fails). */
+  private subscribe(subscriber: RedisSubscriber, generation: number): Promise<void> {
+    return subscriber.subscribe(this.channel).then(
       () => {
-        if (this.generation === generation) this.active = true;
+        if (this.generation === generation && this.subscriber === subscriber) this.setActive(true);
       },
-      () => undefined,
+      () => NEVER,
     );
+  }
+
+  private setActive(active: boolean): void {
+    if (this.active === active) return;
+    this.active = active;
+    for (const listener of [...this.listeners.values()]) listener.status(active);
   }
 
   private scheduleClose(): void {
@@ -116,9 +150,9 @@ export class WakeInbox {
     else subscriber.unsubscribe(this.channel).catch(() => undefined);
   }
 
-  /** `granted <token> <fence>`, as the release script publishes it. */
+  /** `granted <token> …`, as the release script publishes it. */
   private deliver(message: string): void {
-    const token = message.split(' ', 2)[1];
-    if (token !== undefined) this.listeners.get(token)?.(message);
+    const token = grantRecipient(message);
+    if (token !== undefined) this.listeners.get(token)?.message(message);
   }
 }

@@ -1,115 +1,108 @@
 /**
  * The local gate of one key: this process's waiters for the key, in arrival order, and the lock
- * while one of them holds it. Only the first waiter's {@link RemoteSession} talks to the store; the
+ * while one of them holds it. Only the first waiter's {@link StoreSession} talks to the store; the
  * others wait here, costing the store nothing (seed 000's local hot-spot lock).
  *
- * Cohort hand-off: when a holder releases and a local waiter is next in line, the lock passes to
- * it without a store round trip — same store lease (and renewal), next fence — a bounded number of
- * times and for a bounded time after the store granted it (`cohort`). Then, or when nobody here
- * waits, the process gives the store lock up: it releases it first and only then starts the next
- * local waiter's session, at once, with no back-off sleep; a store with a line hands the key to the
- * next process meanwhile, so processes take turns.
+ * An explicit state machine (./GateState.ts): `idle`, `acquiring`, `held`, `passing`, `releasing`,
+ * `closed`; {@link KeyGate.moveTo} is the one place that changes state.
+ *
+ * Cohort hand-off: when a holder releases and a local waiter is next, the lock may pass to it
+ * without a store round trip (same store lease and renewal, the next fence of the grant's block),
+ * as the hand-off policy allows and provided the lease is still valid and the waiter asked for the
+ * same lease. Otherwise the process gives the store lock up: it releases it first and only then
+ * starts the next local waiter's session, at once, with no back-off sleep; a store with a line
+ * hands the key to the next process meanwhile, so processes take turns.
+ *
+ * Waiters behind a local holder keep their own wait limit and, with a retry function, their own
+ * retry clock: every time it fires counts as an attempt that found the lock held, and when it
+ * stops the waiter gives up, as it would polling the store.
  *
  * A gate lives only while its key has a holder, waiters, a hand-off or a release in flight, so
  * memory is bounded by live keys.
  */
-import { LockTimeoutError, type LockLostError } from '../../errors.js';
+import { Subscription } from 'rxjs';
+import { LockerClosedError, LockLostError, LockTimeoutError, type LockStoreError } from '../../errors/errors.js';
+import type { AcquireSettings } from '../../options/validate.js';
+import { leaseValidity } from '../../options/validity.js';
+import { FenceBlock } from '../fencing/FenceBlock.js';
+import type { Turn } from '../handoff/HandoffPolicy.js';
 import { HeldLease, type HolderOwner } from '../lease/HeldLease.js';
 import type { StoreLease } from '../lease/StoreLease.js';
-import { leaseValidity } from '../lease/validity.js';
-import type { LockEngine } from '../LockEngine.js';
-import { RemoteSession } from './RemoteSession.js';
+import { backoff } from '../session/backoff.js';
+import type { Grant, SessionOwner } from '../session/SessionOwner.js';
+import { StoreSession } from '../session/StoreSession.js';
+import type { GateContext, GateDirectory } from './GateContext.js';
+import { canMove, CLOSED, IDLE, RELEASING, type GateState } from './GateState.js';
 import type { Waiter } from './Waiter.js';
 
-export class KeyGate implements HolderOwner {
+/** Illegal state moves throw under RXJS_LOCK_STRICT=1 (the tests); otherwise they are refused. */
+const STRICT = typeof process !== 'undefined' && process.env?.RXJS_LOCK_STRICT === '1';
+
+export class KeyGate implements SessionOwner, HolderOwner {
   private readonly waiters = new Set<Waiter>();
-  private holder: HeldLease | undefined;
-  private storeLease: StoreLease | undefined;
-  private session: RemoteSession | undefined;
-  private releasing = false;
-  /** Local hand-offs made with the current store lease, when the store granted it, and for how long it may be passed on. */
-  private passes = 0;
-  private grantedAt = 0;
-  private turnMs = 0;
-  /** Local waiters that were in line behind the first holder at the grant: each gets a pass. */
-  private batch = 0;
+  private state: GateState = IDLE;
+  /** Set by close(): a release that ends moves to `closed` instead of `idle`. */
+  private closing = false;
+  /** The release in flight, for close() to wait on. */
+  private releasing: Promise<unknown> | undefined;
 
   constructor(
-    readonly engine: LockEngine,
+    private readonly ctx: GateContext,
+    private readonly directory: GateDirectory,
     readonly key: string,
     readonly storeKey: string,
-    /** False for a gate of its own (localGate: false): it is in no map. */
-    private readonly shared: boolean,
   ) {}
 
-  /** Can waiters be woken by the store? */
-  get canWatch(): boolean {
-    return this.engine.store.watch !== undefined;
+  /** The one place that changes the gate's state. */
+  private moveTo(next: GateState): boolean {
+    if (!canMove(this.state.name, next.name)) {
+      if (STRICT) throw new Error(`rxjs-lock: illegal gate move ${this.state.name} → ${next.name} for ${this.key}`);
+      return false;
+    }
+    this.state = next;
+    return true;
   }
 
-  /** The first waiter in line. */
+  /** The state's name (for tests and inspection). */
+  get stateName(): GateState['name'] {
+    return this.state.name;
+  }
+
+  // ─── what the session sees (SessionOwner) ────────────────────────────────────────────────────
+
   head(): Waiter | undefined {
     for (const waiter of this.waiters) return waiter;
     return undefined;
   }
 
-  /** Nothing held, nothing in flight, nobody waiting. */
-  get empty(): boolean {
-    return !this.busy && this.waiters.size === 0;
+  get behind(): number {
+    return this.waiters.size > 0 ? this.waiters.size - 1 : 0;
   }
 
-  /** Held, passing, being taken or being given back. */
-  private get busy(): boolean {
-    return this.holder !== undefined || this.storeLease !== undefined || this.session !== undefined || this.releasing;
+  fencesWanted(): number {
+    return this.ctx.policy.fencesFor(this.behind);
   }
 
-  enqueue(waiter: Waiter): void {
-    this.waiters.add(waiter);
-    if (this.waiters.size === 1 && !this.busy) {
-      this.startSession();
-      return;
-    }
-    const waitTimeout = waiter.settings.waitTimeout;
-    if (waitTimeout === 0) {
-      // Someone of this process holds or is taking the key: the one attempt allowed is pointless.
-      this.timedOut(waiter);
-      return;
-    }
-    if (waitTimeout !== Infinity) {
-      const scheduler = this.engine.timerScheduler;
-      waiter.timeout = scheduler.schedule(() => this.timedOut(waiter), waitTimeout);
-    }
-  }
-
-  /** The waiter's subscriber left. */
-  leave(waiter: Waiter): void {
-    if (waiter.done) return;
-    this.remove(waiter);
-    this.afterLeaving();
-  }
-
-  /** Fails every first waiter whose wait is over at `now` (the session checks after each refusal). */
   expireHeads(now: number): void {
     let head: Waiter | undefined;
     while ((head = this.head()) !== undefined && head.remaining(now) <= 0) this.fail(head, this.timeoutError(head));
   }
 
-  /** A custom retry policy completed without emitting for the first waiter: it stops waiting. */
   headGivesUp(): void {
     const head = this.head();
     if (head !== undefined) this.fail(head, this.timeoutError(head));
   }
 
-  sessionWon(session: RemoteSession, fence: number, sentAt: number, ttl: number, waiting: number | undefined): void {
-    if (this.session !== session) return;
-    this.session = undefined;
+  won(session: object, grant: Grant): void {
+    const state = this.state;
+    if (state.name !== 'acquiring' || state.session !== session) return;
+    const ctx = this.ctx;
     const head = this.head();
-    const engine = this.engine;
-    const storeLease = engine.openStoreLease(this.key, this.storeKey, session.token, ttl, sentAt, head?.settings ?? engine.defaults);
+    const settings = head?.settings ?? ctx.defaults;
+    const storeLease = ctx.leases.open(this.key, this.storeKey, state.session.token, grant.ttl, grant.sentAt, settings.ttl, settings.renew);
     if (head === undefined) {
       // Nobody wants it any more.
-      this.releasing = true;
-      void engine.releaseStore(storeLease, undefined).then(() => this.released());
+      this.giveBack(storeLease, undefined);
       return;
     }
     // (A lease too short to have any validity, ttl ≤ 2 ms without renewal, is granted and lost at
@@ -118,166 +111,332 @@ export class KeyGate implements HolderOwner {
       // The answer came too late to leave any validity (a slow store and a short TTL): do not
       // hand out a lease that is lost already. Give the key back and try again — unless the wait
       // is over: this path sees no refusal, where waits are otherwise checked.
-      this.releasing = true;
-      void engine.releaseStore(storeLease, undefined).then(() => this.released());
-      this.expireHeads(engine.now());
+      this.giveBack(storeLease, undefined);
+      this.expireHeads(ctx.clock.now());
       return;
     }
-    this.storeLease = storeLease;
-    this.passes = 0;
-    this.grantedAt = performance.now();
-    this.turnMs = this.engine.turnMs(waiting);
+    const fences = new FenceBlock(grant.fence, grant.fences);
+    const turn = ctx.policy.startTurn(fences, grant.waiting, this.behind, performance.now());
     storeLease.onLost = (error) => this.lost(storeLease, error);
-    this.grant(head, fence);
-    this.batch = this.waiters.size;
+    this.grantTo(head, storeLease, turn, fences.first, false);
     storeLease.start();
   }
 
-  sessionFailed(session: RemoteSession, error: unknown): void {
-    if (this.session !== session) return;
-    this.session = undefined;
+  failed(session: object, error: unknown): void {
+    const state = this.state;
+    if (state.name !== 'acquiring' || state.session !== session) return;
     const head = this.head();
+    this.moveTo(IDLE);
     if (head !== undefined) this.fail(head, error, true);
     this.next();
   }
 
-  sessionAbandoned(session: RemoteSession): void {
-    if (this.session !== session) return;
-    session.abandon();
-    this.session = undefined;
+  emptied(session: object): void {
+    const state = this.state;
+    if (state.name !== 'acquiring' || state.session !== session) return;
+    this.moveTo(IDLE);
     this.next();
   }
 
+  // ─── acquisitions ────────────────────────────────────────────────────────────────────────────
+
+  /** A new acquisition joins the line. */
+  enqueue(waiter: Waiter): void {
+    if (this.state.name === 'closed') {
+      waiter.done = true;
+      waiter.callbacks.failed(new LockerClosedError(this.key));
+      return;
+    }
+    this.waiters.add(waiter);
+    if (this.state.name === 'idle' && this.head() === waiter) {
+      this.startSession();
+      return;
+    }
+    // Someone of this locker holds or is taking the key: that is this waiter's first look.
+    waiter.attempts = 1;
+    if (waiter.settings.waitTimeout === 0) {
+      // The one attempt allowed found the key busy.
+      this.timedOut(waiter);
+      return;
+    }
+    this.waitLocally(waiter);
+    if (this.state.name === 'idle') this.next(); // re-entrant: a callback emptied the gate meanwhile
+  }
+
+  /** The waiter's subscriber left. */
+  leave(waiter: Waiter): void {
+    if (waiter.done) return;
+    const wasHead = this.head() === waiter;
+    this.remove(waiter);
+    this.afterLeaving(wasHead);
+  }
+
+  // ─── holders (HolderOwner) ───────────────────────────────────────────────────────────────────
+
   releaseHolder(holder: HeldLease): Promise<boolean> {
-    const storeLease = holder.store;
-    // A holder that lost its lease no longer blocks the line: give the key back in the background
-    // (harmless if it is gone or taken; useful if the store was only slow).
-    if (this.holder !== holder) return this.engine.releaseStore(storeLease, holder);
-    this.holder = undefined;
-    if (this.mayPass(storeLease)) {
-      // Handed over in a microtask, not inside this release() call: a chain of local holders whose
-      // work ends synchronously must not grow the stack.
-      this.passes++;
-      this.engine.reportReleased(holder, true, true);
-      queueMicrotask(() => this.pass(storeLease, holder.fence + 1));
-      return Promise.resolve(true);
+    const state = this.state;
+    if (state.name !== 'held' || state.holder !== holder) return this.releaseFormer(holder);
+    const now = performance.now();
+    const { storeLease, turn } = state;
+    const head = this.head();
+    const policy = this.ctx.policy;
+    if (head !== undefined && this.mayServe(head.settings, storeLease, now) && policy.mayPass(turn, now)) {
+      const fence = policy.pass(turn);
+      if (fence !== undefined) {
+        storeLease.passed(holder, this.ctx.events.observed);
+        this.moveTo({ name: 'passing', storeLease, turn });
+        // Handed over in a microtask, not inside this release() call: a chain of local holders
+        // whose work ends synchronously must not grow the stack.
+        queueMicrotask(() => this.pass(storeLease, turn, fence));
+        return Promise.resolve(true);
+      }
     }
     return this.giveBack(storeLease, holder);
   }
 
-  /** May the lock go to the next local waiter without the store? */
-  private mayPass(storeLease: StoreLease): boolean {
-    const head = this.head();
-    if (head === undefined) return false;
-    // Everyone who was waiting here at the grant gets the lock once (so a process's waiters need
-    // one round of the store's line, not several); beyond that, passes go on for the turn.
-    const { maxPasses, maxMs } = this.engine.cohort;
-    const elapsed = performance.now() - this.grantedAt;
-    if (this.passes >= maxPasses || elapsed >= maxMs) return false;
-    if (this.passes >= this.batch && elapsed >= this.turnMs) return false;
-    const settings = head.settings;
-    const renew = storeLease.renew;
-    const sameRenewal = settings.renew === false ? renew === false : renew !== false && renew.interval === settings.renew.interval;
-    return settings.ttl === storeLease.renewTtl && sameRenewal && storeLease.valid(performance.now());
+  // ─── the locker ──────────────────────────────────────────────────────────────────────────────
+
+  /**
+   * The locker is closing: waiters fail with `LockerClosedError`, a session is abandoned, a holder
+   * loses its lease (`'locker-closed'`) and the store lock is given back. Resolves once the gate's
+   * own release (if any) was answered.
+   */
+  close(): Promise<unknown> {
+    this.closing = true;
+    for (const waiter of [...this.waiters]) {
+      const error = new LockerClosedError(this.key);
+      this.ctx.events.closed(this.key, error);
+      this.remove(waiter);
+      waiter.callbacks.failed(error);
+    }
+    const state = this.state;
+    switch (state.name) {
+      case 'idle':
+        this.moveTo(CLOSED);
+        break;
+      case 'acquiring':
+        this.moveTo(CLOSED);
+        state.session.abandon();
+        break;
+      case 'held': {
+        const { storeLease, holder } = state;
+        storeLease.onLost = undefined;
+        storeLease.abandon('locker-closed');
+        const error = new LockLostError(this.key, storeLease.token, 'locker-closed');
+        this.ctx.events.lost(holder, error);
+        holder.lose(error);
+        this.giveBack(storeLease, undefined);
+        break;
+      }
+      case 'passing':
+        this.giveBack(state.storeLease, undefined);
+        break;
+      case 'releasing':
+      case 'closed':
+        break;
+    }
+    return this.releasing ?? Promise.resolve();
   }
 
-  private pass(storeLease: StoreLease, fence: number): void {
-    if (this.storeLease !== storeLease) return; // lost meanwhile: the line has moved on
+  // ─── moves ───────────────────────────────────────────────────────────────────────────────────
+
+  private startSession(): void {
+    const head = this.head()!;
+    head.stopLocal();
+    const ctx = this.ctx;
+    const session = new StoreSession(this, ctx.sessions);
+    this.moveTo({ name: 'acquiring', session });
+    session.start(this.waiters.size > 1 || ctx.sessions.contention.recent);
+  }
+
+  /** Gives `waiter` the lock with `fence`; `passed` when it came from a local holder. */
+  private grantTo(waiter: Waiter, storeLease: StoreLease, turn: Turn, fence: number, passed: boolean): void {
+    this.remove(waiter);
+    const holder = new HeldLease(this, storeLease, fence, performance.now());
+    this.moveTo({ name: 'held', storeLease, turn, holder });
+    const events = this.ctx.events;
+    if (events.observed) events.acquired(holder, this.ctx.clock.now() - waiter.startedAt, waiter.attempts, passed);
+    waiter.callbacks.granted(holder);
+  }
+
+  /** The microtask of a local hand-off. */
+  private pass(storeLease: StoreLease, turn: Turn, fence: number): void {
+    const state = this.state;
+    if (state.name !== 'passing' || state.storeLease !== storeLease) return; // lost or closed meanwhile
     const head = this.head();
-    if (head === undefined || !storeLease.valid(performance.now())) {
-      void this.giveBack(storeLease, undefined);
+    if (head === undefined || !this.mayServe(head.settings, storeLease, performance.now())) {
+      this.giveBack(storeLease, undefined);
       return;
     }
-    this.grant(head, fence);
+    this.grantTo(head, storeLease, turn, fence, true);
+  }
+
+  /**
+   * May `storeLease` serve a waiter that asked for `settings`? Only while it is valid, and only
+   * when the waiter asked for the same lease: the same TTL and renewal.
+   */
+  private mayServe(settings: AcquireSettings, storeLease: StoreLease, now: number): boolean {
+    if (!storeLease.valid(now) || settings.ttl !== storeLease.renewTtl) return false;
+    const renew = storeLease.renew;
+    return settings.renew === false ? renew === false : renew !== false && renew.interval === settings.renew.interval;
   }
 
   /** Releases the store lock, then lets the next local waiter go to the store. */
   private giveBack(storeLease: StoreLease, holder: HeldLease | undefined): Promise<boolean> {
-    this.storeLease = undefined;
-    storeLease.end();
-    this.releasing = true;
-    return this.engine.releaseStore(storeLease, holder).then((deleted) => {
-      this.released();
-      return deleted;
+    this.moveTo(RELEASING);
+    const releasedAt = performance.now();
+    const ctx = this.ctx;
+    const releasing = ctx.leases.release(storeLease).then((answer) => {
+      if (holder !== undefined && typeof answer === 'boolean') ctx.events.released(holder, releasedAt, answer ? 'released' : 'gone');
+      this.releasing = undefined;
+      if (this.closing) this.moveTo(CLOSED);
+      else {
+        this.moveTo(IDLE);
+        this.next();
+      }
+      return answer === true;
+    });
+    this.releasing = releasing;
+    return releasing;
+  }
+
+  /**
+   * A holder that is no longer the gate's (its lease was lost) gives its key back in the
+   * background: harmless if the key is gone or taken, useful if the store was only slow. Not when
+   * the gate gave that lease back already (the locker closed).
+   */
+  private releaseFormer(holder: HeldLease): Promise<boolean> {
+    const storeLease = holder.store;
+    if (storeLease.givenBack) return Promise.resolve(false);
+    const releasedAt = performance.now();
+    const ctx = this.ctx;
+    return ctx.leases.release(storeLease).then((answer) => {
+      if (typeof answer === 'boolean') ctx.events.released(holder, releasedAt, answer ? 'released' : 'gone');
+      return answer === true;
     });
   }
 
-  private released(): void {
-    this.releasing = false;
+  /** The store lease was lost: its holder is told, and the line moves on without it. */
+  private lost(storeLease: StoreLease, error: LockLostError): void {
+    const state = this.state;
+    if ((state.name !== 'held' && state.name !== 'passing') || state.storeLease !== storeLease) return;
+    this.moveTo(IDLE);
+    if (state.name === 'held') {
+      this.ctx.events.lost(state.holder, error);
+      state.holder.lose(error);
+    } else {
+      // Lost between two local holders: nobody will release it, so do it here (in the background).
+      void this.ctx.leases.release(storeLease);
+    }
     this.next();
   }
 
   /** Starts the next waiter's session if the key is free here, or forgets the gate when empty. */
   private next(): void {
-    if (this.busy) return;
+    if (this.state.name !== 'idle') return;
     if (this.waiters.size > 0) this.startSession();
-    else this.dispose();
+    else this.directory.forget(this);
   }
 
-  private startSession(): void {
-    const session = new RemoteSession(this);
-    this.session = session;
-    session.start(this.waiters.size > 1 || this.engine.recentlyContended());
+  // ─── waiters ─────────────────────────────────────────────────────────────────────────────────
+
+  /** Arms the wait limit and, with a retry function, the retry clock of a waiter behind someone. */
+  private waitLocally(waiter: Waiter): void {
+    const { waitTimeout, retry } = waiter.settings;
+    const clock = this.ctx.clock;
+    const local = new Subscription();
+    waiter.local = local;
+    if (waitTimeout !== Infinity) {
+      const left = Math.max(0, waiter.remaining(clock.now()));
+      local.add(clock.timers.schedule(() => this.timedOut(waiter), left));
+    }
+    if (typeof retry === 'function') this.tick(waiter, local);
   }
 
-  private grant(waiter: Waiter, fence: number): void {
-    this.remove(waiter);
-    const holder = new HeldLease(this, this.storeLease!, fence, performance.now());
-    this.holder = holder;
-    const engine = this.engine;
-    engine.reportAcquired(this.key, holder.token, fence, waiter.startedAt, waiter.attempts);
-    waiter.callbacks.granted(holder);
-  }
-
-  /** The store lease was lost: its holder is told, and the line moves on without it. */
-  private lost(storeLease: StoreLease, error: LockLostError): void {
-    const holder = this.holder;
-    if (holder === undefined || holder.store !== storeLease) return;
-    this.holder = undefined;
-    this.storeLease = undefined;
-    this.engine.reportLost(holder, error);
-    holder.lose(error);
-    this.next();
+  /**
+   * The retry function's clock for a waiter behind someone: each emission is one more look that
+   * found the lock held; completing without one gives up; an error fails the waiter.
+   */
+  private tick(waiter: Waiter, local: Subscription): void {
+    const clock = this.ctx.clock;
+    let fired = false;
+    let synchronous = true;
+    const step = new Subscription();
+    local.add(step);
+    try {
+      step.add(
+        backoff(waiter.settings.retry, waiter.attempts, Infinity, clock.random, clock.scheduler).subscribe({
+          next: () => {
+            if (fired || waiter.done || waiter.local !== local) return;
+            fired = true;
+            waiter.attempts++;
+            local.remove(step);
+            step.unsubscribe();
+            // A notifier that fires at once must not loop synchronously.
+            if (synchronous) local.add(clock.timers.schedule(() => this.tick(waiter, local)));
+            else this.tick(waiter, local);
+          },
+          error: (error: unknown) => {
+            if (!waiter.done && waiter.local === local) this.failLocal(waiter, error);
+          },
+          complete: () => {
+            if (!fired && !waiter.done && waiter.local === local) this.timedOut(waiter);
+          },
+        }),
+      );
+    } catch (error) {
+      this.failLocal(waiter, error);
+    }
+    synchronous = false;
   }
 
   private timedOut(waiter: Waiter): void {
     if (waiter.done) return;
+    const wasHead = this.head() === waiter;
     this.fail(waiter, this.timeoutError(waiter));
-    this.afterLeaving();
+    this.afterLeaving(wasHead);
+  }
+
+  private failLocal(waiter: Waiter, error: unknown): void {
+    if (waiter.done) return;
+    const wasHead = this.head() === waiter;
+    this.fail(waiter, error);
+    this.afterLeaving(wasHead);
   }
 
   private timeoutError(waiter: Waiter): LockTimeoutError {
-    const engine = this.engine;
-    const waited = engine.now() - waiter.startedAt;
-    engine.reportTimedOut(this.key, waited, waiter.attempts);
-    return new LockTimeoutError(this.key, waited, waiter.attempts);
+    const waited = this.ctx.clock.now() - waiter.startedAt;
+    const attempts = Math.max(1, waiter.attempts);
+    this.ctx.events.timedOut(this.key, waited, attempts);
+    return new LockTimeoutError(this.key, waited, attempts);
   }
 
   private fail(waiter: Waiter, error: unknown, storeFailed = false): void {
     this.remove(waiter);
-    if (storeFailed) this.engine.reportAcquireFailed(this.key, error, waiter.attempts);
+    if (storeFailed) this.ctx.events.acquireFailed(this.key, error as LockStoreError, waiter.attempts);
     waiter.callbacks.failed(error);
   }
 
   private remove(waiter: Waiter): void {
     waiter.done = true;
     this.waiters.delete(waiter);
-    waiter.timeout?.unsubscribe();
-    waiter.timeout = undefined;
+    waiter.stopLocal();
   }
 
-  /** A waiter left: with nobody left in line, the session has nothing to wait for. */
-  private afterLeaving(): void {
-    if (this.waiters.size > 0) return;
-    const session = this.session;
-    if (session !== undefined) {
-      this.session = undefined;
-      session.abandon();
+  /**
+   * A waiter left. With nobody left in line, the session has nothing to wait for; when the first
+   * waiter left, the session now works for the next one, whose wait it watches from here on.
+   */
+  private afterLeaving(wasHead: boolean): void {
+    const state = this.state;
+    if (state.name !== 'acquiring') return;
+    if (this.waiters.size === 0) {
+      this.moveTo(IDLE);
+      state.session.abandon();
+      this.next();
+    } else if (wasHead) {
+      this.head()!.stopLocal();
+      state.session.replan();
     }
-    this.next();
-  }
-
-  private dispose(): void {
-    if (this.shared && this.empty) this.engine.forgetGate(this);
   }
 }

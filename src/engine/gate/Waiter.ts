@@ -1,29 +1,30 @@
 /**
- * One acquisition waiting in its key's local gate: what it asked for, how long it has waited, and
- * how it is told the outcome.
+ * One acquisition waiting in its key's local gate: what it asked for, how long it has waited, how
+ * often it found the lock held, and how it is told the outcome.
  */
 import type { Subscription } from 'rxjs';
 import type { AcquireSettings } from '../../options/validate.js';
 import type { HeldLease } from '../lease/HeldLease.js';
+import type { SessionRequest } from '../session/SessionOwner.js';
 
 export interface WaiterCallbacks {
   /** The lock is this waiter's. */
   granted(lease: HeldLease): void;
-  /** The wait ended without the lock (LockTimeoutError, LockStoreError, or a retry policy's error). */
+  /** The wait ended without the lock (LockTimeoutError, LockStoreError, LockerClosedError, or a retry policy's error). */
   failed(error: unknown): void;
 }
 
-export class Waiter {
-  /** Store attempts made while this waiter was first in line. */
+export class Waiter implements SessionRequest {
+  /** Times it found the lock held: store attempts made for it, and looks at the local line. */
   attempts = 0;
-  /** Its wait-limit timer, armed only while it waits behind someone. */
-  timeout: Subscription | undefined;
+  /** Its wait-limit timer and retry clock, while it waits behind someone of this locker. */
+  local: Subscription | undefined;
   /** Set once it left the line (granted, failed or cancelled). */
   done = false;
 
   constructor(
     readonly settings: AcquireSettings,
-    /** On the locker's clock. */
+    /** On the locker's wait clock. */
     readonly startedAt: number,
     readonly callbacks: WaiterCallbacks,
   ) {}
@@ -31,5 +32,11 @@ export class Waiter {
   /** What is left of the wait at `now` (may be ≤ 0, or Infinity). */
   remaining(now: number): number {
     return this.settings.waitTimeout - (now - this.startedAt);
+  }
+
+  /** Stops its local timers (its wait is now the store session's to watch, or over). */
+  stopLocal(): void {
+    this.local?.unsubscribe();
+    this.local = undefined;
   }
 }

@@ -1,11 +1,12 @@
 /**
  * A local holder's {@link Lease}: its own fence, release and loss, over the {@link StoreLease}
  * that keeps the key in the store (which it may share, in turn, with the local holders before and
- * after it). Release runs at most once and never rejects.
+ * after it). States: `held` → `released` or `lost`; release runs at most once and never rejects.
  */
 import { AsyncSubject, type Observable } from 'rxjs';
-import type { LockLostError } from '../../errors.js';
+import type { LockLostError } from '../../errors/errors.js';
 import { checkExtendTtl } from '../../options/validate.js';
+import type { HolderFacts } from '../events/EventReporter.js';
 import type { Lease } from './Lease.js';
 import type { StoreLease } from './StoreLease.js';
 
@@ -16,7 +17,7 @@ export interface HolderOwner {
 
 type State = 'held' | 'released' | 'lost';
 
-export class HeldLease implements Lease {
+export class HeldLease implements Lease, HolderFacts {
   private state: State = 'held';
   private releasing: Promise<boolean> | undefined;
   private lostSubject: AsyncSubject<LockLostError> | undefined;
@@ -35,6 +36,10 @@ export class HeldLease implements Lease {
 
   get token(): string {
     return this.store.token;
+  }
+
+  get id(): string {
+    return `${this.store.token}:${this.fence}`;
   }
 
   get ttl(): number {

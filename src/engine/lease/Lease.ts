@@ -2,14 +2,20 @@
  * A held lock, as `locker.acquire()` emits it and `locker.using()` hands it to the work.
  */
 import type { Observable } from 'rxjs';
-import type { LockLostError } from '../../errors.js';
+import type { LockLostError } from '../../errors/errors.js';
 
 /** A held lock. `withLock` and `using` release it for you. */
 export interface Lease {
   /** The key as the caller named it (without the locker's `keyPrefix`). */
   readonly key: string;
-  /** This acquisition's unique value in the store; only it can release or extend the key. */
+  /**
+   * The value the store holds for the key while this lease is held: only it can release or extend
+   * the key. One store session's UUID: local holders that the lock passed between without the
+   * store (cohort hand-offs) share it. To tell acquisitions apart, use {@link Lease.id}.
+   */
   readonly token: string;
+  /** Unique per acquisition: `<token>:<fence>`. Log this one. */
+  readonly id: string;
   /**
    * Fencing token: strictly greater than the fence of every earlier acquisition of this key,
    * across processes and client restarts. Pass it with every write to the protected resource and
@@ -20,7 +26,7 @@ export interface Lease {
   readonly fence: number;
   /** Current lease length in ms (the acquisition's `ttl`, or the last `extend(ttl)`). */
   readonly ttl: number;
-  /** `performance.now()` when the successful acquire call was sent. */
+  /** `performance.now()` when this holder got the lock. */
   readonly acquiredAt: number;
   /**
    * `performance.now()` after which the lease no longer protects its holder unless renewed:
@@ -38,10 +44,13 @@ export interface Lease {
    */
   readonly lost$: Observable<LockLostError>;
   /**
-   * Gives the lock back. Resolves `true` when our own key was deleted, `false` when it was
-   * already gone (expired or taken over) or when the store could not be reached (reported on
-   * `locker.events$` as `release-failed`). Never rejects; calling it again returns the first
-   * call's promise. Stops renewal at once.
+   * Gives the lock back. Resolves `true` when it was given back while ours: the store confirmed our
+   * key and deleted it (or handed it to the next process in its line), or the lock passed to the
+   * next local holder of this locker while the lease was valid (the store is not asked then: its
+   * later word on that hold is the `released` event on `locker.events$`). Resolves `false` when
+   * the key was already gone (expired, taken over, or lost by the store), the lease was lost, or
+   * the store could not be reached (reported as `release-failed`). Never rejects; calling it again
+   * returns the first call's promise. Stops renewal at once.
    */
   release(): Promise<boolean>;
   /**

@@ -16,16 +16,16 @@ import { Heap } from 'heap-js';
 /** What a scheduled entry is for. */
 export type DueKind = 'renew' | 'deadline';
 
-/** What the clock needs from a lease. */
-export interface TimedLease {
+/** What the clock needs from what it schedules (a store lease). */
+export interface Scheduled {
   /** The lease's live entry, maintained by {@link LeaseTimers}. */
   timerEntry: TimerEntry | undefined;
   /** The entry came due: renew (push onto `renewals`), or check the deadline. */
-  due(kind: DueKind, now: number, renewals: TimedLease[]): void;
+  due(kind: DueKind, now: number, renewals: Scheduled[]): void;
 }
 
 export interface TimerEntry {
-  readonly lease: TimedLease;
+  readonly lease: Scheduled;
   readonly kind: DueKind;
   readonly dueAt: number;
   /** How early the entry may be taken, to join a batch (renewals only). */
@@ -42,10 +42,10 @@ export class LeaseTimers {
   private armedFor = Infinity;
 
   /** @param renewalsDue receives the leases whose renewal came due together. */
-  constructor(private readonly renewalsDue: (leases: TimedLease[]) => void) {}
+  constructor(private readonly renewalsDue: (leases: Scheduled[]) => void) {}
 
   /** Replaces `lease`'s entry by one due at `dueAt` (`performance.now()` time). */
-  schedule(lease: TimedLease, kind: DueKind, dueAt: number, slack = 0): void {
+  schedule(lease: Scheduled, kind: DueKind, dueAt: number, slack = 0): void {
     if (lease.timerEntry !== undefined) this.stale++;
     const entry: TimerEntry = { lease, kind, dueAt, slack };
     lease.timerEntry = entry;
@@ -54,8 +54,15 @@ export class LeaseTimers {
     this.compact();
   }
 
+  /** Stops the timer for good (the locker was closed); entries stay, and nothing fires any more. */
+  stop(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.armedFor = -Infinity;
+  }
+
   /** Drops `lease`'s entry. */
-  cancel(lease: TimedLease): void {
+  cancel(lease: Scheduled): void {
     if (lease.timerEntry === undefined) return;
     lease.timerEntry = undefined;
     this.stale++;
@@ -78,7 +85,7 @@ export class LeaseTimers {
     this.timer = undefined;
     this.armedFor = Infinity;
     const now = performance.now();
-    const renewals: TimedLease[] = [];
+    const renewals: Scheduled[] = [];
     let head: TimerEntry | undefined;
     while ((head = this.heap.peek()) !== undefined) {
       if (head.lease.timerEntry !== head) {

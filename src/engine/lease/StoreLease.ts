@@ -1,22 +1,37 @@
 /**
  * The lock as the store holds it for this process: one token, its TTL, its validity on the
  * monotonic clock and its renewal schedule. While it lasts it may serve several local holders in
- * turn (the cohort hand-off of ./../gate/KeyGate.ts); each of them sees it through a
- * {@link HeldLease}.
+ * turn (cohort hand-offs, see ../gate/KeyGate.ts); each of them sees it through a
+ * {@link HeldLease}. States: `held` → `ended` (given back) or `lost` (expired, taken over, or
+ * not renewed before its deadline); `settle` is the one place that leaves `held`.
+ *
+ * A holder that passed the lock on locally released without asking the store; the store's next
+ * answer about this lease (a renewal sent after the pass, or the final release) confirms or denies
+ * that its hold was protected to the end, and only then is its `released` event reported.
  */
-import { LockLostError, type LockLostReason, type LockStoreError } from '../../errors.js';
+import { LockLostError, LockStoreError, type LockLostReason } from '../../errors/errors.js';
+import { leaseValidity, renewIntervalFor } from '../../options/validity.js';
 import type { ExtendOutcome } from '../../store/LockStore.js';
-import type { DueKind, TimedLease, TimerEntry } from './LeaseTimers.js';
-import { leaseValidity, renewIntervalFor } from './validity.js';
+import type { HolderFacts } from '../events/EventReporter.js';
+import type { DueKind, Scheduled, TimerEntry } from './LeaseTimers.js';
 
-/** What a store lease needs from its engine. */
+/** What a store lease needs from the part that keeps leases (../lease/LeaseKeeper.ts). */
 export interface StoreLeaseOwner {
   /** Extends one lease now (manual `extend`). */
   extendLease(lease: StoreLease, ttl: number): Promise<ExtendOutcome>;
   schedule(lease: StoreLease, kind: DueKind, dueAt: number, slack?: number): void;
   unschedule(lease: StoreLease): void;
-  reportRenewed(lease: StoreLease): void;
-  reportRenewFailed(lease: StoreLease, error: LockStoreError): void;
+  renewed(lease: StoreLease): void;
+  renewFailed(lease: StoreLease, error: LockStoreError): void;
+  /** Holders that passed the lock on are now known to have held it to the end (or not). */
+  passesSettled(passes: readonly PassedHolder[], outcome: 'passed' | 'gone' | LockStoreError): void;
+}
+
+/** A local holder that released by passing the lock on, awaiting the store's confirmation. */
+export interface PassedHolder {
+  readonly holder: HolderFacts;
+  /** `performance.now()` of the pass: only store answers to calls sent after it confirm it. */
+  readonly passedAt: number;
 }
 
 /** Told when the store lease is lost (its current local holder loses it). */
@@ -24,15 +39,18 @@ export type LostListener = (error: LockLostError) => void;
 
 type State = 'held' | 'ended' | 'lost';
 
-export class StoreLease implements TimedLease {
+export class StoreLease implements Scheduled {
   timerEntry: TimerEntry | undefined = undefined;
   private state: State = 'held';
+  private given = false;
   /** The last renewal failed (reason for a deadline that passes). */
   private lastRenewError: LockStoreError | undefined;
   /** A renewal was sent and not answered yet. */
   private renewPending = false;
   private currentTtl: number;
   private until: number;
+  /** Holders that passed it on and wait for the store's word (kept only while events are observed). */
+  private unconfirmed: PassedHolder[] | undefined;
   /** Who hears about a loss: the gate, which tells the current holder. */
   onLost: LostListener | undefined;
 
@@ -41,7 +59,7 @@ export class StoreLease implements TimedLease {
     readonly key: string,
     readonly storeKey: string,
     readonly token: string,
-    /** The TTL the key has now (a granted key's claim TTL can differ from `wantedTtl`). */
+    /** The TTL the key has now (a handed-over key's TTL can differ from `wantedTtl`). */
     ttl: number,
     /** `performance.now()` when the call that set that TTL was sent (or a moment known to precede it). */
     readonly acquiredAt: number,
@@ -66,32 +84,53 @@ export class StoreLease implements TimedLease {
     return this.state === 'held';
   }
 
+  /** The TTL the next renewal asks for. */
+  get renewTtl(): number {
+    return this.wantedTtl;
+  }
+
   /** Held, and its validity has not passed at `now`. */
   valid(now: number): boolean {
     return this.state === 'held' && now < this.until;
   }
 
   /**
-   * Starts the clock: the first renewal (at once when the key's TTL is not the wanted one), or
-   * the deadline. Loses the lease if already invalid.
+   * Starts the clock: the first renewal (at once when the key's TTL is not the wanted one and
+   * nothing else would renew it), or the deadline. Loses the lease if already invalid.
    */
   start(): void {
     const now = performance.now();
     if (this.currentTtl !== this.wantedTtl && this.renew === false) {
-      // A granted key's TTL is not ours, and nothing would renew it: extend it once, now.
+      // A handed-over key's TTL is not ours, and nothing would renew it: extend it once, now.
       if (this.checkValid(now)) this.owner.schedule(this, 'renew', now);
       return;
     }
-    // A granted key's shorter TTL is renewed on its own schedule (a third of it): work that is done
-    // before then never pays for the extension.
+    // A handed-over key's shorter TTL is renewed on its own schedule (a third of it): work that
+    // is done before then never pays for the extension.
     this.scheduleNext(now);
   }
 
-  /** Stops renewal for good (the lease was given back). */
+  /** A local holder passed the lock on: its release waits for the store's next word. */
+  passed(holder: HolderFacts, track: boolean): void {
+    if (track) (this.unconfirmed ??= []).push({ holder, passedAt: performance.now() });
+  }
+
+  /** The lease is being (or was) given back to the store. */
+  get givenBack(): boolean {
+    return this.given;
+  }
+
+  /** Stops renewal for good (the lease is being given back). */
   end(): void {
+    this.given = true;
     if (this.state !== 'held') return;
     this.state = 'ended';
     this.owner.unschedule(this);
+  }
+
+  /** The final release was answered (`true`: it was still ours) or failed: settles the passes. */
+  released(answer: boolean | LockStoreError): void {
+    this.settlePasses(answer === true ? 'passed' : answer === false ? 'gone' : answer, Infinity);
   }
 
   /** Manual extension: `true` when extended, `false` when no longer held (then lost, if found gone or taken). */
@@ -100,11 +139,6 @@ export class StoreLease implements TimedLease {
     const sentAt = performance.now();
     const outcome = await this.owner.extendLease(this, ttl);
     return this.extended(outcome, sentAt, ttl);
-  }
-
-  /** The TTL the next renewal asks for. */
-  get renewTtl(): number {
-    return this.wantedTtl;
   }
 
   /** The answer to an extend call (renewal or manual) sent at `sentAt` with `ttl`. */
@@ -120,8 +154,9 @@ export class StoreLease implements TimedLease {
     this.wantedTtl = ttl;
     this.until = sentAt + leaseValidity(ttl);
     this.lastRenewError = undefined;
+    this.settlePasses('passed', sentAt);
     this.scheduleNext(now, sentAt);
-    this.owner.reportRenewed(this);
+    this.owner.renewed(this);
     return true;
   }
 
@@ -132,7 +167,7 @@ export class StoreLease implements TimedLease {
     if (!this.checkValid(now)) return;
     this.renewPending = false;
     this.lastRenewError = error;
-    this.owner.reportRenewFailed(this, error);
+    this.owner.renewFailed(this, error);
     const retryAt = now + Math.max(1, Math.floor(this.interval / 3));
     if (retryAt < this.until) this.owner.schedule(this, 'renew', retryAt);
     else this.owner.schedule(this, 'deadline', this.until);
@@ -144,7 +179,7 @@ export class StoreLease implements TimedLease {
     this.owner.schedule(this, 'deadline', this.until);
   }
 
-  due(kind: DueKind, now: number, renewals: TimedLease[]): void {
+  due(kind: DueKind, now: number, renewals: Scheduled[]): void {
     if (this.state !== 'held' || !this.checkValid(now)) return;
     if (kind === 'renew') renewals.push(this);
     else this.owner.schedule(this, 'deadline', this.until);
@@ -159,6 +194,11 @@ export class StoreLease implements TimedLease {
     const unreachable = this.renewPending || this.lastRenewError !== undefined;
     this.lose(unreachable ? 'store-unreachable' : 'expired', this.lastRenewError);
     return false;
+  }
+
+  /** Loses the lease now for a reason of the engine's own (the locker is closing). */
+  abandon(reason: LockLostReason): void {
+    if (this.state === 'held') this.lose(reason);
   }
 
   private get interval(): number {
@@ -180,6 +220,22 @@ export class StoreLease implements TimedLease {
     this.state = 'lost';
     this.owner.unschedule(this);
     const error = new LockLostError(this.key, this.token, reason, cause);
+    // Passes made before the loss were not confirmed: the key was gone or taken, or nobody knows.
+    // (A lease lost to the locker closing is released next: that answer settles them.)
+    if (reason === 'store-unreachable') this.settlePasses(this.lastRenewError ?? new LockStoreError(this.key, 'extend', 'no answer before the lease deadline'), Infinity);
+    else if (reason !== 'locker-closed') this.settlePasses('gone', Infinity);
     this.onLost?.(error);
+  }
+
+  /** Reports the passes made before `sentAt` as settled with `outcome`. */
+  private settlePasses(outcome: 'passed' | 'gone' | LockStoreError, sentAt: number): void {
+    const waiting = this.unconfirmed;
+    if (waiting === undefined || waiting.length === 0) return;
+    let n = 0;
+    while (n < waiting.length && waiting[n]!.passedAt <= sentAt) n++;
+    if (n === 0) return;
+    const settled = n === waiting.length ? waiting : waiting.slice(0, n);
+    this.unconfirmed = n === waiting.length ? undefined : waiting.slice(n);
+    this.owner.passesSettled(settled, outcome);
   }
 }

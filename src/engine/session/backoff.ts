@@ -4,7 +4,7 @@
  * tests). The sleep never goes past the end of the wait: what is left of it caps every step.
  */
 import { defer, race, take, timer, type Observable, type SchedulerLike } from 'rxjs';
-import type { RetryPolicy } from '../options/validate.js';
+import type { RetryPolicy } from '../../options/validate.js';
 
 /** Jittered delay for the `{ minDelay, jitter }` policy: uniform in [minDelay, minDelay + jitter). */
 export function jitteredDelay(minDelay: number, jitter: number, random: () => number): number {

@@ -4,7 +4,7 @@
  */
 import { defer, type Observable, type ObservableInput } from 'rxjs';
 import type { Lease } from '../engine/lease/Lease.js';
-import { LockOptionsError } from '../errors.js';
+import { LockOptionsError } from '../errors/errors.js';
 import { getDefaultLocker } from './defaultLocker.js';
 import { chooseLocker, type WithLockOptions } from './lockerChoice.js';
 

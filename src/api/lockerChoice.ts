@@ -3,7 +3,7 @@
  * locker to use, checked and split once for both.
  */
 import type { Locker } from '../engine/Locker.js';
-import { LockOptionsError } from '../errors.js';
+import { LockOptionsError } from '../errors/errors.js';
 import type { AcquireOptions } from '../options/LockerOptions.js';
 import { ACQUIRE_KEYS, checkAcquireOptions, validateKey } from '../options/validate.js';
 

@@ -1,10 +1,11 @@
 /**
- * Bounds one store call by the locker's `commandTimeout` and tells apart the three ways it can
- * end for the caller: answered in time, failed in time (or timed out), or answered after the
- * caller stopped caring (timed out or abandoned). The last one matters for acquire: a lock
- * granted to nobody must be given back.
+ * Bounds one store call by the locker's `commandTimeout` and tells apart the ways it can end for
+ * the caller: answered in time, failed in time (or timed out), or answered after the caller
+ * stopped caring (timed out or abandoned). The last one matters for acquire: a lock granted to
+ * nobody must be given back. `settled` hears of the store's actual answer whenever it comes, so a
+ * call that must follow this one on the store (a waiter leaving the line) can wait for it.
  */
-import { LockStoreError, type StoreOperation } from '../errors.js';
+import { LockStoreError, type StoreOperation } from '../../errors/errors.js';
 import type { CallDeadlines } from './CallDeadlines.js';
 
 export interface StoreCallHandlers<T> {
@@ -14,6 +15,8 @@ export interface StoreCallHandlers<T> {
   error(error: LockStoreError): void;
   /** The store answered after a timeout or after {@link StoreCall.abandon}. */
   late?(value: T): void;
+  /** The store's promise settled (answered or failed), in time or not; called after the others. */
+  settled?(): void;
 }
 
 export interface StoreCall {
@@ -41,17 +44,19 @@ export function callStore<T>(
   });
   promise.then(
     (value) => {
-      if (deadline.settled) {
-        handlers.late?.(value);
-        return;
+      if (deadline.settled) handlers.late?.(value);
+      else {
+        deadlines.settle(deadline);
+        handlers.value(value);
       }
-      deadlines.settle(deadline);
-      handlers.value(value);
+      handlers.settled?.();
     },
     (error: unknown) => {
-      if (deadline.settled) return;
-      deadlines.settle(deadline);
-      handlers.error(new LockStoreError(key, operation, error instanceof Error ? error.message : String(error), error));
+      if (!deadline.settled) {
+        deadlines.settle(deadline);
+        handlers.error(new LockStoreError(key, operation, error instanceof Error ? error.message : String(error), error));
+      }
+      handlers.settled?.();
     },
   );
   return {

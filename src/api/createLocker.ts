@@ -3,10 +3,10 @@
  * the options layer never depend on a backend.
  */
 import { MemoryLockStore } from '../backends/memory/MemoryLockStore.js';
+import { LockEngine } from '../engine/LockEngine.js';
+import type { Locker } from '../engine/Locker.js';
 import type { LockerOptions } from '../options/LockerOptions.js';
 import { resolveLockerOptions } from '../options/validate.js';
-import { LockEngine } from './LockEngine.js';
-import type { Locker } from './Locker.js';
 
 /**
  * Creates a {@link Locker}: takes and gives back locks on `options.store` (in memory by default).
@@ -18,13 +18,22 @@ import type { Locker } from './Locker.js';
  * import { createLocker } from 'rxjs-lock';
  * import { RedisLockStore } from 'rxjs-lock/redis';
  *
+ * const redis = new Redis();
+ * const store = new RedisLockStore(redis);
  * const locker = createLocker({
- *   store: new RedisLockStore(new Redis()),
+ *   store,
  *   ttl: 15_000,          // lease length, ms
  *   waitTimeout: 5_000,   // give up after waiting this long, ms
  * });
+ * // …
+ * await locker.close();   // then store.close() and redis.quit(): those are yours
  * ```
  */
 export function createLocker(options?: LockerOptions): Locker {
-  return new LockEngine(resolveLockerOptions(options, () => new MemoryLockStore()));
+  let made = false;
+  const settings = resolveLockerOptions(options, () => {
+    made = true;
+    return new MemoryLockStore();
+  });
+  return new LockEngine(settings, { ownsStore: made });
 }

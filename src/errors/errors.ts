@@ -10,7 +10,7 @@
 const BRAND = Symbol.for('rxjs-lock/error');
 
 /** Names of the errors rxjs-lock raises. */
-export type LockErrorName = 'LockTimeoutError' | 'LockStoreError' | 'LockLostError' | 'LockOptionsError';
+export type LockErrorName = 'LockTimeoutError' | 'LockStoreError' | 'LockLostError' | 'LockOptionsError' | 'LockerClosedError';
 
 /** Common base of every error raised by rxjs-lock. */
 export abstract class LockError extends Error {
@@ -20,7 +20,7 @@ export abstract class LockError extends Error {
 }
 
 /** What a store call was doing when it failed. */
-export type StoreOperation = 'acquire' | 'release' | 'extend';
+export type StoreOperation = 'acquire' | 'release' | 'extend' | 'leave';
 
 /**
  * The lock stayed held by someone else for the whole wait (`waitTimeout`).
@@ -39,10 +39,13 @@ export class LockTimeoutError extends LockError {
     readonly key: string,
     /** How long this acquisition waited, in milliseconds. */
     readonly waitedMs: number,
-    /** How many times the store was asked. */
+    /**
+     * How many times this acquisition found the lock held: store attempts made for it, and looks
+     * at the local line when another acquisition of the same locker held the key (at least 1).
+     */
     readonly attempts: number,
   ) {
-    super(`Lock "${key}" stayed held by another owner for ${Math.round(waitedMs)} ms (${attempts} attempt${attempts === 1 ? '' : 's'})`);
+    super(`Lock ${quote(key)} stayed held by another owner for ${Math.round(waitedMs)} ms (${attempts} attempt${attempts === 1 ? '' : 's'})`);
   }
 }
 
@@ -61,16 +64,23 @@ export class LockStoreError extends LockError {
     /** The underlying error, or a description of the timeout. */
     override readonly cause?: unknown,
   ) {
-    super(`Lock store ${operation} of "${key}" failed: ${message}`, { cause });
+    super(`Lock store ${operation} of ${quote(key)} failed: ${bounded(message)}`, { cause });
   }
 }
 
-/** Why a held lease stopped protecting its holder. */
-export type LockLostReason = 'expired' | 'taken-over' | 'store-unreachable';
+/**
+ * Why a held lease stopped protecting its holder:
+ * - `'expired'`: the key was gone (its TTL passed, or the store lost it), or the lease's deadline
+ *   passed with no renewal tried (`renew: false`, or this process stalled);
+ * - `'taken-over'`: another owner holds the key;
+ * - `'store-unreachable'`: renewals failed or went unanswered until the lease's deadline;
+ * - `'locker-closed'`: `locker.close()` gave the lock back while the work still ran.
+ */
+export type LockLostReason = 'expired' | 'taken-over' | 'store-unreachable' | 'locker-closed';
 
 /**
  * A lease that was held is no longer protecting its holder: it expired, another owner took the
- * key, or the store could not be reached to renew it before its deadline.
+ * key, the store could not be reached to renew it before its deadline, or its locker was closed.
  */
 export class LockLostError extends LockError {
   readonly name = 'LockLostError' as const;
@@ -80,7 +90,21 @@ export class LockLostError extends LockError {
     readonly reason: LockLostReason,
     override readonly cause?: unknown,
   ) {
-    super(`Lock "${key}" was lost (${reason})`, { cause });
+    super(`Lock ${quote(key)} was lost (${reason})`, { cause });
+  }
+}
+
+/**
+ * The locker was closed (`locker.close()`): it takes no new acquisitions, and acquisitions that
+ * were still waiting end with this error.
+ */
+export class LockerClosedError extends LockError {
+  readonly name = 'LockerClosedError' as const;
+  constructor(
+    /** The key of the refused or abandoned acquisition (without the locker's `keyPrefix`). */
+    readonly key: string,
+  ) {
+    super(`Lock ${quote(key)} was not acquired: the locker is closed`);
   }
 }
 
@@ -96,16 +120,41 @@ export class LockOptionsError extends LockError {
     readonly option: string,
     /** What is accepted, e.g. `an integer from 1 to 2147483647 (ms)`. */
     readonly allowed: string,
-    /** The rejected value. */
-    readonly received: unknown,
+    /** The rejected value (a string longer than {@link MAX_QUOTED_LENGTH} characters is kept cut short). */
+    received: unknown,
   ) {
     super(`Invalid ${option}: expected ${allowed}, received ${describe(received)}`);
+    this.received = typeof received === 'string' ? bounded(received) : received;
   }
+
+  /** The rejected value (a string longer than {@link MAX_QUOTED_LENGTH} characters is kept cut short). */
+  readonly received: unknown;
+}
+
+/** Longest piece of user input quoted in an error message, in characters. */
+export const MAX_QUOTED_LENGTH = 120;
+
+/**
+ * `text` cut to {@link MAX_QUOTED_LENGTH} characters (never inside a surrogate pair), with the
+ * full length said: a message about a 1 MB key must not carry the megabyte.
+ */
+function bounded(text: string): string {
+  if (text.length <= MAX_QUOTED_LENGTH) return text;
+  let end = MAX_QUOTED_LENGTH;
+  const last = text.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end--;
+  return `${text.slice(0, end)}… (${text.length} characters)`;
+}
+
+/** A key or other user string as a message quotes it: JSON-escaped and bounded. */
+function quote(text: string): string {
+  return typeof text === 'string' ? JSON.stringify(bounded(text)) : String(text);
 }
 
 function describe(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (typeof value === 'number' || typeof value === 'boolean' || value == null) return String(value);
+  if (typeof value === 'string') return quote(value);
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint' || value == null) return String(value);
+  if (typeof value === 'symbol') return 'a symbol';
   if (typeof value === 'function') return 'a function';
   if (Array.isArray(value)) return 'an array';
   return typeof value;
@@ -125,3 +174,5 @@ export const isLockStoreError = (e: unknown): e is LockStoreError => isLockError
 export const isLockLostError = (e: unknown): e is LockLostError => isLockError(e, 'LockLostError');
 /** Is `e` a {@link LockOptionsError}? Works across ESM and CommonJS copies. */
 export const isLockOptionsError = (e: unknown): e is LockOptionsError => isLockError(e, 'LockOptionsError');
+/** Is `e` a {@link LockerClosedError}? Works across ESM and CommonJS copies. */
+export const isLockerClosedError = (e: unknown): e is LockerClosedError => isLockError(e, 'LockerClosedError');

@@ -2,22 +2,32 @@
  * What a locker reports on `events$`: one typed event per thing that happened to a lock, so users
  * can feed metrics and logs, and so failures that must never be thrown into user code (a release
  * that fails after the stream has ended) still reach someone.
+ *
+ * Identifiers: `token` is the value the store holds for the key (one store session's UUID). When
+ * the lock passes between local holders of one locker without the store (a cohort hand-off, see
+ * the README), those holders share the token; `id` is unique per acquisition
+ * (`<token>:<fence>`), and `fence` is unique per acquisition of a key.
  */
-import type { LockLostError, LockLostReason, LockStoreError } from '../errors.js';
+import type { LockerClosedError, LockLostError, LockLostReason, LockStoreError } from '../../errors/errors.js';
 
 /** A lease was taken. */
 export interface AcquiredEvent {
   readonly type: 'acquired';
   readonly key: string;
   readonly token: string;
+  /** Unique per acquisition: `<token>:<fence>`. */
+  readonly id: string;
   /** The lease's fencing token. */
   readonly fence: number;
-  /** From subscription to the store's yes, in ms. */
+  /** From subscription to the grant, in ms (on the locker's clock). */
   readonly waitedMs: number;
+  /** How many times this acquisition found the lock held before it got it, plus one. */
   readonly attempts: number;
+  /** True when the lock came from the previous local holder without a store call (cohort hand-off). */
+  readonly passed: boolean;
 }
 
-/** An acquisition gave up: the lock stayed held for the whole `waitTimeout`. */
+/** An acquisition gave up: the lock stayed held for the whole `waitTimeout` (or its retry policy stopped). */
 export interface TimedOutEvent {
   readonly type: 'timed-out';
   readonly key: string;
@@ -33,18 +43,25 @@ export interface AcquireFailedEvent {
   readonly attempts: number;
 }
 
-/** A lease was given back. */
+/**
+ * A holder's lease was given back, as the store confirmed it. `outcome`:
+ * - `'released'`: the store still had our key and gave it up (deleted it, or handed it to the next
+ *   process in its line);
+ * - `'passed'`: the lock went to the next local holder without a store call, and the store later
+ *   confirmed (at the next renewal or at the final release) that the lease was still ours;
+ * - `'gone'`: the store no longer had our key (it expired, another owner took it, or the store lost
+ *   its data): the hold was not protected until its end.
+ * A release the store could not confirm (unreachable) is a `release-failed` event instead.
+ */
 export interface ReleasedEvent {
   readonly type: 'released';
   readonly key: string;
   readonly token: string;
+  readonly id: string;
   readonly fence: number;
-  /** From the acquire call being sent to the release being answered, in ms. */
+  /** From the grant to the holder's release, in ms. */
   readonly heldMs: number;
-  /** False when the key had already expired or been taken by another owner. */
-  readonly deleted: boolean;
-  /** True when the lock went straight to the next local waiter, without a store call (cohort hand-off). */
-  readonly passed: boolean;
+  readonly outcome: 'released' | 'passed' | 'gone';
 }
 
 /** A release could not be confirmed (store down or slow); the key expires with its TTL. */
@@ -56,9 +73,9 @@ export interface ReleaseFailedEvent {
 }
 
 /**
- * An acquire call succeeded on the store after nobody wanted its result any more (the
- * subscriber unsubscribed while it was in flight, or the call had timed out), and the lock it
- * took was given back. `deleted` is false when that release could not delete it.
+ * A store call granted the lock after nobody wanted it any more (the subscriber unsubscribed while
+ * it was in flight, the call had timed out, or a hand-off reached a waiter that was leaving), and
+ * the lock was given back. `deleted` is false when that release could not delete it.
  */
 export interface AbandonedReleasedEvent {
   readonly type: 'abandoned-released';
@@ -87,17 +104,25 @@ export interface RenewFailedEvent {
 }
 
 /**
- * A held lease stopped protecting its holder: it expired, another owner took the key, or it
- * could not be renewed before its deadline. `withLock`/`using` streams error with `error`
- * unless `onLost: 'notify'`.
+ * A held lease stopped protecting its holder: it expired, another owner took the key, it could
+ * not be renewed before its deadline, or the locker was closed. `withLock`/`using` streams error
+ * with `error` (unless `onLost: 'notify'`, which is ignored for `'locker-closed'`).
  */
 export interface LostEvent {
   readonly type: 'lost';
   readonly key: string;
   readonly token: string;
+  readonly id: string;
   readonly fence: number;
   readonly reason: LockLostReason;
   readonly error: LockLostError;
+}
+
+/** `locker.close()` ended an acquisition that was still waiting. */
+export interface ClosedEvent {
+  readonly type: 'closed';
+  readonly key: string;
+  readonly error: LockerClosedError;
 }
 
 /** Every event a locker reports on `events$`. */
@@ -110,4 +135,5 @@ export type LockEvent =
   | LostEvent
   | ReleasedEvent
   | ReleaseFailedEvent
-  | AbandonedReleasedEvent;
+  | AbandonedReleasedEvent
+  | ClosedEvent;

@@ -2,9 +2,9 @@
  * The process-wide locker used by the free `withLock()` when no `locker` option is given: an
  * in-memory one, created on first use, until `setDefaultLocker()` replaces it.
  */
-import { createLocker } from '../engine/createLocker.js';
+import { createLocker } from './createLocker.js';
 import type { Locker } from '../engine/Locker.js';
-import { LockOptionsError } from '../errors.js';
+import { LockOptionsError } from '../errors/errors.js';
 
 let current: Locker | undefined;
 

@@ -1,0 +1,80 @@
+/**
+ * How the store's calls are put into Redis arguments and how Redis's replies are read back: the
+ * one place that knows the scripts' argument order and reply shapes (see ./lua).
+ */
+import type { LeaveResult } from '../../../store/capabilities.js';
+import { NOT_ACQUIRED, type AcquireResult, type ExtendOutcome } from '../../../store/LockStore.js';
+import type { RedisReplies } from '../RedisClient.js';
+
+/** Arguments of the acquire script; `line` only for a caller waiting in line. */
+export function acquireArgs(token: string, ttlMs: number, fences: number, line?: { placeTtl: number; place: 'keep' | 'leave'; inbox: string }): Array<string | number> {
+  return line === undefined ? [token, ttlMs, fences] : [token, ttlMs, fences, line.placeTtl, line.place, line.inbox];
+}
+
+/**
+ * The acquire script's reply: a bare first fence on the common path; `{1, fence, ttl, waiting,
+ * fences}` for a key held now otherwise; `{0, pttl, queued}` when refused.
+ */
+export function decodeAcquire(reply: unknown, ttlMs: number, placeTtl: number): AcquireResult {
+  if (typeof reply === 'number') return { acquired: true, fence: reply };
+  const r = reply as number[];
+  if (r[0] === 1) {
+    const ttl = Math.max(0, r[2]!);
+    return { acquired: true, fence: r[1]!, fences: r[4]!, waiting: r[3]!, ...(ttl === ttlMs ? {} : { ttl }) };
+  }
+  const pttl = r[1]!;
+  if (r[2] === 1) return { acquired: false, holderTtl: pttl >= 0 ? pttl : undefined, queued: true, placeTtl };
+  return pttl < 0 ? NOT_ACQUIRED : { acquired: false, holderTtl: pttl };
+}
+
+/** The release script's reply: 2 handed over, 1 deleted, 0 not ours. */
+export function decodeRelease(reply: unknown): boolean {
+  return typeof reply === 'number' && reply > 0;
+}
+
+/** The extend script's reply: 1 extended, 0 absent, -1 held by another token. */
+export function decodeExtend(reply: unknown): ExtendOutcome {
+  return reply === 1 ? 'extended' : reply === -1 ? 'taken' : 'gone';
+}
+
+/**
+ * The leave transaction's replies (ZREM line, HDEL places, GET lock, HGET places grant, PTTL
+ * lock): granted when the lock holds `token`, with the last hand-off's fence when it went to
+ * `token` (else the fence is unknown and the key must simply be given back).
+ */
+export function decodeLeave(replies: RedisReplies, token: string): LeaveResult {
+  if (replies === null) throw new Error('the leave transaction was discarded');
+  for (const [error] of replies) if (error !== null) throw error;
+  const holder = replies[2]![1];
+  if (holder !== token) return { granted: false };
+  const ttl = Math.max(0, Number(replies[4]![1]));
+  const grant = parseGrant(replies[3]![1]);
+  if (grant === undefined || grant.token !== token) return { granted: true, fence: Number.NaN, fences: 0, ttl };
+  return { granted: true, fence: grant.fence, fences: grant.fences, ttl };
+}
+
+/** `'<token> <fence> <fences>'`, the last hand-off as the release script records it. */
+function parseGrant(value: unknown): { token: string; fence: number; fences: number } | undefined {
+  if (typeof value !== 'string') return undefined;
+  const match = /^(.*) (\d+) (\d+)$/.exec(value);
+  return match === null ? undefined : { token: match[1]!, fence: Number(match[2]), fences: Number(match[3]) };
+}
+
+/** A hand-off announced on an inbox: `'granted <token> <fence> <waiting> <fences>'`. */
+export interface GrantMessage {
+  readonly token: string;
+  readonly fence: number;
+  readonly waiting: number;
+  readonly fences: number;
+}
+
+export function decodeGrantMessage(message: string): GrantMessage | undefined {
+  const [kind, token, fence, waiting, fences] = message.split(' ');
+  if (kind !== 'granted' || token === undefined || fence === undefined || fences === undefined) return undefined;
+  return { token, fence: Number(fence), waiting: Number(waiting ?? 0), fences: Number(fences) };
+}
+
+/** The token a grant message is for (without decoding the rest): the inbox routes by it. */
+export function grantRecipient(message: string): string | undefined {
+  return message.split(' ', 2)[1];
+}

@@ -1,0 +1,64 @@
+/**
+ * Where a lock's keys live in Redis. The lock key itself is the name the locker gives (its
+ * `keyPrefix` + the caller's key), holding its owner's token, so `GET` shows who holds it. Beside
+ * it the store keeps helper keys: the fence counter, the line of waiters and their places.
+ *
+ * A reserved namespace: every helper key starts with {@link RESERVED_PREFIX}, and the store
+ * refuses lock keys that start with it, so no lock key can ever name another lock's helper, and
+ * two distinct lock keys are always two independent locks (a helper key embeds its lock key
+ * after the `{…}` tag, so distinct locks never share one).
+ *
+ * One hash slot: a Lua script may only touch keys of one Redis Cluster slot, so every helper key
+ * must hash like its lock key. Redis hashes the part of a key between the first `{` and the first
+ * `}` after it when that part is not empty (the hash tag), and the whole key otherwise. So:
+ * - a lock key with a hash tag `T`: helpers are `rxjs-lock:<kind>:{T}:<lock key>`;
+ * - a lock key without one is hashed whole: helpers are `rxjs-lock:<kind>:{<lock key>}`, which
+ *   hashes exactly like it as long as the lock key holds no `}` (it would end the tag early).
+ *   Such keys are refused.
+ * With an ioredis `keyPrefix`, the client prefixes every key it sends, so the layout is computed
+ * for the prefixed lock key.
+ */
+import { LockOptionsError } from '../../../errors/errors.js';
+
+/** The namespace of the store's own keys; lock keys may not start with it. */
+export const RESERVED_PREFIX = 'rxjs-lock:';
+
+/** What each helper key is for. */
+export type HelperKind = 'fence' | 'line' | 'places';
+
+/** A lock's keys, in the order its scripts take them: lock, fence counter, line, places. */
+export type LockKeys = readonly [lock: string, fence: string, line: string, places: string];
+
+/** The keys of `lockKey` (as the store receives it), for a client that prefixes keys with `clientPrefix`. */
+export function lockKeys(lockKey: string, clientPrefix = ''): LockKeys {
+  return [lockKey, helperKey(lockKey, 'fence', clientPrefix), helperKey(lockKey, 'line', clientPrefix), helperKey(lockKey, 'places', clientPrefix)];
+}
+
+/** The helper key `kind` of `lockKey`, in the same hash slot. */
+export function helperKey(lockKey: string, kind: HelperKind, clientPrefix = ''): string {
+  const full = clientPrefix + lockKey;
+  const tag = hashTag(full);
+  return tag === undefined ? `${RESERVED_PREFIX}${kind}:{${full}}` : `${RESERVED_PREFIX}${kind}:{${tag}}:${lockKey}`;
+}
+
+/**
+ * Throws `LockOptionsError` for a lock key the store cannot keep: one in the reserved namespace,
+ * or one whose helper keys could not share its hash slot.
+ */
+export function checkLockKey(lockKey: string, clientPrefix = ''): void {
+  if (lockKey.startsWith(RESERVED_PREFIX)) {
+    throw new LockOptionsError('key', `a key (with its prefix) that does not start with "${RESERVED_PREFIX}", the store's own namespace`, lockKey);
+  }
+  const full = clientPrefix + lockKey;
+  if (hashTag(full) === undefined && full.includes('}')) {
+    throw new LockOptionsError('key', 'a key (with its prefix) that either has a non-empty {…} Redis hash tag or holds no "}"', lockKey);
+  }
+}
+
+/** The hash tag Redis hashes `key` by, or `undefined` when it hashes the whole key. */
+export function hashTag(key: string): string | undefined {
+  const open = key.indexOf('{');
+  if (open < 0) return undefined;
+  const close = key.indexOf('}', open + 1);
+  return close > open + 1 ? key.slice(open + 1, close) : undefined;
+}

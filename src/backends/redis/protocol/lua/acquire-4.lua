@@ -1,0 +1,74 @@
+-- acquire: set-if-absent with a time-to-live and fencing tokens, fair to waiters in line.
+-- KEYS[1] the lock key (its value: the owner's token); KEYS[2] its fence counter; KEYS[3] the
+-- line; KEYS[4] the places (see lib/line.lua). All in the lock key's hash slot.
+-- ARGV[1] the caller's token; ARGV[2] the time-to-live in ms; ARGV[3] how many fences to reserve.
+-- For a caller in line only: ARGV[4] how long its place lasts without a refresh, in ms; ARGV[5]
+-- 'keep' (take or refresh the place when refused) or 'leave' (give it up when refused: the last
+-- attempt); ARGV[6] the caller's inbox channel, where a hand-off is announced ('' for none).
+-- (Arguments a call does not need are left out: every argument costs on the common path.)
+--
+-- Returns the first fence (an integer) when the caller took the free key with its own TTL and
+-- nobody is in line (the common case: a bare integer costs the client least); else
+-- {1, fence, ttl, waiting, fences} when it holds the key (a release handed it over while it waited,
+-- and ttl is what the key has left; or it was first in line for a free key); else
+-- {0, holder's pttl, queued (1/0)}.
+--@include lib/numbers.lua
+--@include lib/clock.lua
+--@include lib/fences.lua
+--@include lib/line.lua
+
+local lock, fenceKey, line, places = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local token, ttl, fences = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local placeTtl = tonumber(ARGV[4] or '0')
+local inLine = placeTtl > 0
+
+-- The common case, nobody in line: set-if-absent, then the fences.
+if not inLine and redis.call('EXISTS', line) == 0 then
+  if redis.call('SET', lock, token, 'NX', 'PX', ttl) then
+    local _, seed = serverClock()
+    return issueFences(fenceKey, fences, seed)
+  end
+  return {0, redis.call('PTTL', lock), 0}
+end
+
+local holder = redis.call('GET', lock)
+if inLine and holder == token then
+  -- A release handed the key to the caller while it waited.
+  leaveLine(line, places, token)
+  local fence, reserved = grantOf(places, token)
+  if not fence then
+    local _, seed = serverClock()
+    fence, reserved = issueFences(fenceKey, fences, seed), fences
+  end
+  return {1, fence, redis.call('PTTL', lock), redis.call('ZCARD', line), reserved}
+end
+
+local now, seed = serverClock()
+if not holder then
+  local first = firstLive(line, places, now)
+  if first == nil or first == token then
+    redis.call('SET', lock, token, 'PX', ttl)
+    if first then
+      leaveLine(line, places, token)
+    end
+    return {1, issueFences(fenceKey, fences, seed), ttl, redis.call('ZCARD', line), fences}
+  end
+end
+
+if inLine then
+  if ARGV[5] == 'leave' then
+    leaveLine(line, places, token)
+    return {0, redis.call('PTTL', lock), 0}
+  end
+  redis.call('ZADD', line, 'NX', int(now), token)
+  redis.call('HSET', places, 'w:' .. token, int(now + placeTtl) .. ' ' .. int(ttl) .. ' ' .. int(fences) .. ' ' .. (ARGV[6] or ''))
+  -- the line lives as long as its longest-lived place (waiters may use different place TTLs)
+  if redis.call('PTTL', line) < placeTtl * 2 then
+    redis.call('PEXPIRE', line, placeTtl * 2)
+  end
+  if redis.call('PTTL', places) < placeTtl * 2 then
+    redis.call('PEXPIRE', places, placeTtl * 2)
+  end
+  return {0, redis.call('PTTL', lock), 1}
+end
+return {0, redis.call('PTTL', lock), 0}

@@ -1,0 +1,49 @@
+-- release: compare-and-delete, or hand the key straight to the first live waiter in line.
+-- KEYS as for acquire (lock, fence counter, line, places). ARGV[1] the caller's token.
+--
+-- Only while the key still holds the caller's token (so a holder whose lease expired cannot
+-- touch the key of whoever took it next). If a waiter is in line, the key becomes theirs at once,
+-- with the fences its place asked for and a TTL that ends when its place would have lapsed, or
+-- after the TTL it asked for, whichever comes first (a waiter that died holds the key no longer
+-- than either; a live one extends it to its own TTL), and the hand-off is published on the
+-- waiter's inbox channel as 'granted <token> <fence> <waiting> <fences>'. Returns 2 when handed
+-- over, 1 when deleted, 0 when the key was not the caller's.
+--@include lib/numbers.lua
+--@include lib/clock.lua
+--@include lib/fences.lua
+--@include lib/line.lua
+
+local lock, fenceKey, line, places = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local token = ARGV[1]
+
+if redis.call('GET', lock) ~= token then
+  return 0
+end
+
+if redis.call('EXISTS', line) == 0 then
+  -- nobody in line: the places hold at most the record of the hand-off to the caller
+  redis.call('DEL', lock, places)
+  return 1
+end
+
+local now, seed = serverClock()
+local nextToken, nextTtl, nextFences, inbox, lapseAt = firstLive(line, places, now)
+if nextToken then
+  leaveLine(line, places, nextToken)
+  local grantTtl = math.max(1, math.min(lapseAt - now, nextTtl))
+  redis.call('SET', lock, nextToken, 'PX', int(grantTtl))
+  local fence = issueFences(fenceKey, nextFences, seed)
+  redis.call('HSET', places, 'grant', nextToken .. ' ' .. int(fence) .. ' ' .. int(nextFences))
+  if redis.call('PTTL', places) < grantTtl then
+    redis.call('PEXPIRE', places, int(grantTtl))
+  end
+  local waiting = redis.call('ZCARD', line)
+  if inbox ~= '' then
+    redis.call('PUBLISH', inbox, 'granted ' .. nextToken .. ' ' .. int(fence) .. ' ' .. int(waiting) .. ' ' .. int(nextFences))
+  end
+  return 2
+end
+
+redis.call('DEL', lock)
+redis.call('HDEL', places, 'grant')
+return 1

@@ -1,0 +1,54 @@
+/**
+ * One acquisition as an Observable. Cold: nothing happens before subscription, and each
+ * subscription is a new waiter in its key's local gate (see ../gate), which emits the lease and
+ * completes once the lock is this waiter's, or errors (`LockTimeoutError`, `LockStoreError`,
+ * `LockerClosedError`).
+ *
+ * Cancellation safety: unsubscribing takes the waiter out of line; if it was the last one, the
+ * store session is abandoned, and a lock the store grants anyway is given back at once (the naive
+ * `defer(acquire).pipe(switchMap(…finalize(release)))` leaks exactly there). A lease granted
+ * while the subscriber is leaving (an `events$` handler unsubscribed it) is released at once.
+ */
+import { Observable } from 'rxjs';
+import { LockerClosedError } from '../../errors/errors.js';
+import type { AcquireSettings } from '../../options/validate.js';
+import { Waiter } from '../gate/Waiter.js';
+import type { HeldLease } from '../lease/HeldLease.js';
+
+/** Where an acquisition waits: its key's gate. */
+export interface WaitingLine {
+  enqueue(waiter: Waiter): void;
+  leave(waiter: Waiter): void;
+}
+
+/** What an acquisition needs of its locker. */
+export interface AcquisitionContext {
+  /** True once the locker was closed: new acquisitions are refused. */
+  readonly closed: boolean;
+  /** The wait clock. */
+  now(): number;
+  lineFor(key: string, storeKey: string): WaitingLine;
+}
+
+export function acquisition(ctx: AcquisitionContext, key: string, storeKey: string, settings: AcquireSettings): Observable<HeldLease> {
+  return new Observable<HeldLease>((subscriber) => {
+    if (ctx.closed) {
+      subscriber.error(new LockerClosedError(key));
+      return;
+    }
+    const line = ctx.lineFor(key, storeKey);
+    const waiter = new Waiter(settings, ctx.now(), {
+      granted: (lease) => {
+        if (subscriber.closed) {
+          void lease.release();
+          return;
+        }
+        subscriber.next(lease);
+        subscriber.complete();
+      },
+      failed: (error) => subscriber.error(error),
+    });
+    line.enqueue(waiter);
+    return () => line.leave(waiter);
+  });
+}

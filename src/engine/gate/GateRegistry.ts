@@ -1,0 +1,53 @@
+/**
+ * A locker's gates: one per key in use (shared by all of the locker's acquisitions of that key),
+ * or one per acquisition without the local gate. A gate is forgotten as soon as its key has
+ * nothing held, in flight or waiting, so memory is bounded by the keys in use.
+ */
+import type { GateContext, GateDirectory } from './GateContext.js';
+import { KeyGate } from './KeyGate.js';
+
+export class GateRegistry implements GateDirectory {
+  private readonly shared = new Map<string, KeyGate>();
+  /** Gates of their own (`localGate: false`), kept only so that close() reaches them. */
+  private readonly own = new Set<KeyGate>();
+
+  constructor(
+    private readonly ctx: GateContext,
+    /** Share one gate per key among the locker's acquisitions (the `localGate` option). */
+    private readonly localGate: boolean,
+  ) {}
+
+  /** Keys with a gate right now (holders, waiters or releases in flight). */
+  get size(): number {
+    return this.shared.size + this.own.size;
+  }
+
+  /** The gate of `storeKey`: shared by all of this locker's waiters, or one of its own without the local gate. */
+  gateFor(key: string, storeKey: string): KeyGate {
+    if (!this.localGate) {
+      const gate = new KeyGate(this.ctx, this, key, storeKey);
+      this.own.add(gate);
+      return gate;
+    }
+    let gate = this.shared.get(storeKey);
+    if (gate === undefined) {
+      gate = new KeyGate(this.ctx, this, key, storeKey);
+      this.shared.set(storeKey, gate);
+    }
+    return gate;
+  }
+
+  forget(gate: object): void {
+    const keyGate = gate as KeyGate;
+    if (this.shared.get(keyGate.storeKey) === keyGate) this.shared.delete(keyGate.storeKey);
+    else this.own.delete(keyGate);
+  }
+
+  /** Closes every gate (see KeyGate.close); resolves once their releases were answered. */
+  close(): Promise<unknown> {
+    const gates = [...this.shared.values(), ...this.own];
+    this.shared.clear();
+    this.own.clear();
+    return Promise.all(gates.map((gate) => gate.close()));
+  }
+}

@@ -1,0 +1,98 @@
+/**
+ * When the lock may pass from one local holder to the next without the store (a cohort hand-off),
+ * and how many fences a store grant reserves for that. The gate asks; the policy decides. A policy
+ * only weighs fairness against store traffic: whether a pass is *safe* (the lease still valid, the
+ * next waiter asking for the same lease) is the gate's check, whatever the policy says.
+ */
+import { FenceBlock, fencesToReserve } from '../fencing/FenceBlock.js';
+
+/** One process's turn with a key: from a store grant until the lock goes back to the store. */
+export interface Turn {
+  /** The grant's fences: the first holder's and its successors'. */
+  readonly fences: FenceBlock;
+  /** `performance.now()` at the grant. */
+  readonly grantedAt: number;
+  /** Local hand-offs made in this turn so far. */
+  readonly passes: number;
+}
+
+export interface HandoffPolicy {
+  /** How many fences a store grant should reserve, with `localWaiting` others of this process in line behind the one asking. */
+  fencesFor(localWaiting: number): number;
+  /**
+   * A turn starts with a store grant of `fences`; `storeWaiting` other processes were in the
+   * store's line then (when the store says), `localWaiting` local waiters behind the new holder.
+   */
+  startTurn(fences: FenceBlock, storeWaiting: number | undefined, localWaiting: number, now: number): Turn;
+  /** May the lock pass to the next local waiter at `now`? (The block must also have a fence left.) */
+  mayPass(turn: Turn, now: number): boolean;
+  /** The lock passed: the successor's fence, or `undefined` when none is left (then it must not pass). */
+  pass(turn: Turn): number | undefined;
+}
+
+/** Bounds of the cohort policy (the locker's `cohort` option). */
+export interface CohortBounds {
+  readonly maxPasses: number;
+  readonly maxMs: number;
+  readonly roundMs: number;
+}
+
+class CohortTurn implements Turn {
+  passes = 0;
+  constructor(
+    readonly fences: FenceBlock,
+    readonly grantedAt: number,
+    /** How long passes may go on after everyone of the batch had one. */
+    readonly turnMs: number,
+    /** Local waiters that were in line at the grant: each gets a pass. */
+    readonly batch: number,
+  ) {}
+}
+
+/**
+ * The default policy: every local waiter that was in line at the store grant gets the lock once
+ * (so a process's waiters need one round of the store's line, not several); after them, passes go
+ * on for a turn of `maxMs` since the grant, cut to `roundMs / (waiting + 1)` when the store says
+ * `waiting` other processes are in its line (so the line goes round in about `roundMs`). Never more
+ * than `maxPasses` passes, never past `maxMs`.
+ */
+export class CohortPolicy implements HandoffPolicy {
+  constructor(private readonly bounds: CohortBounds) {}
+
+  fencesFor(localWaiting: number): number {
+    return fencesToReserve(localWaiting, this.bounds.maxPasses);
+  }
+
+  /** The turn after everyone of the batch had a pass. */
+  turnMs(storeWaiting: number | undefined): number {
+    const { maxMs, roundMs } = this.bounds;
+    return storeWaiting === undefined || storeWaiting <= 0 ? maxMs : Math.min(maxMs, roundMs / (storeWaiting + 1));
+  }
+
+  startTurn(fences: FenceBlock, storeWaiting: number | undefined, localWaiting: number, now: number): Turn {
+    return new CohortTurn(fences, now, this.turnMs(storeWaiting), localWaiting);
+  }
+
+  mayPass(turn: Turn, now: number): boolean {
+    const t = turn as CohortTurn;
+    const { maxPasses, maxMs } = this.bounds;
+    const elapsed = now - t.grantedAt;
+    if (t.passes >= maxPasses || elapsed >= maxMs || t.fences.left <= 0) return false;
+    return t.passes < t.batch || elapsed < t.turnMs;
+  }
+
+  pass(turn: Turn): number | undefined {
+    const t = turn as CohortTurn;
+    const fence = t.fences.take();
+    if (fence !== undefined) t.passes++;
+    return fence;
+  }
+}
+
+/** Never pass: every acquisition goes through the store (`cohort: false`). */
+export const NO_HANDOFF: HandoffPolicy = {
+  fencesFor: () => 1,
+  startTurn: (fences, _storeWaiting, _localWaiting, now) => ({ fences, grantedAt: now, passes: 0 }),
+  mayPass: () => false,
+  pass: () => undefined,
+};

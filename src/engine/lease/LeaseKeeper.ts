@@ -1,0 +1,129 @@
+/**
+ * Keeps a locker's store leases: opens them, renews them (one heap and one timer for all, renewals
+ * that fall due together sent as one batch), extends them on demand, gives them back, and reports
+ * what happened. Deadlines and loss live in each {@link StoreLease}; this part talks to the store
+ * and to `events$` for them.
+ */
+import { LockStoreError } from '../../errors/errors.js';
+import type { ExtendOutcome } from '../../store/LockStore.js';
+import type { StoreAccess } from '../calls/StoreAccess.js';
+import type { EventReporter } from '../events/EventReporter.js';
+import { LeaseTimers, type DueKind } from './LeaseTimers.js';
+import { StoreLease, type PassedHolder, type StoreLeaseOwner } from './StoreLease.js';
+
+/** Renewal settings of one lease. */
+export type RenewSetting = false | { readonly interval: number | undefined };
+
+export class LeaseKeeper implements StoreLeaseOwner {
+  private readonly timers = new LeaseTimers((leases) => this.renew(leases as StoreLease[]));
+
+  constructor(
+    private readonly access: StoreAccess,
+    private readonly events: EventReporter,
+  ) {}
+
+  /** Entries in the renewal heap, live and stale (for tests). */
+  get scheduled(): number {
+    return this.timers.size;
+  }
+
+  /** The store lease a session won: its validity counts from `sentAt`, with the key's `ttl`. */
+  open(key: string, storeKey: string, token: string, ttl: number, sentAt: number, wantedTtl: number, renew: RenewSetting): StoreLease {
+    return new StoreLease(this, key, storeKey, token, ttl, sentAt, wantedTtl, renew);
+  }
+
+  /**
+   * Gives the store lease back (its renewal stopped first). Resolves `true` when the store still
+   * had our key, `false` when it did not, or the store's error; never rejects.
+   */
+  release(lease: StoreLease): Promise<boolean | LockStoreError> {
+    lease.end();
+    return new Promise((resolve) => {
+      this.access.call('release', lease.key, () => this.access.store.release(lease.storeKey, lease.token), {
+        value: (deleted) => {
+          lease.released(deleted);
+          resolve(deleted);
+        },
+        error: (error) => {
+          this.events.releaseFailed(lease.key, lease.token, error);
+          lease.released(error);
+          resolve(error);
+        },
+      });
+    });
+  }
+
+  /** Gives back a lock the store granted to an acquisition nobody waits for any more. */
+  releaseAbandoned(key: string, storeKey: string, token: string): void {
+    this.access.call('release', key, () => this.access.store.release(storeKey, token), {
+      value: (deleted) => this.events.abandonedReleased(key, token, deleted),
+      error: (error) => this.events.releaseFailed(key, token, error),
+    });
+  }
+
+  extendLease(lease: StoreLease, ttl: number): Promise<ExtendOutcome> {
+    return new Promise<ExtendOutcome>((resolve, reject) => {
+      this.access.call('extend', lease.key, () => this.access.store.extend(lease.storeKey, lease.token, ttl), { value: resolve, error: reject });
+    });
+  }
+
+  schedule(lease: StoreLease, kind: DueKind, dueAt: number, slack?: number): void {
+    this.timers.schedule(lease, kind, dueAt, slack);
+  }
+
+  unschedule(lease: StoreLease): void {
+    this.timers.cancel(lease);
+  }
+
+  renewed(lease: StoreLease): void {
+    this.events.renewed(lease.key, lease.token, lease.validUntil);
+  }
+
+  renewFailed(lease: StoreLease, error: LockStoreError): void {
+    this.events.renewFailed(lease.key, lease.token, error, lease.validUntil);
+  }
+
+  passesSettled(passes: readonly PassedHolder[], outcome: 'passed' | 'gone' | LockStoreError): void {
+    for (const { holder, passedAt } of passes) {
+      if (outcome instanceof LockStoreError) this.events.releaseFailed(holder.key, holder.token, outcome);
+      else this.events.released(holder, passedAt, outcome);
+    }
+  }
+
+  /** Stops the renewal timer for good (the locker was closed and its leases given back). */
+  stop(): void {
+    this.timers.stop();
+  }
+
+  /**
+   * Renews leases whose renewal came due together, in one store call when the store can batch.
+   * Each lease watches only its deadline until the answer comes.
+   */
+  private renew(due: StoreLease[]): void {
+    // A lease collected with the batch may have been given back since (a loss handled in the same
+    // timer firing can end a sibling stream): it must not be extended, nor rescheduled.
+    const leases = due.filter((lease) => lease.isHeld);
+    if (leases.length === 0) return;
+    const sentAt = performance.now();
+    const requests = leases.map((lease) => ({ key: lease.storeKey, token: lease.token, ttlMs: lease.renewTtl }));
+    for (const lease of leases) lease.renewing();
+    const { store, batch } = this.access;
+    const run =
+      batch !== undefined && requests.length > 1
+        ? () => batch.extendMany(requests)
+        : () => Promise.all(requests.map((r) => store.extend(r.key, r.token, r.ttlMs)));
+    const what = leases.length === 1 ? leases[0]!.key : `${leases[0]!.key} (and ${leases.length - 1} more leases)`;
+    this.access.call('extend', what, run, {
+      value: (outcomes) => {
+        leases.forEach((lease, i) => {
+          const outcome = outcomes[i];
+          if (outcome === 'extended' || outcome === 'gone' || outcome === 'taken') lease.extended(outcome, sentAt, requests[i]!.ttlMs);
+          else lease.renewFailed(new LockStoreError(lease.key, 'extend', `the store answered ${String(outcome)}, not 'extended', 'gone' or 'taken'`));
+        });
+      },
+      error: (error) => {
+        for (const lease of leases) lease.renewFailed(error);
+      },
+    });
+  }
+}

@@ -1,0 +1,141 @@
+/**
+ * What a store may offer beyond the core {@link LockStore} contract, each as its own interface,
+ * detected at run time by the functions below. The engine uses a capability when the store has
+ * it and does without otherwise: every one of them only saves round trips or waiting time, none is
+ * needed for exclusion.
+ */
+import type { AcquireResult, ExtendOutcome, LockStore } from './LockStore.js';
+
+/**
+ * A line of waiters per key with direct hand-off: a release with waiters in line does not free the
+ * key but hands it to the first live waiter (a new fence, a TTL of its own), so a hot key goes
+ * round the processes in arrival order.
+ */
+export interface QueueingStore {
+  /**
+   * {@link LockStore.tryAcquire}, for a caller that waits in line:
+   * - the key is `token`'s already (a release handed it over while it waited): answers
+   *   `{ acquired: true, fence, ttl }` with the fence of that grant and the TTL the key has left;
+   * - the key is free and `token` is first in line (or the line is empty): takes it;
+   * - otherwise, with `place: 'keep'`, takes or refreshes `token`'s place in line (arrival order
+   *   is kept) and answers `{ acquired: false, queued: true, placeTtl }`; with `place: 'leave'`
+   *   (the caller's last attempt) it gives the place up in the same atomic step.
+   *
+   * A place lapses `placeTtl` ms after the last call that refreshed it; `fences` and `ttlMs` of
+   * that call are what a hand-off to `token` reserves and grants. A key handed to `token` has a
+   * TTL of at least `min(placeTtl, ttlMs)` counted from the moment that call was sent, and at most
+   * `ttlMs` from the hand-off, so a waiter that died blocks the key no longer than either.
+   */
+  tryAcquireInLine(key: string, token: string, ttlMs: number, fences: number, place: 'keep' | 'leave'): Promise<AcquireResult>;
+
+  /**
+   * `token` stopped waiting: give up its place at once. Must execute in the order it was sent with
+   * respect to the caller's other calls and never be re-sent later (a Redis store uses no script
+   * for it, which a flushed script cache could delay); the engine sends it only once the caller's
+   * previous attempt was answered. Resolves `{ granted: true, … }` when the key had been handed to
+   * `token` meanwhile: the caller then holds it (with `ttl` ms left) and must release it.
+   */
+  leave(key: string, token: string): Promise<LeaveResult>;
+}
+
+/** Outcome of {@link QueueingStore.leave}. */
+export type LeaveResult =
+  | { readonly granted: false }
+  /** The key is `token`'s: its fences start at `fence` (`fences` of them), and it has `ttl` ms left. */
+  | { readonly granted: true; readonly fence: number; readonly fences: number; readonly ttl: number };
+
+/** Wake-up signals for waiters in a {@link QueueingStore}'s line. */
+export interface WakeUpStore {
+  /**
+   * Calls `listener` when the store hands `key` to `token` (queued by `tryAcquireInLine`), and
+   * when the signal channel is interrupted or resumes, until the watch is stopped. The engine
+   * queues only while the watch is `active`, so a grant is not missed for lack of a listener; a
+   * lost one costs a waiter one back-off step.
+   */
+  watch(key: string, token: string, listener: (signal: WakeSignal) => void): StoreWatch;
+}
+
+/** What {@link WakeUpStore.watch} reports. */
+export type WakeSignal =
+  /** The key was handed to `token`: `fences` fences from `fence` are its; `waiting` others are still in line. */
+  | { readonly type: 'granted'; readonly token: string; readonly fence: number; readonly fences: number; readonly waiting: number }
+  /** The channel dropped (`active` is false now): grants may go unsignalled until it resumes. */
+  | { readonly type: 'interrupted' }
+  /** The channel is back (`active` again); grants made while it was down were not signalled. */
+  | { readonly type: 'resumed' };
+
+/** A watch started by {@link WakeUpStore.watch}. */
+export interface StoreWatch {
+  /** True while signals are flowing: a token queued now cannot miss its grant signal. */
+  readonly active: boolean;
+  /** Resolves when `active` first turns true (or never, if the store cannot deliver signals). */
+  readonly ready: Promise<void>;
+  /** Stops the listener. */
+  stop(): void;
+}
+
+/** Extension of many leases in one round trip, used by lease renewal. */
+export interface BatchExtendStore {
+  /**
+   * {@link LockStore.extend} for each request, answered in order. Rejects when the batch as a
+   * whole failed.
+   */
+  extendMany(requests: readonly ExtendRequest[]): Promise<ExtendOutcome[]>;
+}
+
+/** One lease to extend in {@link BatchExtendStore.extendMany}. */
+export interface ExtendRequest {
+  readonly key: string;
+  readonly token: string;
+  readonly ttlMs: number;
+}
+
+/** A check of a (prefixed) key before anything is sent, for keys this store cannot keep. */
+export interface KeyCheckingStore {
+  /** Throws `LockOptionsError` for a key the store cannot keep (naming the rule). */
+  checkKey(key: string): void;
+}
+
+/** A store holding resources of its own (timers, connections it opened). */
+export interface ClosableStore {
+  /** Frees them; the store's owner calls it once nothing uses the store any more. */
+  close(): Promise<void> | void;
+}
+
+const has = (store: object, name: string): boolean => typeof (store as Record<string, unknown>)[name] === 'function';
+
+/** The store with its line, or `undefined` when it has none. */
+export function queueingOf(store: LockStore): (LockStore & QueueingStore) | undefined {
+  return has(store, 'tryAcquireInLine') && has(store, 'leave') ? (store as LockStore & QueueingStore) : undefined;
+}
+
+/** The store's wake-up, or `undefined`; only meaningful with a line. */
+export function wakeUpOf(store: LockStore): (LockStore & QueueingStore & WakeUpStore) | undefined {
+  return queueingOf(store) !== undefined && has(store, 'watch') ? (store as LockStore & QueueingStore & WakeUpStore) : undefined;
+}
+
+export function batchExtendOf(store: LockStore): (LockStore & BatchExtendStore) | undefined {
+  return has(store, 'extendMany') ? (store as LockStore & BatchExtendStore) : undefined;
+}
+
+export function keyCheckOf(store: LockStore): (LockStore & KeyCheckingStore) | undefined {
+  return has(store, 'checkKey') ? (store as LockStore & KeyCheckingStore) : undefined;
+}
+
+export function closerOf(store: LockStore): (LockStore & ClosableStore) | undefined {
+  return has(store, 'close') ? (store as LockStore & ClosableStore) : undefined;
+}
+
+/**
+ * A view of `store` with its core operations only, every capability hidden: what a store that
+ * implements nothing more looks like to the engine (the contract suite and the engine's tests run
+ * on it, to show that the core is enough).
+ */
+export function coreOnly(store: LockStore): LockStore {
+  return {
+    tryAcquire: (key, token, ttlMs, fences) => store.tryAcquire(key, token, ttlMs, fences),
+    extend: (key, token, ttlMs) => store.extend(key, token, ttlMs),
+    release: (key, token) => store.release(key, token),
+  };
+}
+
