@@ -215,8 +215,9 @@ export class StoreSession {
     }
     if (this.watch === undefined && ctx.access.wakeUp !== undefined) {
       this.listen();
-      // Already live (another waiter of this store listens): take the place in line now.
-      if (this.watch!.active && head.remaining(now) > 0 && this.place === undefined) {
+      // Already live (another waiter of this store listens): take the place in line now — unless
+      // a retry function decides when each attempt is made.
+      if (this.watch!.active && head.remaining(now) > 0 && this.place === undefined && typeof head.settings.retry !== 'function') {
         this.attempt();
         return;
       }
