@@ -99,8 +99,8 @@ export interface AcquireOptions {
 /** Bounds of the cohort hand-off (see {@link LockerOptions.cohort}). */
 export interface CohortOptions {
   /**
-   * Most local hand-offs per store acquisition (an integer from 0 to 1023: fences leave room for
-   * 1023 between two grants).
+   * Most local hand-offs per store acquisition (an integer from 0 to 1023). A store grant reserves
+   * a fence for each of them, so this also bounds how many fences one grant can burn.
    * @default 256
    */
   maxPasses?: number;
