@@ -140,8 +140,11 @@ export class LockEngine implements Locker, AcquisitionContext {
 
   private async shutDown(): Promise<void> {
     try {
+      // Calls in flight now (and the releases close starts) end within commandTimeout: one limit,
+      // counted from here, covers them all.
+      const drained = this.access.settledOrTimedOut();
       await this.gates.close();
-      await this.access.settledOrTimedOut();
+      await drained;
       this.leases.stop();
       if (this.ownsStore) await closerOf(this.access.store)?.close();
     } catch {

@@ -15,9 +15,9 @@ import {
 } from '../../store/capabilities.js';
 import type { LockStore } from '../../store/LockStore.js';
 import { CallDeadlines } from './CallDeadlines.js';
-import { callStore, type StoreCall, type StoreCallHandlers } from './storeCall.js';
+import { callStore, type CallTracker, type StoreCall, type StoreCallHandlers } from './storeCall.js';
 
-export class StoreAccess {
+export class StoreAccess implements CallTracker {
   readonly deadlines: CallDeadlines;
   /** The store's line with hand-off, if it has one. */
   readonly queue: (LockStore & QueueingStore) | undefined;
@@ -41,19 +41,14 @@ export class StoreAccess {
   private inFlight = 0;
   private onIdle: (() => void) | undefined;
 
-  /** Runs one store call within `commandTimeout` (see ./storeCall.ts). */
-  call<T>(operation: StoreOperation, key: string, run: () => Promise<T>, handlers: StoreCallHandlers<T>): StoreCall {
+  /** Runs one store call within `commandTimeout` (see ./storeCall.ts); `now` if the caller has it. */
+  call<T>(operation: StoreOperation, key: string, run: () => Promise<T>, handlers: StoreCallHandlers<T>, now?: number): StoreCall {
     this.inFlight++;
-    const settled = handlers.settled;
-    return callStore(this.deadlines, operation, key, run, {
-      value: handlers.value,
-      error: handlers.error,
-      late: handlers.late,
-      settled: () => {
-        if (--this.inFlight === 0) this.onIdle?.();
-        settled?.();
-      },
-    });
+    return callStore(this.deadlines, operation, key, run, handlers, this, now);
+  }
+
+  callSettled(): void {
+    if (--this.inFlight === 0) this.onIdle?.();
   }
 
   /**

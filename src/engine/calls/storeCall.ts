@@ -1,12 +1,12 @@
 /**
- * Bounds one store call by the locker's `commandTimeout` and tells apart the ways it can end for
+ * One store call, bounded by the locker's `commandTimeout`, telling apart the ways it can end for
  * the caller: answered in time, failed in time (or timed out), or answered after the caller
  * stopped caring (timed out or abandoned). The last one matters for acquire: a lock granted to
  * nobody must be given back. `settled` hears of the store's actual answer whenever it comes, so a
  * call that must follow this one on the store (a waiter leaving the line) can wait for it.
  */
 import { LockStoreError, type StoreOperation } from '../../errors/errors.js';
-import type { CallDeadlines } from './CallDeadlines.js';
+import type { CallDeadlines, Tracked } from './CallDeadlines.js';
 
 export interface StoreCallHandlers<T> {
   /** The store answered in time and the call was not abandoned. */
@@ -24,12 +24,67 @@ export interface StoreCall {
   abandon(): void;
 }
 
+/** Told when a call's store promise settles (the locker counts calls in flight for close()). */
+export interface CallTracker {
+  callSettled(): void;
+}
+
+class PendingCall<T> implements StoreCall, Tracked {
+  settled = false;
+  dueAt = 0;
+  next: Tracked | undefined = undefined;
+
+  constructor(
+    private readonly deadlines: CallDeadlines,
+    private readonly operation: StoreOperation,
+    private readonly key: string,
+    private readonly handlers: StoreCallHandlers<T>,
+    private readonly tracker: CallTracker | undefined,
+  ) {}
+
+  expire(): void {
+    this.handlers.error(new LockStoreError(this.key, this.operation, `no answer within commandTimeout (${this.deadlines.timeoutMs} ms)`));
+  }
+
+  abandon(): void {
+    if (!this.settled) this.deadlines.settle(this);
+  }
+
+  answered(value: T): void {
+    if (this.settled) this.handlers.late?.(value);
+    else {
+      this.deadlines.settle(this);
+      this.handlers.value(value);
+    }
+    this.done();
+  }
+
+  failed(error: unknown): void {
+    if (!this.settled) {
+      this.deadlines.settle(this);
+      this.handlers.error(new LockStoreError(this.key, this.operation, error instanceof Error ? error.message : String(error), error));
+    }
+    this.done();
+  }
+
+  private done(): void {
+    this.tracker?.callSettled();
+    this.handlers.settled?.();
+  }
+}
+
+/**
+ * Runs `run()` (the store call) and tracks its deadline from `now` (default: the current time;
+ * callers that just read the clock pass theirs).
+ */
 export function callStore<T>(
   deadlines: CallDeadlines,
   operation: StoreOperation,
   key: string,
   run: () => Promise<T>,
   handlers: StoreCallHandlers<T>,
+  tracker?: CallTracker,
+  now?: number,
 ): StoreCall {
   let promise: Promise<T>;
   try {
@@ -39,29 +94,11 @@ export function callStore<T>(
   } catch (error) {
     promise = Promise.reject(error);
   }
-  const deadline = deadlines.track(() => {
-    handlers.error(new LockStoreError(key, operation, `no answer within commandTimeout (${deadlines.timeoutMs} ms)`));
-  });
+  const call = new PendingCall(deadlines, operation, key, handlers, tracker);
+  deadlines.track(call, now);
   promise.then(
-    (value) => {
-      if (deadline.settled) handlers.late?.(value);
-      else {
-        deadlines.settle(deadline);
-        handlers.value(value);
-      }
-      handlers.settled?.();
-    },
-    (error: unknown) => {
-      if (!deadline.settled) {
-        deadlines.settle(deadline);
-        handlers.error(new LockStoreError(key, operation, error instanceof Error ? error.message : String(error), error));
-      }
-      handlers.settled?.();
-    },
+    (value) => call.answered(value),
+    (error: unknown) => call.failed(error),
   );
-  return {
-    abandon() {
-      if (!deadline.settled) deadlines.settle(deadline);
-    },
-  };
+  return call;
 }

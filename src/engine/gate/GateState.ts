@@ -72,6 +72,9 @@ export const MOVES: Readonly<Record<GateStateName, readonly GateStateName[]>> = 
   closed: [],
 });
 
+const BIT: Readonly<Record<GateStateName, number>> = { idle: 1, acquiring: 2, held: 4, passing: 8, releasing: 16, closed: 32 };
+const ALLOWED = Object.fromEntries(Object.entries(MOVES).map(([from, tos]) => [from, tos.reduce((mask, to) => mask | BIT[to], 0)])) as Record<GateStateName, number>;
+
 export function canMove(from: GateStateName, to: GateStateName): boolean {
-  return MOVES[from].includes(to);
+  return (ALLOWED[from] & BIT[to]) !== 0;
 }

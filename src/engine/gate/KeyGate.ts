@@ -107,7 +107,8 @@ export class KeyGate implements SessionOwner, HolderOwner {
     }
     // (A lease too short to have any validity, ttl ≤ 2 ms without renewal, is granted and lost at
     // once, as asked for.)
-    if (!storeLease.valid(performance.now()) && leaseValidity(storeLease.renewTtl) > 0) {
+    const now = performance.now();
+    if (!storeLease.valid(now) && leaseValidity(storeLease.renewTtl) > 0) {
       // The answer came too late to leave any validity (a slow store and a short TTL): do not
       // hand out a lease that is lost already. Give the key back and try again — unless the wait
       // is over: this path sees no refusal, where waits are otherwise checked.
@@ -116,10 +117,10 @@ export class KeyGate implements SessionOwner, HolderOwner {
       return;
     }
     const fences = new FenceBlock(grant.fence, grant.fences);
-    const turn = ctx.policy.startTurn(fences, grant.waiting, this.behind, performance.now());
+    const turn = ctx.policy.startTurn(fences, grant.waiting, this.behind, now);
     storeLease.onLost = (error) => this.lost(storeLease, error);
-    this.grantTo(head, storeLease, turn, fences.first, false);
-    storeLease.start();
+    this.grantTo(head, storeLease, turn, fences.first, false, now);
+    storeLease.start(now);
   }
 
   failed(session: object, error: unknown): void {
@@ -191,7 +192,7 @@ export class KeyGate implements SessionOwner, HolderOwner {
         return Promise.resolve(true);
       }
     }
-    return this.giveBack(storeLease, holder);
+    return this.giveBack(storeLease, holder, now);
   }
 
   // ─── the locker ──────────────────────────────────────────────────────────────────────────────
@@ -250,9 +251,9 @@ export class KeyGate implements SessionOwner, HolderOwner {
   }
 
   /** Gives `waiter` the lock with `fence`; `passed` when it came from a local holder. */
-  private grantTo(waiter: Waiter, storeLease: StoreLease, turn: Turn, fence: number, passed: boolean): void {
+  private grantTo(waiter: Waiter, storeLease: StoreLease, turn: Turn, fence: number, passed: boolean, now = performance.now()): void {
     this.remove(waiter);
-    const holder = new HeldLease(this, storeLease, fence, performance.now());
+    const holder = new HeldLease(this, storeLease, fence, now);
     this.moveTo({ name: 'held', storeLease, turn, holder });
     const events = this.ctx.events;
     if (events.observed) events.acquired(holder, this.ctx.clock.now() - waiter.startedAt, waiter.attempts, passed);
@@ -282,21 +283,27 @@ export class KeyGate implements SessionOwner, HolderOwner {
   }
 
   /** Releases the store lock, then lets the next local waiter go to the store. */
-  private giveBack(storeLease: StoreLease, holder: HeldLease | undefined): Promise<boolean> {
+  private giveBack(storeLease: StoreLease, holder: HeldLease | undefined, now = performance.now()): Promise<boolean> {
     this.moveTo(RELEASING);
-    const releasedAt = performance.now();
     const ctx = this.ctx;
-    const releasing = ctx.leases.release(storeLease).then((answer) => {
-      if (holder !== undefined && typeof answer === 'boolean') ctx.events.released(holder, releasedAt, answer ? 'released' : 'gone');
-      this.releasing = undefined;
-      if (this.closing) this.moveTo(CLOSED);
-      else {
-        this.moveTo(IDLE);
-        this.next();
-      }
-      return answer === true;
+    const releasing = new Promise<boolean>((resolve) => {
+      ctx.leases.release(
+        storeLease,
+        (answer) => {
+          if (holder !== undefined && typeof answer === 'boolean') ctx.events.released(holder, now, answer ? 'released' : 'gone');
+          this.releasing = undefined;
+          if (this.closing) this.moveTo(CLOSED);
+          else {
+            this.moveTo(IDLE);
+            this.next();
+          }
+          resolve(answer === true);
+        },
+        now,
+      );
     });
-    this.releasing = releasing;
+    // (answered synchronously only by a broken store; then the release is over already)
+    if (this.state.name === 'releasing') this.releasing = releasing;
     return releasing;
   }
 
@@ -310,9 +317,11 @@ export class KeyGate implements SessionOwner, HolderOwner {
     if (storeLease.givenBack) return Promise.resolve(false);
     const releasedAt = performance.now();
     const ctx = this.ctx;
-    return ctx.leases.release(storeLease).then((answer) => {
-      if (typeof answer === 'boolean') ctx.events.released(holder, releasedAt, answer ? 'released' : 'gone');
-      return answer === true;
+    return new Promise<boolean>((resolve) => {
+      ctx.leases.release(storeLease, (answer) => {
+        if (typeof answer === 'boolean') ctx.events.released(holder, releasedAt, answer ? 'released' : 'gone');
+        resolve(answer === true);
+      });
     });
   }
 
@@ -326,7 +335,7 @@ export class KeyGate implements SessionOwner, HolderOwner {
       state.holder.lose(error);
     } else {
       // Lost between two local holders: nobody will release it, so do it here (in the background).
-      void this.ctx.leases.release(storeLease);
+      this.ctx.leases.release(storeLease, () => undefined);
     }
     this.next();
   }

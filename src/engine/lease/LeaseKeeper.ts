@@ -33,24 +33,29 @@ export class LeaseKeeper implements StoreLeaseOwner {
   }
 
   /**
-   * Gives the store lease back (its renewal stopped first). Resolves `true` when the store still
-   * had our key, `false` when it did not, or the store's error; never rejects.
+   * Gives the store lease back (its renewal stopped first). `done` hears `true` when the store
+   * still had our key, `false` when it did not, or the store's error (also reported as
+   * `release-failed`); it is always called, once.
    */
-  release(lease: StoreLease): Promise<boolean | LockStoreError> {
+  release(lease: StoreLease, done: (answer: boolean | LockStoreError) => void, now?: number): void {
     lease.end();
-    return new Promise((resolve) => {
-      this.access.call('release', lease.key, () => this.access.store.release(lease.storeKey, lease.token), {
+    this.access.call(
+      'release',
+      lease.key,
+      () => this.access.store.release(lease.storeKey, lease.token),
+      {
         value: (deleted) => {
           lease.released(deleted);
-          resolve(deleted);
+          done(deleted);
         },
         error: (error) => {
           this.events.releaseFailed(lease.key, lease.token, error);
           lease.released(error);
-          resolve(error);
+          done(error);
         },
-      });
-    });
+      },
+      now,
+    );
   }
 
   /** Gives back a lock the store granted to an acquisition nobody waits for any more. */

@@ -98,8 +98,7 @@ export class StoreLease implements Scheduled {
    * Starts the clock: the first renewal (at once when the key's TTL is not the wanted one and
    * nothing else would renew it), or the deadline. Loses the lease if already invalid.
    */
-  start(): void {
-    const now = performance.now();
+  start(now = performance.now()): void {
     if (this.currentTtl !== this.wantedTtl && this.renew === false) {
       // A handed-over key's TTL is not ours, and nothing would renew it: extend it once, now.
       if (this.checkValid(now)) this.owner.schedule(this, 'renew', now);

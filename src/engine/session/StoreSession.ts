@@ -24,12 +24,12 @@
  * script cache): a place cannot come back after the leave.
  */
 import { asyncScheduler, Subscription, type SchedulerAction } from 'rxjs';
-import { v4 as uuidv4 } from 'uuid';
 import type { RetryPolicy } from '../../options/validate.js';
 import type { WakeSignal, StoreWatch, LeaveResult } from '../../store/capabilities.js';
 import type { AcquireResult, NotAcquired } from '../../store/LockStore.js';
 import type { StoreCall } from '../calls/storeCall.js';
 import { backoff, jitteredDelay } from './backoff.js';
+import { newToken } from './tokens.js';
 import type { SessionContext, SessionOwner } from './SessionOwner.js';
 
 /** The last attempt the store answered "queued": what the place asked for, and when. */
@@ -46,7 +46,7 @@ interface Place {
 type Mode = 'try' | 'keep' | 'leave';
 
 export class StoreSession {
-  readonly token = uuidv4();
+  readonly token = newToken();
   /** The attempt in flight, until answered in time (or abandoned). */
   private call: StoreCall | undefined;
   /** The store has not settled the last call yet (even if the engine stopped waiting for it). */
@@ -106,7 +106,17 @@ export class StoreSession {
     const wakeUp = this.ctx.access.wakeUp!;
     const watch = (this.watch = wakeUp.watch(this.owner.storeKey, this.token, this.signalled));
     // Re-plan as soon as the channel is live, rather than after a whole back-off step.
-    if (!watch.active) void watch.ready.then(() => this.wakeNow());
+    if (!watch.active) void watch.ready.then(() => this.replanSleep());
+  }
+
+  /**
+   * The wake-up channel came up, dropped or came back: a sleep chosen for the old state (a slow
+   * refresh of the place, or a poll) is cut short and chosen again. Not when a retry function
+   * decides when each attempt is made: its sleeps do not depend on the channel.
+   */
+  private replanSleep(): void {
+    if (typeof this.owner.head()?.settings.retry === 'function') return;
+    this.wakeNow();
   }
 
   private readonly attempt = (): void => {
@@ -169,7 +179,7 @@ export class StoreSession {
         this.afterSettled = undefined;
         next?.();
       },
-    });
+    }, sentAt);
   }
 
   private refused(result: NotAcquired, sentAt: number, mode: Mode, ttl: number, fences: number, refresh: boolean): void {
@@ -370,7 +380,7 @@ export class StoreSession {
     if (signal.type !== 'granted') {
       // The channel dropped or came back: re-plan the sleep (poll while it is down; a grant made
       // while it was down was not signalled, so look now).
-      this.wakeNow();
+      this.replanSleep();
       return;
     }
     if (signal.token !== this.token) return;
