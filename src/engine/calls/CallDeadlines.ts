@@ -51,6 +51,8 @@ export class CallDeadlines {
   }
 
   private arm(delay: number): void {
+    // (expire() runs handlers that may track new calls, and so arm, before it re-arms itself)
+    if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = setTimeout(this.expire, delay);
     this.timer.unref?.();
   }

@@ -67,9 +67,13 @@ class PendingCall<T> implements StoreCall, Tracked {
     this.done();
   }
 
+  /** The store settled the call: what must follow it goes out first, then the call stops counting as in flight. */
   private done(): void {
-    this.tracker?.callSettled();
-    this.handlers.settled?.();
+    try {
+      this.handlers.settled?.();
+    } finally {
+      this.tracker?.callSettled();
+    }
   }
 }
 

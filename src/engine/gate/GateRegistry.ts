@@ -48,6 +48,15 @@ export class GateRegistry implements GateDirectory {
     const gates = [...this.shared.values(), ...this.own];
     this.shared.clear();
     this.own.clear();
-    return Promise.all(gates.map((gate) => gate.close()));
+    return Promise.all(
+      gates.map((gate) => {
+        try {
+          return gate.close();
+        } catch {
+          // one gate's failure must not leave the others' locks held
+          return undefined;
+        }
+      }),
+    );
   }
 }

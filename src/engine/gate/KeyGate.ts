@@ -223,10 +223,12 @@ export class KeyGate implements SessionOwner, HolderOwner {
         const { storeLease, holder } = state;
         storeLease.onLost = undefined;
         storeLease.abandon('locker-closed');
+        // Given back first: the holder's own release (run by whoever hears of the loss, at once)
+        // then finds the lease no longer the gate's and gives nothing back a second time.
+        this.giveBack(storeLease, undefined);
         const error = new LockLostError(this.key, storeLease.token, 'locker-closed');
         this.ctx.events.lost(holder, error);
         holder.lose(error);
-        this.giveBack(storeLease, undefined);
         break;
       }
       case 'passing':
