@@ -148,7 +148,7 @@ async function newHolderAfterLoss(server: EmbeddedRedis, key: string, issued: nu
 describe('fences after data loss while a hot key keeps the fence counter ahead of the server clock', () => {
   it('FLUSHALL', async () => {
     const key = 'hot:flushall';
-    const { fences } = await hotUntilAhead(lockServer, key, 5);
+    const { fences } = await hotUntilAhead(lockServer, key, 20);
     await client(lockServer).flushall();
     await newHolderAfterLoss(lockServer, key, fences);
   });
@@ -171,7 +171,7 @@ describe('fences after data loss while a hot key keeps the fence counter ahead o
     await before.release();
     expect(await client(primary).call('WAIT', '1', '5000')).toBe(1);
     await link.call('REPLICAOF', 'NO', 'ONE');
-    const { fences } = await hotUntilAhead(primary, key, 5);
+    const { fences } = await hotUntilAhead(primary, key, 20);
     await newHolderAfterLoss(replica, key, [before.fence, ...fences]);
   });
 
