@@ -17,10 +17,12 @@ export interface LockStore {
    * this call set it, `{ acquired: false }` when another token holds it. Rejects only when the
    * store failed.
    *
-   * Fences: the grant reserves `fences` consecutive integers `fence … fence + fences − 1` (1 when
-   * omitted), every one of them greater than every fence the store issued or reserved for `key`
-   * before, whichever client asked. (The engine hands the extra ones to local successors; what
-   * they mean is the engine's business, see engine/fencing.) All fences are safe integers.
+   * Fences: the grant reserves consecutive integers `fence … fence + n − 1`, every one of them
+   * greater than every fence the store issued or reserved for `key` before, whichever client asked
+   * — also after the store lost its data, if it can lose data. `n` is `fences` (1 when omitted) or
+   * fewer, never less than 1; when fewer, the answer says how many (`Acquired.fences`). (The engine
+   * hands the extra ones to local successors; what they mean is the engine's business, see
+   * engine/fencing.) All fences are safe integers.
    */
   tryAcquire(key: string, token: string, ttlMs: number, fences?: number): Promise<AcquireResult>;
 
@@ -47,8 +49,8 @@ export interface Acquired {
   /** The first of the fences reserved by this grant. */
   readonly fence: number;
   /**
-   * How many fences the grant reserved, when not the number asked for: a key a queueing store
-   * handed to this token earlier reserved what its place in line asked for.
+   * How many fences the grant reserved, when not the number asked for: fewer (a store may hand out
+   * fewer), or what its place in line asked for when a queueing store handed the key over earlier.
    */
   readonly fences?: number;
   /**

@@ -59,6 +59,11 @@ export interface WakeUpStore {
 export type WakeSignal =
   /** The key was handed to `token`: `fences` fences from `fence` are its; `waiting` others are still in line. */
   | { readonly type: 'granted'; readonly token: string; readonly fence: number; readonly fences: number; readonly waiting: number }
+  /**
+   * The key was handed to the waiter ahead of `token`, whose grant ends within `ttl` ms: if that
+   * waiter never claims it, `token` is next, so it should look again by then.
+   */
+  | { readonly type: 'behind'; readonly token: string; readonly ttl: number }
   /** The channel dropped (`active` is false now): grants may go unsignalled until it resumes. */
   | { readonly type: 'interrupted' }
   /** The channel is back (`active` again); grants made while it was down were not signalled. */

@@ -19,7 +19,7 @@ import type {
   WakeSignal,
 } from '../../store/capabilities.js';
 import type { AcquireResult, ExtendOutcome, LockStore } from '../../store/LockStore.js';
-import { acquireArgs, decodeAcquire, decodeExtend, decodeGrantMessage, decodeLeave, decodeRelease } from './protocol/codec.js';
+import { acquireArgs, decodeAcquire, decodeExtend, decodeInboxMessage, decodeLeave, decodeRelease } from './protocol/codec.js';
 import { defineCommands, queueScript, runScript } from './protocol/commands.js';
 import { checkLockKey, hashTag, lockKeys, type LockKeys } from './protocol/keyLayout.js';
 import type { RedisClient, RedisSubscriber } from './RedisClient.js';
@@ -208,8 +208,10 @@ export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStor
     return (_key, token, listener) =>
       wake.watch(token, {
         message: (message) => {
-          const grant = decodeGrantMessage(message);
-          if (grant !== undefined && grant.token === token) listener({ type: 'granted', token, fence: grant.fence, fences: grant.fences, waiting: grant.waiting });
+          const decoded = decodeInboxMessage(message);
+          if (decoded === undefined || decoded.token !== token) return;
+          if (decoded.kind === 'granted') listener({ type: 'granted', token, fence: decoded.fence, fences: decoded.fences, waiting: decoded.waiting });
+          else listener({ type: 'behind', token, ttl: decoded.ttl });
         },
         status: (active) => listener({ type: active ? 'resumed' : 'interrupted' }),
       });

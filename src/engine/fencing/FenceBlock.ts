@@ -7,9 +7,9 @@
  * grant, so fences strictly increase across every holder of the key, local or not. When a block is
  * used up the lock goes back to the store for a new one.
  *
- * Block sizes are kept small on purpose: every fence reserved and not used is a number burnt, and
- * a store that seeds its counters from its clock (the Redis store) must not issue numbers faster
- * than its clock runs (see backends/redis/protocol/lua/lib/fences.lua).
+ * The store may grant fewer fences than asked (the Redis store never reserves fences above its
+ * clock, see backends/redis/protocol/lua/lib/fences.lua): the block is what it granted, and a pass
+ * that finds it used up goes back to the store.
  */
 
 /** Fences reserved by a grant for a process with nobody else waiting: room for a few late arrivals. */

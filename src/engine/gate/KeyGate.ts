@@ -79,8 +79,17 @@ export class KeyGate implements SessionOwner, HolderOwner {
     return this.waiters.size > 0 ? this.waiters.size - 1 : 0;
   }
 
+  /** Fences for a grant: room for a pass to each waiter behind the head that asked for the same lease. */
   fencesWanted(): number {
-    return this.ctx.policy.fencesFor(this.behind);
+    let compatible = 0;
+    if (this.waiters.size > 1) {
+      let head: Waiter | undefined;
+      for (const waiter of this.waiters) {
+        if (head === undefined) head = waiter;
+        else if (sameLease(waiter.settings, head.settings)) compatible++;
+      }
+    }
+    return this.ctx.policy.fencesFor(compatible);
   }
 
   expireHeads(now: number): void {
@@ -279,9 +288,7 @@ export class KeyGate implements SessionOwner, HolderOwner {
    * when the waiter asked for the same lease: the same TTL and renewal.
    */
   private mayServe(settings: AcquireSettings, storeLease: StoreLease, now: number): boolean {
-    if (!storeLease.valid(now) || settings.ttl !== storeLease.renewTtl) return false;
-    const renew = storeLease.renew;
-    return settings.renew === false ? renew === false : renew !== false && renew.interval === settings.renew.interval;
+    return storeLease.valid(now) && settings.ttl === storeLease.renewTtl && sameRenewal(settings.renew, storeLease.renew);
   }
 
   /** Releases the store lock, then lets the next local waiter go to the store. */
@@ -450,4 +457,13 @@ export class KeyGate implements SessionOwner, HolderOwner {
       state.session.replan();
     }
   }
+}
+
+/** Do two acquisitions ask for the same lease (TTL and renewal)? Only then can one pass to the other. */
+function sameLease(a: AcquireSettings, b: AcquireSettings): boolean {
+  return a.ttl === b.ttl && sameRenewal(a.renew, b.renew);
+}
+
+function sameRenewal(a: AcquireSettings['renew'], b: AcquireSettings['renew']): boolean {
+  return a === false ? b === false : b !== false && a.interval === b.interval;
 }

@@ -60,7 +60,7 @@ export class CohortPolicy implements HandoffPolicy {
   constructor(private readonly bounds: CohortBounds) {}
 
   fencesFor(localWaiting: number): number {
-    return fencesToReserve(localWaiting, this.bounds.maxPasses);
+    return this.bounds.maxMs <= 0 ? 1 : fencesToReserve(localWaiting, this.bounds.maxPasses);
   }
 
   /** The turn after everyone of the batch had a pass. */

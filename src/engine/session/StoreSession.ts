@@ -49,17 +49,19 @@ export class StoreSession {
   readonly token = newToken();
   /** The attempt in flight, until answered in time (or abandoned). */
   private call: StoreCall | undefined;
-  /** The store has not settled the last call yet (even if the engine stopped waiting for it). */
-  private unsettled = false;
+  /** Calls the store has not settled yet (even ones the engine stopped waiting for). */
+  private unsettled = 0;
   /** Runs once the store settles the last call (a leave that must come after it). */
   private afterSettled: (() => void) | undefined;
   /** An attempt answered after nobody wanted it was a grant (given back already). */
   private lateGrant = false;
   private sleep: Subscription | undefined;
+  /** The sleep is the slow refresh of a place woken by signals (not the retry policy's). */
+  private slowSleep = false;
   /** A refresh of the place, due while the retry policy sleeps longer than the place lasts. */
   private refreshTimer: Subscription | undefined;
-  /** The retry policy's notifier fired while a refresh was in flight. */
-  private dueAfterRefresh = false;
+  /** The retry policy's notifier fired (`'attempt'`) or completed (`'stop'`) while a refresh was in flight. */
+  private afterRefresh: 'attempt' | 'stop' | undefined;
   private watch: StoreWatch | undefined;
   private place: Place | undefined;
   /** A grant signal that came while an attempt was in flight. */
@@ -152,7 +154,7 @@ export class StoreSession {
       mode === 'try' ? () => store.tryAcquire(storeKey, token, ttl, fences) : () => queue!.tryAcquireInLine(storeKey, token, ttl, fences, mode);
     const sentAt = performance.now();
     this.queueing = mode === 'keep';
-    this.unsettled = true;
+    this.unsettled++;
     this.call = ctx.access.call('acquire', owner.key, run, {
       value: (result) => {
         this.call = undefined;
@@ -173,12 +175,7 @@ export class StoreSession {
         this.lateGrant = true;
         ctx.giveBack(owner.key, storeKey, token);
       },
-      settled: () => {
-        this.unsettled = false;
-        const next = this.afterSettled;
-        this.afterSettled = undefined;
-        next?.();
-      },
+      settled: this.callSettled,
     }, sentAt);
   }
 
@@ -199,11 +196,12 @@ export class StoreSession {
     const ctx = this.ctx;
     ctx.contention.note();
     if (refresh) {
-      // Only the place was renewed; the policy's sleep goes on (or was due meanwhile).
-      if (this.dueAfterRefresh) {
-        this.dueAfterRefresh = false;
-        this.attempt();
-      } else this.armRefresh();
+      // Only the place was renewed; the policy's sleep goes on (or ended meanwhile).
+      const then = this.afterRefresh;
+      this.afterRefresh = undefined;
+      if (then === 'attempt') this.attempt();
+      else if (then === 'stop') this.policyStopped();
+      else this.armRefresh();
       return;
     }
     if (ctx.access.queue !== undefined) this.inLine = true;
@@ -248,10 +246,13 @@ export class StoreSession {
     let synchronous = true;
     try {
       const place = this.place;
-      const notifier =
-        woken && place !== undefined && typeof policy !== 'function'
-          ? backoff({ minDelay: jitteredDelay(place.placeTtl / 4, place.placeTtl / 12, clock.random), jitter: 0 }, attempt, Math.max(0, cap), clock.random, clock.scheduler)
-          : backoff(policy, attempt, Math.max(0, cap), clock.random, clock.scheduler);
+      // Woken by signals, only a slow refresh of the place is needed — unless a retry function
+      // decides when attempts are made.
+      const slowRefresh = woken && place !== undefined && typeof policy !== 'function';
+      this.slowSleep = slowRefresh;
+      const notifier = slowRefresh
+        ? backoff({ minDelay: jitteredDelay(place.placeTtl / 4, place.placeTtl / 12, clock.random), jitter: 0 }, attempt, Math.max(0, cap), clock.random, clock.scheduler)
+        : backoff(policy, attempt, Math.max(0, cap), clock.random, clock.scheduler);
       current.add(
         notifier.subscribe({
           next: () => {
@@ -260,7 +261,7 @@ export class StoreSession {
             this.cancelRefresh();
             if (this.call !== undefined) {
               // A refresh of the place is in flight: attempt once it is answered.
-              this.dueAfterRefresh = true;
+              this.afterRefresh = 'attempt';
               return;
             }
             // A notifier that fires during subscribe (`of(0)`) must not chain attempts as
@@ -275,11 +276,19 @@ export class StoreSession {
             due = true;
             // A custom retry policy completed without emitting: the first waiter stops waiting.
             this.cancelRefresh();
-            this.policyStopped();
+            if (this.call !== undefined) this.afterRefresh = 'stop';
+            else this.policyStopped();
           },
         }),
       );
-      if (!due && !woken && this.mayOutsleepPlace(policy)) this.armRefresh();
+      if (!due && !slowRefresh) {
+        // The policy's sleep may outlast the place: keep it fresh meanwhile. A retry function's
+        // sleeps are unknown, so such a waiter takes its place in line at once (fair to those
+        // who come later); neither counts as one of the policy's attempts.
+        if (this.place !== undefined) {
+          if (this.mayOutsleepPlace(policy)) this.armRefresh();
+        } else if (typeof policy === 'function' && this.inLine && ctx.access.queue !== undefined) this.attemptNow(true);
+      }
     } catch (error) {
       // The injected random source threw.
       this.fail(error);
@@ -305,7 +314,7 @@ export class StoreSession {
     // From here the session is out of line whatever happens: an abandon must not leave again.
     this.place = undefined;
     this.queueing = false;
-    this.unsettled = true;
+    this.unsettled++;
     this.call = this.ctx.access.call('leave', key, () => queue.leave(storeKey, token), {
       value: (left: LeaveResult) => {
         this.call = undefined;
@@ -327,12 +336,7 @@ export class StoreSession {
       late: (left) => {
         if (left.granted) this.ctx.giveBack(key, storeKey, token);
       },
-      settled: () => {
-        this.unsettled = false;
-        const next = this.afterSettled;
-        this.afterSettled = undefined;
-        next?.();
-      },
+      settled: this.callSettled,
     });
   }
 
@@ -342,6 +346,14 @@ export class StoreSession {
     if (place === undefined) return false;
     return typeof policy === 'function' || policy.minDelay + policy.jitter > place.placeTtl / 3;
   }
+
+  /** The store settled one of this session's calls: once none is left, what must follow them goes out. */
+  private readonly callSettled = (): void => {
+    if (--this.unsettled > 0) return;
+    const next = this.afterSettled;
+    this.afterSettled = undefined;
+    next?.();
+  };
 
   /** Refreshes the place in line before it lapses while the retry policy sleeps longer. */
   private armRefresh(): void {
@@ -366,6 +378,17 @@ export class StoreSession {
     this.wakeNow();
   }
 
+  /** Cuts a sleep short: attempts within `ms` instead. */
+  private wakeWithin(ms: number): void {
+    // Only a slow refresh is cut short: the retry policy's own sleeps are its to choose.
+    if (this.closed || this.call !== undefined || this.sleep === undefined || !this.slowSleep) return;
+    this.slowSleep = false;
+    this.sleep.unsubscribe();
+    this.cancelRefresh();
+    const clock = this.ctx.clock;
+    this.sleep = (clock.scheduler ?? asyncScheduler).schedule(this.attempt, Math.max(0, ms)) as unknown as Subscription;
+  }
+
   /** Cuts a sleep short and attempts now. */
   private wakeNow(): void {
     if (this.closed || this.call !== undefined || this.sleep === undefined) return;
@@ -377,6 +400,12 @@ export class StoreSession {
 
   private readonly signalled = (signal: WakeSignal): void => {
     if (this.closed) return;
+    if (signal.type === 'behind') {
+      // The waiter ahead was handed the key for at most `ttl` ms: if it never claims it (it
+      // died), the key is this session's to take then, so look by then.
+      if (signal.token === this.token) this.wakeWithin(signal.ttl + 1);
+      return;
+    }
     if (signal.type !== 'granted') {
       // The channel dropped or came back: re-plan the sleep (poll while it is down; a grant made
       // while it was down was not signalled, so look now).
@@ -438,7 +467,7 @@ export class StoreSession {
         late: giveBackIfGranted, // answered after commandTimeout (a frozen Redis came back)
       });
     };
-    if (this.unsettled) this.afterSettled = send;
+    if (this.unsettled > 0) this.afterSettled = send;
     else send();
   }
 }

@@ -68,13 +68,22 @@ export interface GrantMessage {
   readonly fences: number;
 }
 
-export function decodeGrantMessage(message: string): GrantMessage | undefined {
-  const [kind, token, fence, waiting, fences] = message.split(' ');
-  if (kind !== 'granted' || token === undefined || fence === undefined || fences === undefined) return undefined;
-  return { token, fence: Number(fence), waiting: Number(waiting ?? 0), fences: Number(fences) };
+/** The key was handed to the waiter ahead of `token`, for at most `ttl` ms: `'behind <token> <ttl>'`. */
+export interface BehindMessage {
+  readonly token: string;
+  readonly ttl: number;
 }
 
-/** The token a grant message is for (without decoding the rest): the inbox routes by it. */
+/** A message on an inbox, as the release script publishes it. */
+export function decodeInboxMessage(message: string): ({ kind: 'granted' } & GrantMessage) | ({ kind: 'behind' } & BehindMessage) | undefined {
+  const [kind, token, first, second, third] = message.split(' ');
+  if (token === undefined || first === undefined) return undefined;
+  if (kind === 'granted' && third !== undefined) return { kind, token, fence: Number(first), waiting: Number(second ?? 0), fences: Number(third) };
+  if (kind === 'behind') return { kind, token, ttl: Number(first) };
+  return undefined;
+}
+
+/** The token an inbox message is for (without decoding the rest): the inbox routes by it. */
 export function grantRecipient(message: string): string | undefined {
   return message.split(' ', 2)[1];
 }

@@ -7,11 +7,11 @@
 -- attempt); ARGV[6] the caller's inbox channel, where a hand-off is announced ('' for none).
 -- (Arguments a call does not need are left out: every argument costs on the common path.)
 --
--- Returns the first fence (an integer) when the caller took the free key with its own TTL and
--- nobody is in line (the common case: a bare integer costs the client least); else
--- {1, fence, ttl, waiting, fences} when it holds the key (a release handed it over while it waited,
--- and ttl is what the key has left; or it was first in line for a free key); else
--- {0, holder's pttl, queued (1/0)}.
+-- Returns the first fence (an integer) when the caller took the free key with its own TTL, nobody
+-- is in line and it got all the fences it asked for (the common case: a bare integer costs the
+-- client least); else {1, fence, ttl, waiting, fences} when it holds the key (fences: how many it
+-- got; a release handed it over while it waited, and ttl is what the key has left; or it was first
+-- in line for a free key); else {0, holder's pttl, queued (1/0)}.
 --@include lib/numbers.lua
 --@include lib/clock.lua
 --@include lib/fences.lua
@@ -26,7 +26,11 @@ local inLine = placeTtl > 0
 if not inLine and redis.call('EXISTS', line) == 0 then
   if redis.call('SET', lock, token, 'NX', 'PX', ttl) then
     local _, seed = serverClock()
-    return issueFences(fenceKey, fences, seed)
+    local first, count = issueFences(fenceKey, fences, seed)
+    if count == fences then
+      return first
+    end
+    return {1, first, ttl, 0, count}
   end
   return {0, redis.call('PTTL', lock), 0}
 end
@@ -38,7 +42,7 @@ if inLine and holder == token then
   local fence, reserved = grantOf(places, token)
   if not fence then
     local _, seed = serverClock()
-    fence, reserved = issueFences(fenceKey, fences, seed), fences
+    fence, reserved = issueFences(fenceKey, fences, seed)
   end
   return {1, fence, redis.call('PTTL', lock), redis.call('ZCARD', line), reserved}
 end
@@ -51,7 +55,8 @@ if not holder then
     if first then
       leaveLine(line, places, token)
     end
-    return {1, issueFences(fenceKey, fences, seed), ttl, redis.call('ZCARD', line), fences}
+    local first, count = issueFences(fenceKey, fences, seed)
+    return {1, first, ttl, redis.call('ZCARD', line), count}
   end
 end
 
@@ -61,7 +66,7 @@ if inLine then
     return {0, redis.call('PTTL', lock), 0}
   end
   redis.call('ZADD', line, 'NX', int(now), token)
-  redis.call('HSET', places, 'w:' .. token, int(now + placeTtl) .. ' ' .. int(ttl) .. ' ' .. int(fences) .. ' ' .. (ARGV[6] or ''))
+  redis.call('HSET', places, 'w:' .. token, int(now + placeTtl) .. ' ' .. int(ttl) .. ' ' .. int(fences) .. ' ' .. int(placeTtl) .. ' ' .. (ARGV[6] or ''))
   -- the line lives as long as its longest-lived place (waiters may use different place TTLs)
   if redis.call('PTTL', line) < placeTtl * 2 then
     redis.call('PEXPIRE', line, placeTtl * 2)

@@ -3,11 +3,14 @@
 --
 -- Only while the key still holds the caller's token (so a holder whose lease expired cannot
 -- touch the key of whoever took it next). If a waiter is in line, the key becomes theirs at once,
--- with the fences its place asked for and a TTL that ends when its place would have lapsed, or
+-- with the fences its place asked for (or fewer, see lib/fences.lua) and a TTL that ends when its place would have lapsed, or
 -- after the TTL it asked for, whichever comes first (a waiter that died holds the key no longer
 -- than either; a live one extends it to its own TTL), and the hand-off is published on the
--- waiter's inbox channel as 'granted <token> <fence> <waiting> <fences>'. Returns 2 when handed
--- over, 1 when deleted, 0 when the key was not the caller's.
+-- waiter's inbox channel as 'granted <token> <fence> <waiting> <fences>'. When that grant may end
+-- before the waiter behind it looks again (it refreshes its place every third of the place's
+-- lifetime at most), that one is told too, as 'behind <token> <ttl>': a grantee that died must not
+-- keep the key from the next one longer than its grant. Returns 2 when handed over, 1 when
+-- deleted, 0 when the key was not the caller's.
 --@include lib/numbers.lua
 --@include lib/clock.lua
 --@include lib/fences.lua
@@ -32,14 +35,18 @@ if nextToken then
   leaveLine(line, places, nextToken)
   local grantTtl = math.max(1, math.min(lapseAt - now, nextTtl))
   redis.call('SET', lock, nextToken, 'PX', int(grantTtl))
-  local fence = issueFences(fenceKey, nextFences, seed)
-  redis.call('HSET', places, 'grant', nextToken .. ' ' .. int(fence) .. ' ' .. int(nextFences))
+  local fence, count = issueFences(fenceKey, nextFences, seed)
+  redis.call('HSET', places, 'grant', nextToken .. ' ' .. int(fence) .. ' ' .. int(count))
   if redis.call('PTTL', places) < grantTtl then
     redis.call('PEXPIRE', places, int(grantTtl))
   end
   local waiting = redis.call('ZCARD', line)
   if inbox ~= '' then
-    redis.call('PUBLISH', inbox, 'granted ' .. nextToken .. ' ' .. int(fence) .. ' ' .. int(waiting) .. ' ' .. int(nextFences))
+    redis.call('PUBLISH', inbox, 'granted ' .. nextToken .. ' ' .. int(fence) .. ' ' .. int(waiting) .. ' ' .. int(count))
+  end
+  local behind, _, _, behindInbox, behindLapse, behindPlaceTtl = firstLive(line, places, now)
+  if behind and behindInbox ~= '' and now + grantTtl < behindLapse - behindPlaceTtl * 2 / 3 then
+    redis.call('PUBLISH', behindInbox, 'behind ' .. behind .. ' ' .. int(grantTtl))
   end
   return 2
 end

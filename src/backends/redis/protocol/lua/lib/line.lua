@@ -1,12 +1,12 @@
 -- The line of waiters for a key, in two keys of its hash slot:
 --   line   a sorted set: token → arrival time (ms); the first member is next;
---   places a hash: 'w:<token>' → '<lapseAt> <ttl> <fences> <inbox>' (when the place lapses, what a
---          hand-off to it grants and reserves, and where to announce it), and 'grant' →
---          '<token> <fence> <fences>', the last hand-off.
+--   places a hash: 'w:<token>' → '<lapseAt> <ttl> <fences> <placeTtl> <inbox>' (when the place
+--          lapses, what a hand-off to it grants and reserves, how long a place lasts, and where to
+--          announce it), and 'grant' → '<token> <fence> <fences>', the last hand-off.
 -- Needs numbers.lua.
 
 -- The first waiter whose place has not lapsed at `now`, after removing lapsed ones ahead of it:
--- token, ttl, fences, inbox, lapseAt; or nil when nobody waits.
+-- token, ttl, fences, inbox, lapseAt, placeTtl; or nil when nobody waits.
 local function firstLive(line, places, now)
   while true do
     local first = redis.call('ZRANGE', line, 0, 0)[1]
@@ -15,10 +15,10 @@ local function firstLive(line, places, now)
     end
     local place = redis.call('HGET', places, 'w:' .. first)
     if place then
-      local lapseAt, ttl, fences, inbox = string.match(place, '^(%d+) (%d+) (%d+) (.*)$')
+      local lapseAt, ttl, fences, placeTtl, inbox = string.match(place, '^(%d+) (%d+) (%d+) (%d+) (.*)$')
       lapseAt = tonumber(lapseAt)
       if lapseAt and lapseAt > now then
-        return first, tonumber(ttl), tonumber(fences), inbox, lapseAt
+        return first, tonumber(ttl), tonumber(fences), inbox, lapseAt, tonumber(placeTtl)
       end
     end
     redis.call('ZREM', line, first)
