@@ -207,3 +207,13 @@ describe('Lua sources', () => {
     }
   });
 });
+
+describe('the reserved namespace, for direct callers of the store', () => {
+  it('tryAcquire and tryAcquireInLine refuse a key in it, sending nothing', async () => {
+    const store = new RedisLockStore(client);
+    await admin.config('RESETSTAT');
+    await expect(store.tryAcquire('rxjs-lock:fence:{job7}', 't', 1000)).rejects.toMatchObject({ name: 'LockOptionsError', option: 'key' });
+    await expect(store.tryAcquireInLine('rxjs-lock:line:{job7}', 't', 1000, 1, 'keep')).rejects.toMatchObject({ name: 'LockOptionsError', option: 'key' });
+    expect((await commandCalls()).evalsha).toBeUndefined();
+  });
+});

@@ -21,7 +21,7 @@ import type {
 import type { AcquireResult, ExtendOutcome, LockStore } from '../../store/LockStore.js';
 import { acquireArgs, decodeAcquire, decodeExtend, decodeInboxMessage, decodeLeave, decodeRelease } from './protocol/codec.js';
 import { defineCommands, queueScript, runScript } from './protocol/commands.js';
-import { checkLockKey, hashTag, lockKeys, type LockKeys } from './protocol/keyLayout.js';
+import { checkLockKey, hashTag, lockKeys, RESERVED_PREFIX, reservedKeyError, type LockKeys } from './protocol/keyLayout.js';
 import type { RedisClient, RedisSubscriber } from './RedisClient.js';
 import { WakeInbox } from './WakeInbox.js';
 
@@ -147,10 +147,14 @@ export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStor
   }
 
   tryAcquire(key: string, token: string, ttlMs: number, fences = 1): Promise<AcquireResult> {
+    // (The locker checks every key once, with checkKey; a caller using the store directly must not
+    // reach the helper keys of another lock either.)
+    if (key.startsWith(RESERVED_PREFIX)) return Promise.reject(reservedKeyError(key));
     return runScript(this.client, 'acquire', this.keysOf(key), acquireArgs(token, ttlMs, fences)).then((reply) => decodeAcquire(reply, ttlMs, this.placeTtl));
   }
 
   tryAcquireInLine(key: string, token: string, ttlMs: number, fences: number, place: 'keep' | 'leave'): Promise<AcquireResult> {
+    if (key.startsWith(RESERVED_PREFIX)) return Promise.reject(reservedKeyError(key));
     const args = acquireArgs(token, ttlMs, fences, { placeTtl: this.placeTtl, place, inbox: this.wake === undefined ? '' : this.inbox });
     return runScript(this.client, 'acquire', this.keysOf(key), args).then((reply) => decodeAcquire(reply, ttlMs, this.placeTtl));
   }

@@ -46,9 +46,7 @@ export function helperKey(lockKey: string, kind: HelperKind, clientPrefix = ''):
  * or one whose helper keys could not share its hash slot.
  */
 export function checkLockKey(lockKey: string, clientPrefix = ''): void {
-  if (lockKey.startsWith(RESERVED_PREFIX)) {
-    throw new LockOptionsError('key', `a key (with its prefix) that does not start with "${RESERVED_PREFIX}", the store's own namespace`, lockKey);
-  }
+  if (lockKey.startsWith(RESERVED_PREFIX)) throw reservedKeyError(lockKey);
   const full = clientPrefix + lockKey;
   if (hashTag(full) === undefined && full.includes('}')) {
     throw new LockOptionsError('key', 'a key (with its prefix) that either has a non-empty {…} Redis hash tag or holds no "}"', lockKey);
@@ -61,4 +59,9 @@ export function hashTag(key: string): string | undefined {
   if (open < 0) return undefined;
   const close = key.indexOf('}', open + 1);
   return close > open + 1 ? key.slice(open + 1, close) : undefined;
+}
+
+/** The error for a lock key in the store's own namespace. */
+export function reservedKeyError(lockKey: string): LockOptionsError {
+  return new LockOptionsError('key', `a key (with its prefix) that does not start with "${RESERVED_PREFIX}", the store's own namespace`, lockKey);
 }
