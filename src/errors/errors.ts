@@ -116,16 +116,20 @@ export class LockerClosedError extends LockError {
 export class LockOptionsError extends LockError {
   readonly name = 'LockOptionsError' as const;
   constructor(
-    /** The option or argument at fault, e.g. `ttl` or `key`. */
-    readonly option: string,
+    /** The option or argument at fault, e.g. `ttl` or `key` (an unknown option's name is kept cut short). */
+    option: string,
     /** What is accepted, e.g. `an integer from 1 to 2147483647 (ms)`. */
     readonly allowed: string,
     /** The rejected value (a string longer than {@link MAX_QUOTED_LENGTH} characters is kept cut short). */
     received: unknown,
   ) {
-    super(`Invalid ${option}: expected ${allowed}, received ${describe(received)}`);
+    super(`Invalid ${bounded(option)}: expected ${allowed}, received ${describe(received)}`);
+    this.option = bounded(option);
     this.received = typeof received === 'string' ? bounded(received) : received;
   }
+
+  /** The option or argument at fault, e.g. `ttl` or `key` (an unknown option's name is kept cut short). */
+  readonly option: string;
 
   /** The rejected value (a string longer than {@link MAX_QUOTED_LENGTH} characters is kept cut short). */
   readonly received: unknown;

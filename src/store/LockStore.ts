@@ -70,6 +70,12 @@ export interface NotAcquired {
   readonly queued?: boolean;
   /** With `queued`: how long the place lasts unless the caller asks again, in ms. */
   readonly placeTtl?: number;
+  /**
+   * With `queued`, when the store can say: a reading of the store's clock at that moment,
+   * comparable with the `at` of its wake-up signals (see capabilities.ts): a hand-off dated before
+   * it had lapsed by the time this attempt ran.
+   */
+  readonly at?: number;
 }
 
 /** Outcome of {@link LockStore.extend}: extended, key absent, or key held by another token. */

@@ -57,8 +57,13 @@ export interface WakeUpStore {
 
 /** What {@link WakeUpStore.watch} reports. */
 export type WakeSignal =
-  /** The key was handed to `token`: `fences` fences from `fence` are its; `waiting` others are still in line. */
-  | { readonly type: 'granted'; readonly token: string; readonly fence: number; readonly fences: number; readonly waiting: number }
+  /**
+   * The key was handed to `token`: `fences` fences from `fence` are its; `waiting` others are still
+   * in line. `at`, when the store can say, reads the store's clock at the hand-off: signals travel
+   * apart from call answers, so a signal can arrive after an attempt that ran later (and found the
+   * key not `token`'s: the hand-off had lapsed); its `at` is then not after that attempt's.
+   */
+  | { readonly type: 'granted'; readonly token: string; readonly fence: number; readonly fences: number; readonly waiting: number; readonly at?: number | undefined }
   /**
    * The key was handed to the waiter ahead of `token`, whose grant ends within `ttl` ms: if that
    * waiter never claims it, `token` is next, so it should look again by then.

@@ -66,8 +66,8 @@ describe('acquire()', () => {
     await memory.tryAcquire('p:k', 'intruder', 10_000);
     expect(await lease.release()).toBe(false);
     expect(memory.holder('p:k')).toBe('intruder');
-    expect(events.map((e) => e.type)).toEqual(['acquired', 'lost', 'released']);
-    expect(events.at(-1)).toMatchObject({ type: 'released', outcome: 'gone' });
+    // the lost event told how the hold ended: no released event follows it
+    expect(events.map((e) => e.type)).toEqual(['acquired', 'lost']);
   });
 });
 

@@ -313,7 +313,7 @@ describe('wake-up', () => {
     report('missed signal', { afterRelease });
     // The grant signal was the message lost…
     expect(dropped).toHaveLength(1);
-    expect(dropped[0]).toMatch(new RegExp(`^granted ${bLease.token} ${bLease.fence} \\d+ \\d+$`)); // token, fence, waiting still in line
+    expect(dropped[0]).toMatch(new RegExp(`^granted ${bLease.token} ${bLease.fence} \\d+ \\d+ \\d+$`)); // token, fence, waiting still in line
     // …and B's next poll of its place found the key handed to it.
     expect(afterRelease).toBeLessThan(600 / 3 + 150);
   });

@@ -58,7 +58,7 @@ function variantsOf(base: string): string[] {
 }
 
 /** Is `key`, under `config`, in the store's reserved namespace (so the locker must refuse it)? */
-const isReserved = (config: Config, key: string) => (prefixOf(config) + key).startsWith(RESERVED_PREFIX);
+const isReserved = (config: Config, key: string) => (config.clientPrefix + prefixOf(config) + key).includes(RESERVED_PREFIX);
 
 let server: EmbeddedRedis;
 /** A client without a key prefix: sees every key as Redis stores it. */
@@ -217,7 +217,7 @@ describe.each(CONFIGS)('helper keys with $name', (config) => {
             error = e;
           }
           expect(isLockOptionsError(error), String(error)).toBe(true);
-          expect(error).toMatchObject({ option: 'key', received: key });
+          expect(error).toMatchObject({ option: 'key', received: prefixOf(config) + key });
         }
         expect(counting.roundTrips).toBe(0);
         expect(await lockCommands()).toBe(before);

@@ -21,7 +21,7 @@ import type {
 import type { AcquireResult, ExtendOutcome, LockStore } from '../../store/LockStore.js';
 import { acquireArgs, decodeAcquire, decodeExtend, decodeInboxMessage, decodeLeave, decodeRelease } from './protocol/codec.js';
 import { defineCommands, queueScript, runScript } from './protocol/commands.js';
-import { checkLockKey, hashTag, lockKeys, RESERVED_PREFIX, reservedKeyError, type LockKeys } from './protocol/keyLayout.js';
+import { checkLockKey, hashTag, isReserved, lockKeys, RESERVED_PREFIX, reservedKeyError, type LockKeys } from './protocol/keyLayout.js';
 import type { RedisClient, RedisSubscriber } from './RedisClient.js';
 import { WakeInbox } from './WakeInbox.js';
 
@@ -136,6 +136,9 @@ export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStor
     if (typeof clientPrefix !== 'string' || ((clientPrefix.includes('{') || clientPrefix.includes('}')) && hashTag(clientPrefix) === undefined)) {
       throw new LockOptionsError('client keyPrefix', 'an ioredis keyPrefix with no "{" or "}", or with a complete {…} hash tag', clientPrefix);
     }
+    if (clientPrefix.includes(RESERVED_PREFIX)) {
+      throw new LockOptionsError('client keyPrefix', `an ioredis keyPrefix that does not contain "${RESERVED_PREFIX}", the store's own namespace`, clientPrefix);
+    }
     this.clientPrefix = clientPrefix;
     this.placeTtl = placeTtl;
     this.inbox = INBOX_PREFIX + uuidv4();
@@ -149,12 +152,12 @@ export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStor
   tryAcquire(key: string, token: string, ttlMs: number, fences = 1): Promise<AcquireResult> {
     // (The locker checks every key once, with checkKey; a caller using the store directly must not
     // reach the helper keys of another lock either.)
-    if (key.startsWith(RESERVED_PREFIX)) return Promise.reject(reservedKeyError(key));
+    if (isReserved(key, this.clientPrefix)) return Promise.reject(reservedKeyError(key));
     return runScript(this.client, 'acquire', this.keysOf(key), acquireArgs(token, ttlMs, fences)).then((reply) => decodeAcquire(reply, ttlMs, this.placeTtl));
   }
 
   tryAcquireInLine(key: string, token: string, ttlMs: number, fences: number, place: 'keep' | 'leave'): Promise<AcquireResult> {
-    if (key.startsWith(RESERVED_PREFIX)) return Promise.reject(reservedKeyError(key));
+    if (isReserved(key, this.clientPrefix)) return Promise.reject(reservedKeyError(key));
     const args = acquireArgs(token, ttlMs, fences, { placeTtl: this.placeTtl, place, inbox: this.wake === undefined ? '' : this.inbox });
     return runScript(this.client, 'acquire', this.keysOf(key), args).then((reply) => decodeAcquire(reply, ttlMs, this.placeTtl));
   }
@@ -214,7 +217,7 @@ export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStor
         message: (message) => {
           const decoded = decodeInboxMessage(message);
           if (decoded === undefined || decoded.token !== token) return;
-          if (decoded.kind === 'granted') listener({ type: 'granted', token, fence: decoded.fence, fences: decoded.fences, waiting: decoded.waiting });
+          if (decoded.kind === 'granted') listener({ type: 'granted', token, fence: decoded.fence, fences: decoded.fences, waiting: decoded.waiting, at: decoded.at });
           else listener({ type: 'behind', token, ttl: decoded.ttl });
         },
         status: (active) => listener({ type: active ? 'resumed' : 'interrupted' }),

@@ -319,19 +319,13 @@ export class KeyGate implements SessionOwner, HolderOwner {
   /**
    * A holder that is no longer the gate's (its lease was lost) gives its key back in the
    * background: harmless if the key is gone or taken, useful if the store was only slow. Not when
-   * the gate gave that lease back already (the locker closed).
+   * the gate gave that lease back already (the locker closed). It resolves `false` whatever the
+   * store says, and no `released` event follows: the holder's `lost` event told how its hold ended.
    */
   private releaseFormer(holder: HeldLease): Promise<boolean> {
     const storeLease = holder.store;
     if (storeLease.givenBack) return Promise.resolve(false);
-    const releasedAt = performance.now();
-    const ctx = this.ctx;
-    return new Promise<boolean>((resolve) => {
-      ctx.leases.release(storeLease, (answer) => {
-        if (typeof answer === 'boolean') ctx.events.released(holder, releasedAt, answer ? 'released' : 'gone');
-        resolve(answer === true);
-      });
-    });
+    return new Promise<boolean>((resolve) => this.ctx.leases.release(storeLease, () => resolve(false)));
   }
 
   /** The store lease was lost: its holder is told, and the line moves on without it. */

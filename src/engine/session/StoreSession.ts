@@ -40,6 +40,8 @@ interface Place {
   readonly fences: number;
   /** How long the place lasts without a refresh, as the store said. */
   readonly placeTtl: number;
+  /** The store's clock when it kept the place, if it says. */
+  readonly at: number | undefined;
 }
 
 /** How an attempt asks the store. */
@@ -181,7 +183,7 @@ export class StoreSession {
 
   private refused(result: NotAcquired, sentAt: number, mode: Mode, ttl: number, fences: number, refresh: boolean): void {
     this.queueing = false;
-    if (result.queued === true) this.place = { sentAt, ttl, fences, placeTtl: result.placeTtl ?? Infinity };
+    if (result.queued === true) this.place = { sentAt, ttl, fences, placeTtl: result.placeTtl ?? Infinity, at: result.at };
     else if (mode !== 'try') this.place = undefined; // left the line (or the store kept no place)
     if (this.pendingGrant) {
       // A grant signal came while this attempt was in flight, and the attempt found the key not
@@ -418,8 +420,10 @@ export class StoreSession {
       return;
     }
     const place = this.place;
-    if (place === undefined) {
-      // No answered "queued" attempt to date the grant from: ask the store.
+    if (place === undefined || (signal.at !== undefined && place.at !== undefined && signal.at <= place.at)) {
+      // No answered "queued" attempt to date the grant from, or the signal is older than the last
+      // one (it came late, on its own connection: that attempt found the key not ours, so this
+      // hand-off had lapsed by then): ask the store.
       this.wakeNow();
       return;
     }

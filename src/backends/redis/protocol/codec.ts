@@ -23,7 +23,7 @@ export function decodeAcquire(reply: unknown, ttlMs: number, placeTtl: number): 
     return { acquired: true, fence: r[1]!, fences: r[4]!, waiting: r[3]!, ...(ttl === ttlMs ? {} : { ttl }) };
   }
   const pttl = r[1]!;
-  if (r[2] === 1) return { acquired: false, holderTtl: pttl >= 0 ? pttl : undefined, queued: true, placeTtl };
+  if (r[2] === 1) return { acquired: false, holderTtl: pttl >= 0 ? pttl : undefined, queued: true, placeTtl, at: r[3] };
   return pttl < 0 ? NOT_ACQUIRED : { acquired: false, holderTtl: pttl };
 }
 
@@ -60,12 +60,13 @@ function parseGrant(value: unknown): { token: string; fence: number; fences: num
   return match === null ? undefined : { token: match[1]!, fence: Number(match[2]), fences: Number(match[3]) };
 }
 
-/** A hand-off announced on an inbox: `'granted <token> <fence> <waiting> <fences>'`. */
+/** A hand-off announced on an inbox: `'granted <token> <fence> <waiting> <fences> <at>'` (at: the server clock's seed). */
 export interface GrantMessage {
   readonly token: string;
   readonly fence: number;
   readonly waiting: number;
   readonly fences: number;
+  readonly at: number | undefined;
 }
 
 /** The key was handed to the waiter ahead of `token`, for at most `ttl` ms: `'behind <token> <ttl>'`. */
@@ -76,9 +77,11 @@ export interface BehindMessage {
 
 /** A message on an inbox, as the release script publishes it. */
 export function decodeInboxMessage(message: string): ({ kind: 'granted' } & GrantMessage) | ({ kind: 'behind' } & BehindMessage) | undefined {
-  const [kind, token, first, second, third] = message.split(' ');
+  const [kind, token, first, second, third, fourth] = message.split(' ');
   if (token === undefined || first === undefined) return undefined;
-  if (kind === 'granted' && third !== undefined) return { kind, token, fence: Number(first), waiting: Number(second ?? 0), fences: Number(third) };
+  if (kind === 'granted' && third !== undefined) {
+    return { kind, token, fence: Number(first), waiting: Number(second ?? 0), fences: Number(third), at: fourth === undefined ? undefined : Number(fourth) };
+  }
   if (kind === 'behind') return { kind, token, ttl: Number(first) };
   return undefined;
 }

@@ -3,10 +3,12 @@
  * `keyPrefix` + the caller's key), holding its owner's token, so `GET` shows who holds it. Beside
  * it the store keeps helper keys: the fence counter, the line of waiters and their places.
  *
- * A reserved namespace: every helper key starts with {@link RESERVED_PREFIX}, and the store
- * refuses lock keys that start with it, so no lock key can ever name another lock's helper, and
- * two distinct lock keys are always two independent locks (a helper key embeds its lock key
- * after the `{…}` tag, so distinct locks never share one).
+ * A reserved namespace: every helper key's name, as Redis sees it (after the client's own ioredis
+ * `keyPrefix`, if any), contains {@link RESERVED_PREFIX}, and the store refuses lock keys whose
+ * name as Redis sees it contains it anywhere. So no lock key can ever name another lock's helper
+ * — not even one of another application that shares the Redis with another ioredis prefix — and
+ * two distinct lock keys are always two independent locks (a helper key embeds its lock key after
+ * the `{…}` tag, so distinct locks never share one).
  *
  * One hash slot: a Lua script may only touch keys of one Redis Cluster slot, so every helper key
  * must hash like its lock key. Redis hashes the part of a key between the first `{` and the first
@@ -46,7 +48,7 @@ export function helperKey(lockKey: string, kind: HelperKind, clientPrefix = ''):
  * or one whose helper keys could not share its hash slot.
  */
 export function checkLockKey(lockKey: string, clientPrefix = ''): void {
-  if (lockKey.startsWith(RESERVED_PREFIX)) throw reservedKeyError(lockKey);
+  if (isReserved(lockKey, clientPrefix)) throw reservedKeyError(lockKey);
   const full = clientPrefix + lockKey;
   if (hashTag(full) === undefined && full.includes('}')) {
     throw new LockOptionsError('key', 'a key (with its prefix) that either has a non-empty {…} Redis hash tag or holds no "}"', lockKey);
@@ -61,7 +63,12 @@ export function hashTag(key: string): string | undefined {
   return close > open + 1 ? key.slice(open + 1, close) : undefined;
 }
 
+/** Does the lock key's name, as Redis sees it, reach into the store's own namespace? */
+export function isReserved(lockKey: string, clientPrefix = ''): boolean {
+  return (clientPrefix === '' ? lockKey : clientPrefix + lockKey).includes(RESERVED_PREFIX);
+}
+
 /** The error for a lock key in the store's own namespace. */
 export function reservedKeyError(lockKey: string): LockOptionsError {
-  return new LockOptionsError('key', `a key (with its prefix) that does not start with "${RESERVED_PREFIX}", the store's own namespace`, lockKey);
+  return new LockOptionsError('key', `a key (with its prefixes) that does not contain "${RESERVED_PREFIX}", the store's own namespace`, lockKey);
 }

@@ -11,7 +11,8 @@
 -- is in line and it got all the fences it asked for (the common case: a bare integer costs the
 -- client least); else {1, fence, ttl, waiting, fences} when it holds the key (fences: how many it
 -- got; a release handed it over while it waited, and ttl is what the key has left; or it was first
--- in line for a free key); else {0, holder's pttl, queued (1/0)}.
+-- in line for a free key); else {0, holder's pttl, queued (1/0)[, the server clock's seed when
+-- queued]}.
 --@include lib/numbers.lua
 --@include lib/clock.lua
 --@include lib/fences.lua
@@ -74,6 +75,8 @@ if inLine then
   if redis.call('PTTL', places) < placeTtl * 2 then
     redis.call('PEXPIRE', places, placeTtl * 2)
   end
-  return {0, redis.call('PTTL', lock), 1}
+  -- with the server's clock: a hand-off signal dated before it is stale (this call found the key
+  -- not the caller's), whatever order the two reach the caller in
+  return {0, redis.call('PTTL', lock), 1, seed}
 end
 return {0, redis.call('PTTL', lock), 0}

@@ -6,7 +6,8 @@
 -- with the fences its place asked for (or fewer, see lib/fences.lua) and a TTL that ends when its place would have lapsed, or
 -- after the TTL it asked for, whichever comes first (a waiter that died holds the key no longer
 -- than either; a live one extends it to its own TTL), and the hand-off is published on the
--- waiter's inbox channel as 'granted <token> <fence> <waiting> <fences>'. When that grant may end
+-- waiter's inbox channel as 'granted <token> <fence> <waiting> <fences> <seed>' (seed: the
+-- server clock, so the waiter can tell a signal that arrives late from a fresh one). When that grant may end
 -- before the waiter behind it looks again (it refreshes its place every third of the place's
 -- lifetime at most), that one is told too, as 'behind <token> <ttl>': a grantee that died must not
 -- keep the key from the next one longer than its grant. Returns 2 when handed over, 1 when
@@ -42,7 +43,7 @@ if nextToken then
   end
   local waiting = redis.call('ZCARD', line)
   if inbox ~= '' then
-    redis.call('PUBLISH', inbox, 'granted ' .. nextToken .. ' ' .. int(fence) .. ' ' .. int(waiting) .. ' ' .. int(count))
+    redis.call('PUBLISH', inbox, 'granted ' .. nextToken .. ' ' .. int(fence) .. ' ' .. int(waiting) .. ' ' .. int(count) .. ' ' .. int(seed))
   end
   local behind, _, _, behindInbox, behindLapse, behindPlaceTtl = firstLive(line, places, now)
   if behind and behindInbox ~= '' and now + grantTtl < behindLapse - behindPlaceTtl * 2 / 3 then
