@@ -171,7 +171,7 @@ describe('attack: an acquire whose answer is lost with its connection (ioredis r
       const a = await firstValueFrom(lockerA.acquire(key));
       const b = firstValueFrom(lockerB.acquire(key));
       await eventually(async () => (await admin.zcard(keysOf(lockKey).line)) === 1, 3000);
-      const bToken = (await admin.zrange(keysOf(lockKey).line, 0, 0))[0]!;
+      const bToken = (await admin.zrange(keysOf(lockKey).line, '0', '0'))[0]!;
       const idB = Number(await clientB.client('ID'));
       // Just after one of B's attempts was answered (the next is 1.8 s away), A's release hands
       // the key to B (fences f…, recorded in the places' grant); B does not claim it, and it
