@@ -67,7 +67,7 @@ export class LockEngine implements Locker, AcquisitionContext {
           access,
           clock,
           contention: new ContentionMemory(),
-          giveBack: (key, storeKey, token) => leases.releaseAbandoned(key, storeKey, token),
+          giveBack: (key, storeKey, token, unsure) => leases.releaseAbandoned(key, storeKey, token, unsure),
         },
       },
       settings.localGate,

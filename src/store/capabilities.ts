@@ -87,10 +87,10 @@ export interface StoreWatch {
 /** Extension of many leases in one round trip, used by lease renewal. */
 export interface BatchExtendStore {
   /**
-   * {@link LockStore.extend} for each request, answered in order. Rejects when the batch as a
-   * whole failed.
+   * {@link LockStore.extend} for each request, answered in order: its outcome, or the Error of
+   * that one request (the others' outcomes still count). Rejects when the batch as a whole failed.
    */
-  extendMany(requests: readonly ExtendRequest[]): Promise<ExtendOutcome[]>;
+  extendMany(requests: readonly ExtendRequest[]): Promise<Array<ExtendOutcome | Error>>;
 }
 
 /** One lease to extend in {@link BatchExtendStore.extendMany}. */

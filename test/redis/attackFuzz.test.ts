@@ -98,7 +98,7 @@ class SlowLink implements LockStore {
   extend(key: string, token: string, ttlMs: number): Promise<ExtendOutcome> {
     return this.send(() => this.inner.extend(key, token, ttlMs));
   }
-  extendMany(requests: readonly ExtendRequest[]): Promise<ExtendOutcome[]> {
+  extendMany(requests: readonly ExtendRequest[]): Promise<Array<ExtendOutcome | Error>> {
     return this.send(() => this.inner.extendMany(requests));
   }
   get watch(): RedisLockStore['watch'] {

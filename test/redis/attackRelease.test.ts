@@ -47,7 +47,7 @@ class SlowExtendAnswers extends RedisLockStore {
     const answer = super.extend(key, token, ttlMs);
     return answer.then(async (outcome) => (await sleep(this.replyDelay), outcome));
   }
-  override extendMany(requests: readonly ExtendRequest[]): Promise<ExtendOutcome[]> {
+  override extendMany(requests: readonly ExtendRequest[]): Promise<Array<ExtendOutcome | Error>> {
     const answer = super.extendMany(requests);
     return answer.then(async (outcomes) => (await sleep(this.replyDelay), outcomes));
   }

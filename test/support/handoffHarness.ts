@@ -71,7 +71,7 @@ export class InterceptStore implements LockStore, QueueingStore, BatchExtendStor
     return this.run({ op: 'extend', key, token, ttl: ttlMs }, () => this.inner.extend(key, token, ttlMs));
   }
 
-  extendMany(requests: readonly ExtendRequest[]): Promise<ExtendOutcome[]> {
+  extendMany(requests: readonly ExtendRequest[]): Promise<Array<ExtendOutcome | Error>> {
     const first = requests[0]!;
     return this.run({ op: 'extendMany', key: first.key, token: first.token }, () => this.inner.extendMany(requests));
   }

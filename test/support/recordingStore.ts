@@ -42,7 +42,7 @@ export class RecordingStore implements LockStore, BatchExtendStore {
   }
 
   /** Recorded once per batch (key and token of its first lease); one-by-one if the inner store cannot batch. */
-  extendMany(requests: readonly ExtendRequest[]): Promise<ExtendOutcome[]> {
+  extendMany(requests: readonly ExtendRequest[]): Promise<Array<ExtendOutcome | Error>> {
     const first = requests[0]!;
     this.calls.push({ op: 'extendMany', key: first.key, token: first.token, at: this.now() });
     const inner = this.inner as Partial<BatchExtendStore>;

@@ -8,6 +8,7 @@
 import { LockOptionsError } from '../../errors/errors.js';
 import { validateKey } from '../../options/validate.js';
 import { defineCommands, runScript } from './protocol/commands.js';
+import { isReserved, reservedKeyError } from './protocol/keyLayout.js';
 import type { RedisClient } from './RedisClient.js';
 
 /** Outcome of {@link FencedResource.write}. */
@@ -38,7 +39,8 @@ export type FencedWriteResult =
 export class FencedResource {
   /**
    * @param client The ioredis client to write with (yours to close).
-   * @param key The Redis key of the resource (a non-empty string of at most 4096 characters).
+   * @param key The Redis key of the resource (a non-empty string of at most 4096 characters, not in
+   *   the lock store's `rxjs-lock:` namespace).
    */
   constructor(
     private readonly client: RedisClient,
@@ -48,6 +50,7 @@ export class FencedResource {
       throw new LockOptionsError('client', 'an ioredis client (a Redis or a Cluster)', client);
     }
     validateKey(key);
+    if (isReserved(key, client.options?.keyPrefix ?? '')) throw reservedKeyError(key);
     defineCommands(client);
   }
 

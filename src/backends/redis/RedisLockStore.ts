@@ -192,17 +192,16 @@ export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStor
    * lost (NOSCRIPT) by its source. On a Cluster, where a pipeline must stay within one slot, each
    * lease is extended with its own call (sent together, answered as they come).
    */
-  async extendMany(requests: readonly ExtendRequest[]): Promise<ExtendOutcome[]> {
+  async extendMany(requests: readonly ExtendRequest[]): Promise<Array<ExtendOutcome | Error>> {
     const client = this.client;
-    if (client.isCluster === true || requests.length === 1) return Promise.all(requests.map((r) => this.extend(r.key, r.token, r.ttlMs)));
+    if (client.isCluster === true || requests.length === 1) {
+      return Promise.all(requests.map((r) => this.extend(r.key, r.token, r.ttlMs).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error))))));
+    }
     const pipeline = client.pipeline();
     for (const r of requests) queueScript(pipeline, 'extend', [r.key], [r.token, r.ttlMs]);
     const replies = await pipeline.exec();
     if (replies === null) throw new Error('the pipeline was discarded');
-    return replies.map(([error, reply]) => {
-      if (error !== null) throw error;
-      return decodeExtend(reply);
-    });
+    return replies.map(([error, reply]) => error ?? decodeExtend(reply));
   }
 
   /**

@@ -69,11 +69,13 @@ export class HeldLease implements Lease, HolderFacts {
 
   release(): Promise<boolean> {
     if (this.releasing !== undefined) return this.releasing;
-    if (this.state === 'held') {
-      this.state = 'released';
-      this.lostSubject?.complete();
-    }
-    return (this.releasing = this.owner.releaseHolder(this));
+    const wasHeld = this.state === 'held';
+    if (wasHeld) this.state = 'released';
+    // The release is under way before anyone hears of it: a lost$ subscriber that calls release()
+    // again gets this same promise.
+    const releasing = (this.releasing = this.owner.releaseHolder(this));
+    if (wasHeld) this.lostSubject?.complete();
+    return releasing;
   }
 
   async extend(ttl?: number): Promise<boolean> {

@@ -58,11 +58,18 @@ export class LeaseKeeper implements StoreLeaseOwner {
     );
   }
 
-  /** Gives back a lock the store granted to an acquisition nobody waits for any more. */
-  releaseAbandoned(key: string, storeKey: string, token: string): void {
+  /**
+   * Gives back a lock the store granted to an acquisition nobody waits for any more. `unsure`: the
+   * grant was only possible (a call whose outcome is unknown): reported only when the key was ours.
+   */
+  releaseAbandoned(key: string, storeKey: string, token: string, unsure = false): void {
     this.access.call('release', key, () => this.access.store.release(storeKey, token), {
-      value: (deleted) => this.events.abandonedReleased(key, token, deleted),
-      error: (error) => this.events.releaseFailed(key, token, error),
+      value: (deleted) => {
+        if (deleted || !unsure) this.events.abandonedReleased(key, token, deleted);
+      },
+      error: (error) => {
+        if (!unsure) this.events.releaseFailed(key, token, error);
+      },
     });
   }
 
@@ -113,16 +120,18 @@ export class LeaseKeeper implements StoreLeaseOwner {
     const requests = leases.map((lease) => ({ key: lease.storeKey, token: lease.token, ttlMs: lease.renewTtl }));
     for (const lease of leases) lease.renewing();
     const { store, batch } = this.access;
+    // One lease whose extension fails must not fail the others: errors are per lease.
     const run =
       batch !== undefined && requests.length > 1
         ? () => batch.extendMany(requests)
-        : () => Promise.all(requests.map((r) => store.extend(r.key, r.token, r.ttlMs)));
+        : () => Promise.all(requests.map((r) => store.extend(r.key, r.token, r.ttlMs).catch((error: unknown) => toError(error))));
     const what = leases.length === 1 ? leases[0]!.key : `${leases[0]!.key} (and ${leases.length - 1} more leases)`;
     this.access.call('extend', what, run, {
       value: (outcomes) => {
         leases.forEach((lease, i) => {
           const outcome = outcomes[i];
           if (outcome === 'extended' || outcome === 'gone' || outcome === 'taken') lease.extended(outcome, sentAt, requests[i]!.ttlMs);
+          else if (outcome instanceof Error) lease.renewFailed(new LockStoreError(lease.key, 'extend', outcome.message, outcome));
           else lease.renewFailed(new LockStoreError(lease.key, 'extend', `the store answered ${String(outcome)}, not 'extended', 'gone' or 'taken'`));
         });
       },
@@ -131,4 +140,8 @@ export class LeaseKeeper implements StoreLeaseOwner {
       },
     });
   }
+}
+
+function toError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
 }

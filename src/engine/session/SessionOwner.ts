@@ -57,6 +57,10 @@ export interface SessionContext {
   readonly access: StoreAccess;
   readonly clock: Clock;
   readonly contention: ContentionMemory;
-  /** Gives back a lock the store granted to this session after nobody wanted it. */
-  giveBack(key: string, storeKey: string, token: string): void;
+  /**
+   * Gives back a lock the store granted to this session after nobody wanted it. `unsure`: the
+   * grant is not known, only possible (a call whose outcome is unknown); it is reported only if
+   * the store did hold the key for the token.
+   */
+  giveBack(key: string, storeKey: string, token: string, unsure?: boolean): void;
 }

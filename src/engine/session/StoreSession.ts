@@ -57,6 +57,8 @@ export class StoreSession {
   private afterSettled: (() => void) | undefined;
   /** An attempt answered after nobody wanted it was a grant (given back already). */
   private lateGrant = false;
+  /** A direct attempt failed or timed out: give the key back by token once the store settles it. */
+  private giveBackWhenSettled = false;
   private sleep: Subscription | undefined;
   /** The sleep is the slow refresh of a place woken by signals (not the retry policy's). */
   private slowSleep = false;
@@ -169,6 +171,10 @@ export class StoreSession {
       },
       error: (error) => {
         this.call = undefined;
+        // Failed or timed out: the store may have run it all the same (its answer lost with the
+        // connection, or still to come). A direct attempt leaves no place to leave, so once the
+        // store settled it the key is given back by token (harmless if it is not ours).
+        if (mode === 'try') this.giveBackWhenSettled = true;
         if (this.closed) return;
         this.fail(error);
       },
@@ -177,7 +183,11 @@ export class StoreSession {
         this.lateGrant = true;
         ctx.giveBack(owner.key, storeKey, token);
       },
-      settled: this.callSettled,
+      settled: () => {
+        if (this.giveBackWhenSettled && !this.lateGrant) ctx.giveBack(owner.key, storeKey, token, true);
+        this.giveBackWhenSettled = false;
+        this.callSettled();
+      },
     }, sentAt);
   }
 
@@ -242,6 +252,7 @@ export class StoreSession {
   private wait(policy: RetryPolicy, attempt: number, cap: number, woken: boolean): void {
     const ctx = this.ctx;
     const clock = ctx.clock;
+    this.sleep?.unsubscribe(); // (a sleep cut short by a refresh's answer is never left running)
     const current = new Subscription();
     this.sleep = current;
     let due = false;
@@ -420,10 +431,10 @@ export class StoreSession {
       return;
     }
     const place = this.place;
-    if (place === undefined || (signal.at !== undefined && place.at !== undefined && signal.at <= place.at)) {
-      // No answered "queued" attempt to date the grant from, or the signal is older than the last
-      // one (it came late, on its own connection: that attempt found the key not ours, so this
-      // hand-off had lapsed by then): ask the store.
+    if (place === undefined || signal.at === undefined || place.at === undefined || signal.at <= place.at) {
+      // No answered "queued" attempt to date the grant from, or no way to tell that the signal is
+      // newer than it (signals travel on their own connection: a late one may be of a hand-off
+      // that had lapsed when that attempt ran and found the key not ours): ask the store.
       this.wakeNow();
       return;
     }

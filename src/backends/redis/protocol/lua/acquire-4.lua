@@ -33,12 +33,20 @@ if not inLine and redis.call('EXISTS', line) == 0 then
     end
     return {1, first, ttl, 0, count}
   end
-  return {0, redis.call('PTTL', lock), 0}
+  if redis.call('GET', lock) ~= token then
+    return {0, redis.call('PTTL', lock), 0}
+  end
+  -- The caller's own key: this call was sent again (the client re-sends a command whose answer
+  -- was lost with its connection), and the first run took it. Say so, with new fences.
+  local _, seed = serverClock()
+  local first, count = issueFences(fenceKey, fences, seed)
+  return {1, first, redis.call('PTTL', lock), 0, count}
 end
 
 local holder = redis.call('GET', lock)
-if inLine and holder == token then
-  -- A release handed the key to the caller while it waited.
+if holder == token then
+  -- The key is the caller's: a release handed it over while the caller waited in line (the
+  -- hand-off recorded its fences), or an earlier run of this very call took it (sent again).
   leaveLine(line, places, token)
   local fence, reserved = grantOf(places, token)
   if not fence then
@@ -56,6 +64,8 @@ if not holder then
     if first then
       leaveLine(line, places, token)
     end
+    -- taken directly: a record of an earlier hand-off (lapsed unclaimed) is stale now
+    redis.call('HDEL', places, 'grant')
     local first, count = issueFences(fenceKey, fences, seed)
     return {1, first, ttl, redis.call('ZCARD', line), count}
   end

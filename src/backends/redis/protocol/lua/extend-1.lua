@@ -3,7 +3,12 @@
 -- Resets the TTL only while the key still holds the caller's token.
 -- Returns 1 when extended, 0 when the key is absent (expired or deleted), -1 when another token
 -- holds it.
-local holder = redis.call('GET', KEYS[1])
+-- (A key of another type — someone wrote over the lock — is someone else's: a pcall, so that one
+-- such key does not fail a whole pipeline of renewals.)
+local holder = redis.pcall('GET', KEYS[1])
+if type(holder) == 'table' and holder.err then
+  return -1
+end
 if holder == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return 1
