@@ -14,8 +14,9 @@ export interface LockStore {
   /**
    * Set `key` to `token` with a time-to-live of `ttlMs` if the key is absent (or expired), and in
    * the same atomic step issue fencing tokens for it. Resolves `{ acquired: true, fence }` when
-   * this call set it, `{ acquired: false }` when another token holds it. Rejects only when the
-   * store failed.
+   * this call set it — or when `token` holds it already (a call sent twice: the first run took it;
+   * then with the `ttl` it has left and new fences) — and `{ acquired: false }` when another token
+   * holds it. Rejects only when the store failed.
    *
    * Fences: the grant reserves consecutive integers `fence … fence + n − 1`, every one of them
    * greater than every fence the store issued or reserved for `key` before, whichever client asked

@@ -64,12 +64,22 @@ export class MemoryLockStore implements LockStore, ClosableStore {
 
   tryAcquire(key: string, token: string, ttlMs: number, fences = 1): Promise<AcquireResult> {
     const held = this.live(key);
-    if (held !== undefined) return Promise.resolve({ acquired: false, holderTtl: Math.max(0, held.expiresAt - this.clock()) });
+    if (held !== undefined) {
+      const left = Math.max(0, held.expiresAt - this.clock());
+      // The holder's own token asking again (a call sent twice) is told the key is its.
+      if (held.token === token) return Promise.resolve({ acquired: true, fence: this.reserve(fences), ttl: left });
+      return Promise.resolve({ acquired: false, holderTtl: left });
+    }
     this.entries.set(key, { token, expiresAt: this.clock() + ttlMs });
     this.startSweeper();
-    const fence = this.lastFence + 1;
+    return Promise.resolve({ acquired: true, fence: this.reserve(fences) });
+  }
+
+  /** Reserves `fences` fences (1 if not a positive integer); returns the first. */
+  private reserve(fences: number): number {
+    const first = this.lastFence + 1;
     this.lastFence += Number.isSafeInteger(fences) && fences > 0 ? fences : 1;
-    return Promise.resolve({ acquired: true, fence });
+    return first;
   }
 
   release(key: string, token: string): Promise<boolean> {

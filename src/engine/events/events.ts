@@ -51,7 +51,8 @@ export interface AcquireFailedEvent {
  *   confirmed (at the next renewal or at the final release) that the lease was still ours;
  * - `'gone'`: the store no longer had our key (it expired, another owner took it, or the store lost
  *   its data): the hold was not protected until its end.
- * A release the store could not confirm (unreachable) is a `release-failed` event instead.
+ * A release the store could not confirm (unreachable) is a `release-failed` event instead. A holder
+ * whose lease was lost gets neither: its `lost` event told how its hold ended.
  */
 export interface ReleasedEvent {
   readonly type: 'released';

@@ -325,7 +325,7 @@ export class KeyGate implements SessionOwner, HolderOwner {
   private releaseFormer(holder: HeldLease): Promise<boolean> {
     const storeLease = holder.store;
     if (storeLease.givenBack) return Promise.resolve(false);
-    return new Promise<boolean>((resolve) => this.ctx.leases.release(storeLease, () => resolve(false)));
+    return new Promise<boolean>((resolve) => this.ctx.leases.release(storeLease, () => resolve(false), undefined, true));
   }
 
   /** The store lease was lost: its holder is told, and the line moves on without it. */
@@ -338,7 +338,7 @@ export class KeyGate implements SessionOwner, HolderOwner {
       state.holder.lose(error);
     } else {
       // Lost between two local holders: nobody will release it, so do it here (in the background).
-      this.ctx.leases.release(storeLease, () => undefined);
+      this.ctx.leases.release(storeLease, () => undefined, undefined, true);
     }
     this.next();
   }

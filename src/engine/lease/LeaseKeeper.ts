@@ -35,9 +35,10 @@ export class LeaseKeeper implements StoreLeaseOwner {
   /**
    * Gives the store lease back (its renewal stopped first). `done` hears `true` when the store
    * still had our key, `false` when it did not, or the store's error (also reported as
-   * `release-failed`); it is always called, once.
+   * `release-failed`, unless `quiet`: the lease was lost, and its `lost` event ended its story); it
+   * is always called, once.
    */
-  release(lease: StoreLease, done: (answer: boolean | LockStoreError) => void, now?: number): void {
+  release(lease: StoreLease, done: (answer: boolean | LockStoreError) => void, now?: number, quiet = false): void {
     lease.end();
     this.access.call(
       'release',
@@ -49,7 +50,7 @@ export class LeaseKeeper implements StoreLeaseOwner {
           done(deleted);
         },
         error: (error) => {
-          this.events.releaseFailed(lease.key, lease.token, error);
+          if (!quiet) this.events.releaseFailed(lease.key, lease.token, error);
           lease.released(error);
           done(error);
         },
