@@ -347,8 +347,8 @@ describe('renewal failures', () => {
     // first renewal at ~100 ms, then retries every ~33 ms until ~294 ms
     expect(failures.length).toBeGreaterThanOrEqual(4);
     expect(failures.length).toBeLessThanOrEqual(8);
-    // the release tried at the loss fails too: the store still refuses
-    expect(events.map((e) => e.type).filter((t) => t !== 'renew-failed')).toEqual(['acquired', 'lost', 'release-failed']);
+    // the release tried at the loss fails too (the store still refuses), quietly: `lost` told how it ended
+    expect(events.map((e) => e.type).filter((t) => t !== 'renew-failed')).toEqual(['acquired', 'lost']);
   });
 
   it('a renewal that recovers before the deadline keeps the lease', async () => {
