@@ -174,6 +174,8 @@ function noFigures() {
     withLockWallUsPerPair: null,
     mutexCpuUsPerPair: null,
     mutexWallUsPerPair: null,
+    storeCpuUsPerPair: null,
+    engineOwnCpuUsPerPair: null,
     enginePairs: null,
     engineRounds: null,
     pingP50Ms: null,
@@ -283,6 +285,8 @@ export function buildRow(f: RunFacts): ResultRow {
     withLockWallUsPerPair: null,
     mutexCpuUsPerPair: null,
     mutexWallUsPerPair: null,
+    storeCpuUsPerPair: null,
+    engineOwnCpuUsPerPair: null,
     enginePairs: null,
     engineRounds: null,
     pingP50Ms: null,
@@ -366,6 +370,12 @@ export function buildProbeRow(spec: ProbeSpec, probes: readonly ProbeReport[], n
       withLockWallUsPerPair: us('withLock', (r) => r.wallUs),
       mutexCpuUsPerPair: us('mutex', (r) => r.cpuUs),
       mutexWallUsPerPair: us('mutex', (r) => r.wallUs),
+      storeCpuUsPerPair: us('store', (r) => r.cpuUs),
+      engineOwnCpuUsPerPair: (() => {
+        const pair = medianPerPair(rounds, 'acquire', (r) => r.cpuUs);
+        const store = medianPerPair(rounds, 'store', (r) => r.cpuUs);
+        return pair === null || store === null ? null : round(pair - store, 3);
+      })(),
       enginePairs: acquirePairs,
       engineRounds: rounds.map((r) => ({ method: r.method, pairs: r.pairs, cpuUs: Math.round(r.cpuUs), wallUs: Math.round(r.wallUs) })),
     };

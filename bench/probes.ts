@@ -15,7 +15,7 @@ import type { EngineMethod, EngineRound, ProbeReport, ProbeSetup } from './proto
 import type { EngineCpuSpec, FloorSpec } from './scenarios.js';
 import { nowNs } from './workloads.js';
 
-const { createLocker } = (await import(new URL('../dist/esm/index.js', import.meta.url).href)) as typeof Core;
+const { createLocker, MemoryLockStore } = (await import(new URL('../dist/esm/index.js', import.meta.url).href)) as typeof Core;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 const CONNECT_TIMEOUT_MS = 10_000;
@@ -62,12 +62,15 @@ class PromiseMutex {
 const ENGINE_KEY = 'bench:engine';
 /** Pairs run between two looks at the clock. */
 const BATCH = 256;
-const METHODS: readonly EngineMethod[] = ['acquire', 'withLock', 'mutex'];
+const METHODS: readonly EngineMethod[] = ['acquire', 'withLock', 'mutex', 'store'];
 
 function prepareEngineCpu(spec: EngineCpuSpec): Promise<PreparedProbe> {
   // createLocker() with no options: the default in-memory store and every default setting.
   const locker = createLocker();
   const mutex = new PromiseMutex();
+  // The store alone (its own promise API, as the engine calls it): subtracted from a pair's CPU,
+  // it leaves what the engine itself costs.
+  const store = new MemoryLockStore();
   const one = of(1);
 
   // One loop per method, written out, so that no wrapper call is measured with it.
@@ -87,6 +90,12 @@ function prepareEngineCpu(spec: EngineCpuSpec): Promise<PreparedProbe> {
         for (let i = 0; i < n; i++) {
           const release = await mutex.acquire();
           release();
+        }
+        return;
+      case 'store':
+        for (let i = 0; i < n; i++) {
+          await store.tryAcquire(ENGINE_KEY, 'bench-token', 30_000, 16);
+          await store.release(ENGINE_KEY, 'bench-token');
         }
         return;
     }

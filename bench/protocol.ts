@@ -80,7 +80,7 @@ export interface EngineRound {
 }
 
 /** `acquire`: firstValueFrom(locker.acquire(k)) + lease.release(); `withLock`: of(1).pipe(locker.withLock(k)); `mutex`: a promise mutex. */
-export type EngineMethod = 'acquire' | 'withLock' | 'mutex';
+export type EngineMethod = 'acquire' | 'withLock' | 'mutex' | 'store';
 
 export type ProbeReport =
   | { readonly kind: 'engine-cpu'; readonly rounds: EngineRound[]; readonly warmupPairs: number }

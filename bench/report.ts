@@ -80,6 +80,8 @@ function scenarioTable(scenario: string, rows: readonly ResultRow[]): string {
       return table(h, [
         ['**`await firstValueFrom(locker.acquire(k))` + `await lease.release()`**', num(r.cpuUsPerPair), roundRange(r, 'acquire'), num(r.wallUsPerPair)],
         ['`await lastValueFrom(of(1).pipe(locker.withLock(k)))`', num(r.withLockCpuUsPerPair), roundRange(r, 'withLock'), num(r.withLockWallUsPerPair)],
+        ['the in-memory store alone (`tryAcquire` + `release`, awaited)', num(r.storeCpuUsPerPair, 3), roundRange(r, 'store'), '—'],
+        ['**the engine\'s own cost: the pair above less the store alone**', num(r.engineOwnCpuUsPerPair), '—', '—'],
         ['in-process promise mutex (reference floor, not rxjs-lock)', num(r.mutexCpuUsPerPair, 3), roundRange(r, 'mutex'), num(r.mutexWallUsPerPair, 3)],
       ]);
     }
@@ -121,7 +123,7 @@ function afterWarmupText(rows: readonly ResultRow[]): string {
 function summaryLines(rows: readonly ResultRow[]): string[] {
   const lines: string[] = [];
   const engine = rows.find((r) => r.scenario === 'engine-cpu' && r.status === 'ok');
-  if (engine) lines.push(`- **engine CPU** (in-memory store): ${num(engine.cpuUsPerPair)} µs per acquire + release pair (wall ${num(engine.wallUsPerPair)} µs); through \`withLock\` ${num(engine.withLockCpuUsPerPair)} µs; an in-process promise mutex ${num(engine.mutexCpuUsPerPair, 3)} µs.`);
+  if (engine) lines.push(`- **engine CPU** (in-memory store): ${num(engine.cpuUsPerPair)} µs per acquire + release pair, of which the store alone ${num(engine.storeCpuUsPerPair, 3)} µs: the engine's own ${num(engine.engineOwnCpuUsPerPair)} µs (wall ${num(engine.wallUsPerPair)} µs); through \`withLock\` ${num(engine.withLockCpuUsPerPair)} µs; an in-process promise mutex ${num(engine.mutexCpuUsPerPair, 3)} µs.`);
   const floorRow = rows.find((r) => r.scenario === 'floor' && r.status === 'ok');
   const floor = physicalFloor(rows);
   if (floorRow) lines.push(`- **floor** (hot-key layout, no lock): PING p50 ${num(floorRow.pingP50Ms, 3)} ms, pub/sub hop p50 ${num(floorRow.hopP50Ms, 3)} ms.`);

@@ -108,6 +108,10 @@ export interface ResultRow {
   readonly withLockWallUsPerPair: number | null;
   readonly mutexCpuUsPerPair: number | null;
   readonly mutexWallUsPerPair: number | null;
+  /** engine-cpu: the in-memory store alone (tryAcquire + release, awaited), CPU µs per pair. */
+  readonly storeCpuUsPerPair: number | null;
+  /** engine-cpu: the engine's own CPU per pair: `cpuUsPerPair − storeCpuUsPerPair`. */
+  readonly engineOwnCpuUsPerPair: number | null;
   /** engine-cpu: acquire + release pairs measured (after the warm-up), all rounds. */
   readonly enginePairs: number | null;
   /** engine-cpu: every measured round as it came (method, pairs, CPU µs, wall µs). */
