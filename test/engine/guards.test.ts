@@ -175,3 +175,11 @@ describe('fences', () => {
     for (let i = 1; i < fences.length; i++) expect(fences[i]).toBeGreaterThan(fences[i - 1]!);
   });
 });
+
+describe('the gate state machine', () => {
+  it('canMove allows exactly the moves of the MOVES table', async () => {
+    const { canMove, MOVES } = await import('../../src/engine/gate/GateState.js');
+    const names = Object.keys(MOVES) as Array<keyof typeof MOVES>;
+    for (const from of names) for (const to of names) expect(canMove(from, to), `${from} → ${to}`).toBe(MOVES[from].includes(to));
+  });
+});
