@@ -210,7 +210,7 @@ describe('lease loss reaches the stream', () => {
 });
 
 describe('renewals share round trips', () => {
-  it('10,000 held leases are renewed in a handful of pipelines per interval, not 10,000 calls', async () => {
+  it.skipIf(process.env.MUTATION === '1')('10,000 held leases are renewed in a handful of pipelines per interval, not 10,000 calls', async () => {
     const counting = countingClient(client);
     const locker = createLocker({ store: new RedisLockStore(counting.client), keyPrefix: '', ttl: 3000, waitTimeout: 0 });
     let renewed = 0;
