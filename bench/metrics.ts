@@ -243,6 +243,8 @@ export function buildRow(f: RunFacts): ResultRow {
     ...baseFields(spec, f.entry, f.env),
     status: 'ok',
     note: errors > 0 ? `${errors} errors: ${errorSamples.join(' | ')}` : null,
+    // (the probes' figures stay null; the others are measured below, in the same key order)
+    ...noFigures(),
     durationSec: round(durationSec, 3),
     acquisitions: count,
     acquisitionsPerSec: durationSec > 0 ? round(inWindow / durationSec, 1) : null,
@@ -279,22 +281,6 @@ export function buildRow(f: RunFacts): ResultRow {
     orphanedKeys: f.orphanedKeys,
     otherCpuPct: f.noise?.otherCpuPct ?? null,
     stealPct: f.noise?.stealPct ?? null,
-    cpuUsPerPair: null,
-    wallUsPerPair: null,
-    withLockCpuUsPerPair: null,
-    withLockWallUsPerPair: null,
-    mutexCpuUsPerPair: null,
-    mutexWallUsPerPair: null,
-    storeCpuUsPerPair: null,
-    engineOwnCpuUsPerPair: null,
-    enginePairs: null,
-    engineRounds: null,
-    pingP50Ms: null,
-    pingP99Ms: null,
-    pings: null,
-    hopP50Ms: null,
-    hopP99Ms: null,
-    hops: null,
   };
 }
 

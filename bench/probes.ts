@@ -11,6 +11,7 @@
 import { Redis } from 'ioredis';
 import { firstValueFrom, lastValueFrom, of } from 'rxjs';
 import type * as Core from '../src/index.js';
+import { closeAll, connectReady } from './connections.js';
 import type { EngineMethod, EngineRound, ProbeReport, ProbeSetup } from './protocol.js';
 import type { EngineCpuSpec, FloorSpec } from './scenarios.js';
 import { nowNs } from './workloads.js';
@@ -18,7 +19,6 @@ import { nowNs } from './workloads.js';
 const { createLocker, MemoryLockStore } = (await import(new URL('../dist/esm/index.js', import.meta.url).href)) as typeof Core;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-const CONNECT_TIMEOUT_MS = 10_000;
 /** After the hop half ends: time for the last message in flight to arrive before closing. */
 const HOP_DRAIN_MS = 200;
 
@@ -135,21 +135,6 @@ function prepareEngineCpu(spec: EngineCpuSpec): Promise<PreparedProbe> {
 // ---------------------------------------------------------------------------------------------
 // floor
 
-async function connect(setup: ProbeSetup): Promise<Redis> {
-  const redis = new Redis({ host: setup.redis.host, port: setup.redis.port, connectionName: `bench-${setup.runId}-floor-w${setup.worker}` });
-  redis.on('error', () => undefined); // failures surface as rejected commands
-  if (redis.status !== 'ready') {
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no connection to Redis after ${CONNECT_TIMEOUT_MS} ms`)), CONNECT_TIMEOUT_MS);
-      redis.once('ready', () => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
-  }
-  return redis;
-}
-
 /**
  * Every worker of the hot-key layout takes part, with what each process of a push-based lock has
  * there: a command connection and a subscriber connection subscribed to its own channel.
@@ -174,21 +159,11 @@ async function prepareFloor(setup: ProbeSetup, spec: FloorSpec): Promise<Prepare
   const w = setup.worker;
   const channel = (worker: number) => `bench:floor:${setup.runId}:w${worker}`;
   const connections: Redis[] = [];
-  const close = () =>
-    Promise.all(
-      connections.map(async (redis) => {
-        try {
-          await Promise.race([redis.quit(), sleep(5_000)]);
-        } catch {
-          // already closed
-        }
-        redis.disconnect();
-      }),
-    ).then(() => undefined);
+  const close = () => closeAll(connections);
   let cmd: Redis;
   let sub: Redis;
   try {
-    cmd = await connect(setup);
+    cmd = await connectReady(setup.redis, `bench-${setup.runId}-floor-w${setup.worker}`);
     connections.push(cmd);
     sub = cmd.duplicate();
     connections.push(sub);

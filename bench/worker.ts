@@ -7,6 +7,7 @@
  */
 import { Redis } from 'ioredis';
 import { createAdapter, preloadAdapters } from './adapters/index.js';
+import { closeAll, connectReady } from './connections.js';
 import type { AdapterContext, LockAdapter } from './adapters/types.js';
 import type { ParentMessage, ProbeSetup, RunSetup, StormTally, WorkerMessage } from './protocol.js';
 import { installRoundTripCounter } from './roundTrips.js';
@@ -16,8 +17,6 @@ import { lockNames } from './scenarios.js';
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 const describe = (error: unknown) => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
 
-const CONNECT_TIMEOUT_MS = 10_000;
-const QUIT_TIMEOUT_MS = 5_000;
 
 const counter = installRoundTripCounter();
 
@@ -60,43 +59,13 @@ function send(message: WorkerMessage): Promise<void> {
 }
 
 
-/** A connected ioredis client, tagged for round-trip counting by its connection name. */
-async function connect(setup: RunSetup, tag: string): Promise<Redis> {
-  const redis = new Redis({ host: setup.redis.host, port: setup.redis.port, connectionName: tag });
-  redis.on('error', () => undefined); // failures surface as rejected commands
-  if (redis.status !== 'ready') {
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no connection to Redis after ${CONNECT_TIMEOUT_MS} ms`)), CONNECT_TIMEOUT_MS);
-      redis.once('ready', () => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
-  }
-  return redis;
-}
-
-/** QUIT is answered after every command already sent, so the last releases reach Redis first. */
-async function closeAll(connections: readonly Redis[]): Promise<void> {
-  await Promise.all(
-    connections.map(async (redis) => {
-      try {
-        await Promise.race([redis.quit(), sleep(QUIT_TIMEOUT_MS)]);
-      } catch {
-        // already closed
-      }
-      redis.disconnect();
-    }),
-  );
-}
-
 async function serveRun(setup: RunSetup, inbox: Inbox): Promise<void> {
   const spec = setup.scenario;
   const tag = `bench-${setup.runId}-w${setup.worker}`;
   const connections: Redis[] = [];
   const ctx: AdapterContext = {
     connect: async () => {
-      const redis = await connect(setup, tag);
+      const redis = await connectReady(setup.redis, tag);
       connections.push(redis);
       return redis;
     },

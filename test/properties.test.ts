@@ -5,12 +5,11 @@
  * TypeError from deep inside, a hang, an unhandled rejection, or a lock left behind.
  */
 import fc from 'fast-check';
-import type { Redis } from 'ioredis';
 import { asyncScheduler, firstValueFrom, lastValueFrom, of, timeout } from 'rxjs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLocker, isLockError, isLockOptionsError, LockOptionsError, MemoryLockStore, withLock, type Locker } from '../src/index.js';
 import { FencedResource, RedisLockStore } from '../src/redis.js';
-import { connect, EmbeddedRedis } from './support/redis.js';
+import { redisSuite } from './support/redisSuite.js';
 import { allKeys } from './support/lockKeys.js';
 import { sleep } from './support/timing.js';
 
@@ -18,22 +17,7 @@ import { sleep } from './support/timing.js';
 const MAX_MESSAGE = 600;
 const LOCKER_OPTIONS = ['ttl', 'waitTimeout', 'retry', 'renew', 'onLost', 'store', 'commandTimeout', 'keyPrefix', 'random', 'scheduler', 'localGate', 'cohort'];
 
-const unhandled: unknown[] = [];
-const onUnhandled = (reason: unknown) => unhandled.push(reason);
-let server: EmbeddedRedis;
-let redis: Redis;
-
-beforeAll(async () => {
-  process.on('unhandledRejection', onUnhandled);
-  server = await EmbeddedRedis.start();
-  redis = connect(server);
-});
-afterAll(async () => {
-  process.off('unhandledRejection', onUnhandled);
-  redis?.disconnect();
-  await server?.stop();
-  expect(unhandled).toEqual([]);
-});
+const suite = redisSuite({ flush: false });
 
 /** Calls `make`; returns what it made, or the LockOptionsError it threw (anything else fails the test). */
 function madeOrRefused<T>(make: () => T): { made: T } | { refused: LockOptionsError } {
@@ -107,7 +91,7 @@ describe('keys (generated)', () => {
 
   it('a 1 MB key gives an error of bounded size, in the locker and in FencedResource', () => {
     const huge = 'x'.repeat(1_000_000);
-    const makers: Array<() => unknown> = [() => locker.acquire(huge), () => withLock(huge), () => new FencedResource(redis, huge)];
+    const makers: Array<() => unknown> = [() => locker.acquire(huge), () => withLock(huge), () => new FencedResource(suite.admin, huge)];
     for (const make of makers) {
       const result = madeOrRefused(make);
       expect('refused' in result).toBe(true);
@@ -180,7 +164,7 @@ describe('store constructors (generated)', () => {
       fc.asyncProperty(
         fc.oneof(fc.constant(undefined), anyValue, fc.dictionary(fc.oneof(fc.constantFrom('wakeUp', 'subscriber', 'placeTtl', 'lingerMs'), fc.string()), anyValue, { maxKeys: 3 })),
         async (options) => {
-          const result = madeOrRefused(() => new RedisLockStore(redis, options as never));
+          const result = madeOrRefused(() => new RedisLockStore(suite.admin, options as never));
           if ('refused' in result) return;
           const locker = createLocker({ store: result.made });
           await works(locker, 'prop:redis');
@@ -195,13 +179,13 @@ describe('store constructors (generated)', () => {
       expect('refused' in result && result.refused.option).toBe('client');
     }
     await sleep(20); // a fence counter outlives its grant by a few ms
-    expect(await allKeys(redis)).toEqual([]);
+    expect(await allKeys(suite.admin)).toEqual([]);
   });
 
   it('FencedResource keys and writes are either refused at once or work', async () => {
     await fc.assert(
       fc.asyncProperty(fc.oneof(fc.string({ unit: 'binary' }), fc.anything()), anyValue, anyValue, async (key, fence, value) => {
-        const made = madeOrRefused(() => new FencedResource(redis, key as string));
+        const made = madeOrRefused(() => new FencedResource(suite.admin, key as string));
         if ('refused' in made) return;
         let written;
         try {
@@ -211,7 +195,7 @@ describe('store constructors (generated)', () => {
           return;
         }
         expect(typeof written.accepted).toBe('boolean');
-        await redis.del(key as string);
+        await suite.admin.del(key as string);
       }),
       { numRuns: 200 },
     );

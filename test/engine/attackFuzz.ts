@@ -9,7 +9,8 @@
  * every error that is not one an acquisition may end with.
  */
 import { EMPTY, timer, type Subscription } from 'rxjs';
-import { isLockError, type Lease, type LockEvent, type Locker } from '../../src/index.js';
+import { afterAll, beforeAll } from 'vitest';
+import { isLockError, type AcquireResult, type ExtendOutcome, type Lease, type LockEvent, type Locker, type LockStore } from '../../src/index.js';
 
 /** A small seeded PRNG (mulberry32). */
 export function prng(seed: number): () => number {
@@ -233,4 +234,104 @@ export async function runFuzz(lockers: FuzzLocker[], rng: () => number, options:
 /** The lockers still in use at the end (after replacements). */
 export function countOf(report: FuzzReport): string {
   return `${report.grants} grants, events ${JSON.stringify(report.events)}, errors ${JSON.stringify(report.errorsByName)}, closes ${report.closes}`;
+}
+
+/**
+ * Unhandled rejections and uncaught exceptions while the file's tests run (an illegal gate move
+ * throws under RXJS_LOCK_STRICT=1 and would surface as one of these), as strings.
+ */
+export function watchProblems(): string[] {
+  const problems: string[] = [];
+  const onUnhandled = (reason: unknown) => problems.push(`unhandledRejection: ${String(reason)}`);
+  const onUncaught = (error: unknown) => problems.push(`uncaughtException: ${String(error)}`);
+  beforeAll(() => {
+    process.on('unhandledRejection', onUnhandled);
+    process.on('uncaughtException', onUncaught);
+  });
+  afterAll(() => {
+    process.off('unhandledRejection', onUnhandled);
+    process.off('uncaughtException', onUncaught);
+  });
+  return problems;
+}
+
+/** What a fuzz run found (the first 5 of each kind): {@link NO_FINDINGS} when every promise was kept. */
+export function findingsOf(report: FuzzReport, problems: readonly string[]) {
+  return {
+    overlaps: report.overlaps.slice(0, 5),
+    fenceRegressions: report.fenceRegressions.slice(0, 5),
+    strangeErrors: report.strangeErrors.slice(0, 5),
+    thrown: report.thrown.slice(0, 5),
+    problems: problems.slice(0, 5),
+  };
+}
+
+export const NO_FINDINGS = { overlaps: [], fenceRegressions: [], strangeErrors: [], thrown: [], problems: [] };
+
+/** Keys the lockers' gates still track (none once they are closed and their calls settled). */
+export function gatesLeft(lockers: readonly FuzzLocker[]): number {
+  return lockers.map((fz) => (fz.locker as unknown as { liveKeys: number }).liveKeys).reduce((a, b) => a + b, 0);
+}
+
+/** Runs functions at given times, strictly in the order they were queued. */
+class Fifo {
+  private readonly queue: Array<{ at: number; run: () => void }> = [];
+  private lastAt = 0;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+
+  push(at: number, run: () => void): void {
+    this.lastAt = Math.max(this.lastAt, at);
+    this.queue.push({ at: this.lastAt, run });
+    this.arm();
+  }
+
+  private arm(): void {
+    if (this.timer !== undefined || this.queue.length === 0) return;
+    this.timer = setTimeout(this.pump, Math.max(0, this.queue[0]!.at - performance.now()));
+  }
+
+  private readonly pump = (): void => {
+    this.timer = undefined;
+    const now = performance.now();
+    while (this.queue.length > 0 && this.queue[0]!.at <= now) this.queue.shift()!.run();
+    this.arm();
+  };
+}
+
+/**
+ * A store reached over a slow connection that keeps the order of calls and answers: each call
+ * waits 0-2 ms on its way (with chance `stallChance`, `stall.min` + up to `stall.spread` ms more)
+ * and 0-2 ms on its way back. The core calls go through it; a subclass sends the others.
+ */
+export class SlowLinkStore<S extends LockStore = LockStore> implements LockStore {
+  private readonly out = new Fifo();
+  private readonly back = new Fifo();
+  constructor(
+    readonly inner: S,
+    private readonly rng: () => number,
+    private readonly stallChance: number,
+    private readonly stall: { readonly min: number; readonly spread: number },
+  ) {}
+
+  protected send<T>(op: () => Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const stall = this.rng() < this.stallChance ? this.stall.min + this.rng() * this.stall.spread : 0;
+      this.out.push(performance.now() + this.rng() * 2 + stall, () => {
+        op().then(
+          (value) => this.back.push(performance.now() + this.rng() * 2, () => resolve(value)),
+          (error: unknown) => this.back.push(performance.now(), () => reject(error)),
+        );
+      });
+    });
+  }
+
+  tryAcquire(key: string, token: string, ttlMs: number, fences?: number): Promise<AcquireResult> {
+    return this.send(() => this.inner.tryAcquire(key, token, ttlMs, fences));
+  }
+  release(key: string, token: string): Promise<boolean> {
+    return this.send(() => this.inner.release(key, token));
+  }
+  extend(key: string, token: string, ttlMs: number): Promise<ExtendOutcome> {
+    return this.send(() => this.inner.extend(key, token, ttlMs));
+  }
 }

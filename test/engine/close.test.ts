@@ -9,7 +9,7 @@
  * `await using` calls it.
  */
 import { defer, finalize, firstValueFrom, lastValueFrom, NEVER, of, timer, type Subscription } from 'rxjs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   createLocker,
   isLockerClosedError,
@@ -23,14 +23,9 @@ import {
 import type { LockEngine } from '../../src/engine/LockEngine.js';
 import { RecordingStore } from '../support/recordingStore.js';
 import { sleep } from '../support/timing.js';
+import { expectNoUnhandledRejections } from '../support/unhandled.js';
 
-const unhandled: unknown[] = [];
-const onUnhandled = (reason: unknown) => unhandled.push(reason);
-beforeAll(() => void process.on('unhandledRejection', onUnhandled));
-afterAll(() => {
-  process.off('unhandledRejection', onUnhandled);
-  expect(unhandled).toEqual([]);
-});
+expectNoUnhandledRejections();
 
 function setup(options: Parameters<typeof createLocker>[0] = {}) {
   const memory = new MemoryLockStore();

@@ -22,7 +22,7 @@
 import type { Redis } from 'ioredis';
 import { EMPTY, firstValueFrom, lastValueFrom, merge, throwError, timer, type Observable, type SchedulerLike, type Subscription } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createLocker,
   isLockTimeoutError,
@@ -38,17 +38,13 @@ import { helperKey } from '../../src/backends/redis/protocol/keyLayout.js';
 import type { LockEngine } from '../../src/engine/LockEngine.js';
 import { countingClient, type CountingClient } from '../../support/countingClient.js';
 import { RecordingStore } from '../support/recordingStore.js';
-import { connect, EmbeddedRedis } from '../support/redis.js';
+import { connect } from '../support/redis.js';
+import { redisSuite } from '../support/redisSuite.js';
 import { settle } from '../support/virtualTime.js';
 import { eventually, sleep } from '../support/timing.js';
+import { expectNoUnhandledRejections } from '../support/unhandled.js';
 
-const unhandled: unknown[] = [];
-const onUnhandled = (reason: unknown) => unhandled.push(reason);
-beforeAll(() => void process.on('unhandledRejection', onUnhandled));
-afterAll(() => {
-  process.off('unhandledRejection', onUnhandled);
-  expect(unhandled).toEqual([]);
-});
+expectNoUnhandledRejections();
 
 // ─── the retry policies under test ─────────────────────────────────────────────────────────────
 
@@ -316,32 +312,17 @@ describe('one option, one meaning: the in-memory paths agree', () => {
 // ─── the Redis line (real time) ────────────────────────────────────────────────────────────────
 
 describe('across two lockers on Redis (the Redis line)', () => {
-  let server: EmbeddedRedis;
-  let admin: Redis;
-  let opened: Array<() => void> = [];
-
-  beforeAll(async () => {
-    server = await EmbeddedRedis.start();
-    admin = connect(server);
-  });
-  afterAll(async () => {
-    admin?.disconnect();
-    await server?.stop();
-  });
-  afterEach(() => {
-    for (const close of opened.reverse()) close();
-    opened = [];
-  });
+  const suite = redisSuite({ flush: false, unhandled: 'off' });
 
   /** A "process": its own connection (counted), store and locker. */
   function redisLocker(wakeUp: boolean): { locker: Locker; counting: CountingClient<Redis>; events: LockEvent[] } {
-    const client = connect(server);
+    const client = connect(suite.server);
     const counting = countingClient(client);
     const store = new RedisLockStore(counting.client, { wakeUp });
     const locker = createLocker({ store });
     const events: LockEvent[] = [];
     locker.events$.subscribe((e) => events.push(e));
-    opened.push(() => {
+    suite.closers.push(() => {
       store.close();
       client.disconnect();
     });
@@ -369,7 +350,7 @@ describe('across two lockers on Redis (the Redis line)', () => {
     }
   }
 
-  const lineLength = () => admin.zcard(lineKey);
+  const lineLength = () => suite.admin.zcard(lineKey);
 
   for (const wakeUp of [true, false]) {
     describe(`wake-up ${wakeUp ? 'on' : 'off'}`, () => {
@@ -384,7 +365,7 @@ describe('across two lockers on Redis (the Redis line)', () => {
           expect(policy.seen).toEqual([1]);
           expect(timedOutEvents(events)).toMatchObject([{ type: 'timed-out', key: 'k', attempts: 1 }]);
           await eventually(async () => (await lineLength()) === 0, 1000);
-          expect(await admin.get('lock:k')).toBe(holder.token);
+          expect(await suite.admin.get('lock:k')).toBe(holder.token);
           await holder.release();
         });
 
@@ -430,7 +411,7 @@ describe('across two lockers on Redis (the Redis line)', () => {
         const { lease, error } = await pending;
         expect(error).toBeUndefined();
         expect(performance.now() - releasedAt).toBeLessThan(500);
-        expect(await admin.get('lock:k')).toBe(lease!.token);
+        expect(await suite.admin.get('lock:k')).toBe(lease!.token);
         await lease!.release();
         expect(await lineLength()).toBe(0);
       });
@@ -482,22 +463,17 @@ describe('across two lockers on Redis (the Redis line)', () => {
 // ─── one identifier per holder ─────────────────────────────────────────────────────────────────
 
 describe('each holder has its own id, even when holders share a token', () => {
-  let server: EmbeddedRedis;
+  const suite = redisSuite({ flush: false, unhandled: 'off' });
   let client: Redis;
   let store: RedisLockStore;
-  let admin: Redis;
 
-  beforeAll(async () => {
-    server = await EmbeddedRedis.start();
-    client = connect(server);
-    admin = connect(server);
+  beforeAll(() => {
+    client = connect(suite.server);
     store = new RedisLockStore(client);
   });
-  afterAll(async () => {
+  afterAll(() => {
     store?.close();
     client?.disconnect();
-    admin?.disconnect();
-    await server?.stop();
   });
 
   it('1,000 acquisitions that pass locally: 1,000 distinct ids, few tokens, GET shows the token, events carry the holder\'s id', async () => {
@@ -509,7 +485,7 @@ describe('each holder has its own id, even when holders share a token', () => {
       merge(
         ...Array.from({ length: 1_000 }, () =>
           locker.using('k', async (lease) => {
-            holds.push({ id: lease.id, token: lease.token, fence: lease.fence, inRedis: await admin.get('lock:k') });
+            holds.push({ id: lease.id, token: lease.token, fence: lease.fence, inRedis: await suite.admin.get('lock:k') });
           }),
         ),
       ),
@@ -531,7 +507,7 @@ describe('each holder has its own id, even when holders share a token', () => {
     expect(acquired.map((e) => e.id)).toEqual(holds.map((h) => h.id));
     expect(new Set(released.map((e) => e.id))).toEqual(new Set(holds.map((h) => h.id)));
     for (const e of [...acquired, ...released]) expect(e.id).toBe(`${e.token}:${e.fence}`);
-    expect(await admin.exists('lock:k')).toBe(0);
+    expect(await suite.admin.exists('lock:k')).toBe(0);
     await locker.close();
   });
 
@@ -546,7 +522,7 @@ describe('each holder has its own id, even when holders share a token', () => {
     const second = await second$;
     expect(second.token).toBe(first.token);
     expect(second.id).not.toBe(first.id);
-    expect(await admin.get('lock:lost')).toBe(second.token);
+    expect(await suite.admin.get('lock:lost')).toBe(second.token);
     const lost = await firstValueFrom(second.lost$); // its 300 ms run out unrenewed
     expect(lost.reason).toBe('expired');
     const lostEvents = events.filter((e): e is Extract<LockEvent, { type: 'lost' }> => e.type === 'lost');

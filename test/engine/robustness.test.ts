@@ -5,18 +5,13 @@
  */
 import { defer, filter, firstValueFrom, lastValueFrom, of, takeUntil, throwError, timer } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLocker, isLockOptionsError, isLockStoreError, MemoryLockStore, type AcquireResult, type ExtendOutcome, type LockStore } from '../../src/index.js';
 import { RecordingStore } from '../support/recordingStore.js';
 import { runUntil } from '../support/virtualTime.js';
+import { expectNoUnhandledRejections } from '../support/unhandled.js';
 
-const unhandled: unknown[] = [];
-const onUnhandled = (reason: unknown) => unhandled.push(reason);
-beforeAll(() => void process.on('unhandledRejection', onUnhandled));
-afterAll(() => {
-  process.off('unhandledRejection', onUnhandled);
-  expect(unhandled).toEqual([]);
-});
+expectNoUnhandledRejections();
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -17,46 +17,23 @@
  * Each test asserts the promise (distinct user keys are independent locks, or the key is refused
  * at once with LockOptionsError), not the bug.
  */
-import type { Redis } from 'ioredis';
 import { firstValueFrom } from 'rxjs';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLocker, isLockOptionsError, type Lease, type Locker } from '../../src/index.js';
 import { RedisLockStore } from '../../src/redis.js';
 import { helperKey } from '../../src/backends/redis/protocol/keyLayout.js';
-import { connect, EmbeddedRedis } from '../support/redis.js';
+import { connect } from '../support/redis.js';
+import { redisSuite } from '../support/redisSuite.js';
 
-let server: EmbeddedRedis;
-let admin: Redis;
-let closers: Array<() => unknown> = [];
-const unhandled: unknown[] = [];
-const onUnhandled = (reason: unknown) => unhandled.push(reason);
-
-beforeAll(async () => {
-  process.on('unhandledRejection', onUnhandled);
-  server = await EmbeddedRedis.start();
-  admin = connect(server);
-});
-afterAll(async () => {
-  process.off('unhandledRejection', onUnhandled);
-  admin?.disconnect();
-  await server?.stop();
-  expect(unhandled).toEqual([]);
-});
-beforeEach(async () => {
-  closers = [];
-  await admin.flushall();
-});
-afterEach(async () => {
-  for (const close of closers.reverse()) await close();
-});
+const suite = redisSuite();
 
 /**
  * One "process": its own connection (with the given ioredis keyPrefix), store and locker (keyPrefix
  * ''); `undefined` when the store refuses the client at once (a refusal keeps the promise too).
  */
 function newProcess(clientPrefix: string): Locker | undefined {
-  const client = connect(server, clientPrefix === '' ? {} : { keyPrefix: clientPrefix });
-  closers.push(() => client.disconnect());
+  const client = connect(suite.server, clientPrefix === '' ? {} : { keyPrefix: clientPrefix });
+  suite.closers.push(() => client.disconnect());
   let store: RedisLockStore;
   try {
     store = new RedisLockStore(client);
@@ -65,7 +42,7 @@ function newProcess(clientPrefix: string): Locker | undefined {
     throw error;
   }
   const locker = createLocker({ store, keyPrefix: '', ttl: 20_000, waitTimeout: 300, retry: { minDelay: 5, jitter: 5 } });
-  closers.push(
+  suite.closers.push(
     () => store.close(),
     () => locker.close(),
   );

@@ -13,32 +13,17 @@
  * so every renewal lands but times out. The lease (ttl 300) is lost at its deadline as
  * 'store-unreachable'; then release() is called.
  */
-import type { Redis } from 'ioredis';
 import { firstValueFrom } from 'rxjs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLocker, type LockEvent } from '../../src/index.js';
 import { RedisLockStore } from '../../src/redis.js';
 import type { ExtendRequest } from '../../src/store/capabilities.js';
 import type { ExtendOutcome } from '../../src/store/LockStore.js';
-import { connect, EmbeddedRedis } from '../support/redis.js';
+import { connect } from '../support/redis.js';
+import { redisSuite } from '../support/redisSuite.js';
 import { sleep } from '../support/timing.js';
 
-let server: EmbeddedRedis;
-let admin: Redis;
-const unhandled: unknown[] = [];
-const onUnhandled = (reason: unknown) => unhandled.push(reason);
-
-beforeAll(async () => {
-  process.on('unhandledRejection', onUnhandled);
-  server = await EmbeddedRedis.start();
-  admin = connect(server);
-});
-afterAll(async () => {
-  process.off('unhandledRejection', onUnhandled);
-  admin?.disconnect();
-  await server?.stop();
-  expect(unhandled).toEqual([]);
-});
+const suite = redisSuite({ flush: false });
 
 /** A RedisLockStore whose extend answers come `replyDelay` ms late (the command itself runs at once). */
 class SlowExtendAnswers extends RedisLockStore {
@@ -55,7 +40,7 @@ class SlowExtendAnswers extends RedisLockStore {
 
 describe('attack: release() of a lease lost as store-unreachable', () => {
   it('resolves false, and events$ does not report it released after reporting it lost', async () => {
-    const client = connect(server);
+    const client = connect(suite.server);
     const store = new SlowExtendAnswers(client);
     const locker = createLocker({ store, ttl: 300, commandTimeout: 50 });
     const events: LockEvent[] = [];
@@ -66,7 +51,7 @@ describe('attack: release() of a lease lost as store-unreachable', () => {
       const lost = await firstValueFrom(lease.lost$);
       expect(lost.reason).toBe('store-unreachable');
       expect(lease.held).toBe(false);
-      const stillInRedis = (await admin.get('lock:slow-renewals')) === lease.token;
+      const stillInRedis = (await suite.admin.get('lock:slow-renewals')) === lease.token;
 
       const released = await lease.release();
       await sleep(100);

@@ -24,92 +24,22 @@
  * time, so the grant lapses; C takes the key and its lease ends with its TTL; B's next attempt
  * takes the free key and its answer is lost as in the first case.
  */
-import { createServer, connect as tcpConnect, type Socket } from 'node:net';
-import { Redis, type Redis as RedisClient } from 'ioredis';
+import { Redis } from 'ioredis';
 import { firstValueFrom } from 'rxjs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLocker, isLockTimeoutError, type LockEvent } from '../../src/index.js';
 import { RedisLockStore } from '../../src/redis.js';
 import { InterceptStore, keysOf } from '../support/handoffHarness.js';
-import { connect, EmbeddedRedis } from '../support/redis.js';
+import { delayProxy } from '../support/delayProxy.js';
+import { connect } from '../support/redis.js';
+import { redisSuite } from '../support/redisSuite.js';
 import { eventually, sleep } from '../support/timing.js';
 
-/** A TCP proxy to Redis that delays what Redis sends by `delayMs`; data still queued when Redis closes the connection is lost. */
-interface DelayProxy {
-  readonly port: number;
-  /** What Redis sends is held back this long (may be changed at any time). */
-  delayMs: number;
-  close(): Promise<void>;
-}
-
-async function delayProxy(targetPort: number, delayMs: number): Promise<DelayProxy> {
-  const proxy = { port: 0, delayMs, close: async () => undefined } as DelayProxy;
-  const sockets = new Set<Socket>();
-  const server = createServer((client) => {
-    const upstream = tcpConnect(targetPort, '127.0.0.1');
-    sockets.add(client);
-    sockets.add(upstream);
-    client.pipe(upstream);
-    const queue: Array<{ at: number; chunk: Buffer }> = [];
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const pump = () => {
-      timer = undefined;
-      const now = performance.now();
-      while (queue.length > 0 && queue[0]!.at <= now) {
-        const { chunk } = queue.shift()!;
-        if (!client.destroyed) client.write(chunk);
-      }
-      if (queue.length > 0) timer = setTimeout(pump, Math.max(0, queue[0]!.at - now));
-    };
-    upstream.on('data', (chunk: Buffer) => {
-      queue.push({ at: performance.now() + proxy.delayMs, chunk });
-      if (timer === undefined) timer = setTimeout(pump, proxy.delayMs);
-    });
-    const end = () => {
-      if (timer !== undefined) clearTimeout(timer);
-      queue.length = 0;
-      client.destroy();
-      upstream.destroy();
-    };
-    client.on('error', end);
-    upstream.on('error', end);
-    client.on('close', end);
-    upstream.on('close', end);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  Object.assign(proxy, {
-    port: address.port,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const socket of sockets) socket.destroy();
-        server.close(() => resolve());
-      }),
-  });
-  return proxy;
-}
-
-let server: EmbeddedRedis;
-let admin: RedisClient;
-const unhandled: unknown[] = [];
-const onUnhandled = (reason: unknown) => unhandled.push(reason);
-
-beforeAll(async () => {
-  process.on('unhandledRejection', onUnhandled);
-  server = await EmbeddedRedis.start();
-  admin = connect(server);
-});
-afterAll(async () => {
-  process.off('unhandledRejection', onUnhandled);
-  admin?.disconnect();
-  await server?.stop();
-  expect(unhandled).toEqual([]);
-});
+const suite = redisSuite({ flush: false });
 
 describe('attack: an acquire whose answer is lost with its connection (ioredis re-sends it)', () => {
   it('a timed-out acquisition leaves no lock behind: the key is free again at once, not after its TTL', async () => {
-    const proxy = await delayProxy(server.port, 150);
+    const proxy = await delayProxy(suite.server.port, 150);
     const client = new Redis({ host: '127.0.0.1', port: proxy.port, retryStrategy: () => 20 });
     client.on('error', () => undefined);
     const store = new RedisLockStore(client);
@@ -127,12 +57,12 @@ describe('attack: an acquire whose answer is lost with its connection (ioredis r
         (error: unknown) => ({ lease: undefined, error }),
       );
       // The acquire has run in Redis (the key holds a token); its answer is still on the slow link.
-      await eventually(async () => (await admin.exists('lock:k')) === 1, 1000, 1);
-      await admin.client('KILL', 'ID', String(id));
+      await eventually(async () => (await suite.admin.exists('lock:k')) === 1, 1000, 1);
+      await suite.admin.client('KILL', 'ID', String(id));
       const { lease, error } = await outcome;
       await sleep(300);
-      const holder = await admin.get('lock:k');
-      const pttl = await admin.pttl('lock:k');
+      const holder = await suite.admin.get('lock:k');
+      const pttl = await suite.admin.pttl('lock:k');
       if (lease !== undefined) {
         // Granted after all: the promise holds if it is really ours.
         expect(holder).toBe(lease.token);
@@ -152,7 +82,7 @@ describe('attack: an acquire whose answer is lost with its connection (ioredis r
   });
 
   it('a waiter whose direct take is re-sent gets a fence above every earlier holder (no stale hand-off record)', async () => {
-    const proxy = await delayProxy(server.port, 0);
+    const proxy = await delayProxy(suite.server.port, 0);
     // B: its connection through the proxy, no wake-up, an attempt every 1.8 s (its place lasts
     // 6 s: no refresh in between); its calls are logged (InterceptStore).
     const clientB = new Redis({ host: '127.0.0.1', port: proxy.port, retryStrategy: () => 20 });
@@ -160,7 +90,7 @@ describe('attack: an acquire whose answer is lost with its connection (ioredis r
     const redisStoreB = new RedisLockStore(clientB, { wakeUp: false, placeTtl: 6000 });
     const storeB = new InterceptStore(redisStoreB);
     const lockerB = createLocker({ store: storeB, ttl: 1000, waitTimeout: 20_000, retry: { minDelay: 1800, jitter: 0 } });
-    const plain = connect(server);
+    const plain = connect(suite.server);
     const storeA = new RedisLockStore(plain);
     const lockerA = createLocker({ store: storeA, ttl: 10_000 });
     const lockerC = createLocker({ store: storeA, ttl: 100, renew: false });
@@ -170,8 +100,8 @@ describe('attack: an acquire whose answer is lost with its connection (ioredis r
     try {
       const a = await firstValueFrom(lockerA.acquire(key));
       const b = firstValueFrom(lockerB.acquire(key));
-      await eventually(async () => (await admin.zcard(keysOf(lockKey).line)) === 1, 3000);
-      const bToken = (await admin.zrange(keysOf(lockKey).line, '0', '0'))[0]!;
+      await eventually(async () => (await suite.admin.zcard(keysOf(lockKey).line)) === 1, 3000);
+      const bToken = (await suite.admin.zrange(keysOf(lockKey).line, '0', '0'))[0]!;
       const idB = Number(await clientB.client('ID'));
       // Just after one of B's attempts was answered (the next is 1.8 s away), A's release hands
       // the key to B (fences f…, recorded in the places' grant); B does not claim it, and it
@@ -182,26 +112,26 @@ describe('attack: an acquire whose answer is lost with its connection (ioredis r
       // keeps the places hash, and so the record of the hand-off to B, alive.
       expect(await deadWaiter.tryAcquireInLine(lockKey, 'dead-waiter', 1000, 1, 'keep')).toMatchObject({ acquired: false, queued: true });
       expect(await a.release()).toBe(true);
-      expect(await admin.hget(keysOf(lockKey).places, 'grant')).toMatch(new RegExp(`^${bToken} `));
-      await eventually(async () => (await admin.exists(lockKey)) === 0, 2000, 1);
+      expect(await suite.admin.hget(keysOf(lockKey).places, 'grant')).toMatch(new RegExp(`^${bToken} `));
+      await eventually(async () => (await suite.admin.exists(lockKey)) === 0, 2000, 1);
 
       // C takes the free key (a fence above B's hand-off; the dead waiter's place has lapsed) and
       // its lease ends with its TTL.
       const c = await firstValueFrom(lockerC.acquire(key));
-      await eventually(async () => (await admin.exists(lockKey)) === 0, 1000, 1);
+      await eventually(async () => (await suite.admin.exists(lockKey)) === 0, 1000, 1);
       await c.release();
 
       // B's next attempt takes the free key directly (fresh fences); its answer is lost with the
       // connection and ioredis re-sends the acquire.
       proxy.delayMs = 100;
-      await eventually(async () => (await admin.get(lockKey)) === bToken, 3000, 1);
-      await admin.client('KILL', 'ID', String(idB));
+      await eventually(async () => (await suite.admin.get(lockKey)) === bToken, 3000, 1);
+      await suite.admin.client('KILL', 'ID', String(idB));
       const lease = await b;
       expect(lease.token).toBe(bToken);
       // (the record of the lapsed hand-off to B must not be what dates B's fences: taking the key
       // directly drops it)
-      expect(await admin.hget(keysOf(lockKey).places, 'grant')).toBeNull();
-      expect(await admin.get(lockKey)).toBe(bToken);
+      expect(await suite.admin.hget(keysOf(lockKey).places, 'grant')).toBeNull();
+      expect(await suite.admin.get(lockKey)).toBe(bToken);
       // Fences strictly increase across holders: B came after C.
       expect({ fences: { a: a.fence, c: c.fence, b: lease.fence }, bAboveC: lease.fence > c.fence }).toEqual({
         fences: { a: a.fence, c: c.fence, b: lease.fence },

@@ -11,53 +11,30 @@
  * its clients, exits by itself.
  */
 import { fileURLToPath } from 'node:url';
-import type { Redis } from 'ioredis';
 import { finalize, firstValueFrom, NEVER, type Observable, type Subscription } from 'rxjs';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLocker, isLockerClosedError, isLockLostError, type Lease, type LockerOptions, type LockEvent, type Locker } from '../../src/index.js';
 import { RedisLockStore, type RedisLockStoreOptions } from '../../src/redis.js';
 import { helperKey, RESERVED_PREFIX } from '../../src/backends/redis/protocol/keyLayout.js';
 import type { ClosingWorkerReport, ClosingWorkerSettings } from '../fixtures/closingWorker.js';
 import { exitOf, forkFixture, killIfRunning, messagesOf, within } from '../support/children.js';
-import { connect, EmbeddedRedis } from '../support/redis.js';
+import { connect } from '../support/redis.js';
+import { redisSuite } from '../support/redisSuite.js';
 import { eventually, sleep } from '../support/timing.js';
 
 const closingWorker = fileURLToPath(new URL('../fixtures/closingWorker.ts', import.meta.url));
 
-let server: EmbeddedRedis;
-let admin: Redis;
-let opened: Array<() => void> = [];
-const unhandled: unknown[] = [];
-const onUnhandled = (reason: unknown) => unhandled.push(reason);
-
-beforeAll(async () => {
-  process.on('unhandledRejection', onUnhandled);
-  server = await EmbeddedRedis.start();
-  admin = connect(server);
-});
-afterAll(async () => {
-  process.off('unhandledRejection', onUnhandled);
-  admin?.disconnect();
-  await server?.stop();
-});
-beforeEach(async () => {
-  opened = [];
-  await admin.flushall();
-});
-afterEach(() => {
-  for (const close of opened.reverse()) close();
-  expect(unhandled).toEqual([]);
-});
+const suite = redisSuite({ unhandled: 'afterEach' });
 
 /** A "process": the user's own client, a store on it and a locker on the store. */
 function side(lockerOptions: LockerOptions = {}, storeOptions: RedisLockStoreOptions = {}) {
-  const client = connect(server);
+  const client = connect(suite.server);
   const store = new RedisLockStore(client, storeOptions);
   const locker = createLocker({ store, commandTimeout: 1_000, ...lockerOptions });
   const events: LockEvent[] = [];
   let completed = false;
   locker.events$.subscribe({ next: (e) => events.push(e), complete: () => (completed = true) });
-  opened.push(() => {
+  suite.closers.push(() => {
     store.close();
     client.disconnect();
   });
@@ -74,7 +51,7 @@ function watch<T>(source: Observable<T>) {
 async function commandCalls(): Promise<Record<string, number>> {
   const ignored = new Set(['info', 'ping', 'client', 'hello', 'select', 'quit', 'command', 'config']);
   const calls: Record<string, number> = {};
-  for (const match of (await admin.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+  for (const match of (await suite.admin.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
     // (Redis 7 names subcommands `config|resetstat`, `client|list`…)
     if (!ignored.has(match[1]!.split('|')[0]!)) calls[match[1]!] = Number(match[2]);
   }
@@ -83,13 +60,13 @@ async function commandCalls(): Promise<Record<string, number>> {
 
 const lineOf = (key: string) => helperKey(`lock:${key}`, 'line');
 /** Lock keys and waiters' lines left on the server (fence counters aside). */
-const keysLeft = async () => (await admin.keys('*')).filter((k) => !k.startsWith(`${RESERVED_PREFIX}fence:`)).sort();
+const keysLeft = async () => (await suite.admin.keys('*')).filter((k) => !k.startsWith(`${RESERVED_PREFIX}fence:`)).sort();
 
 describe('new work after close()', () => {
   it('acquire, withLock and using error with LockerClosedError, and nothing reaches Redis', async () => {
     const { locker } = side();
     await locker.close();
-    await admin.config('RESETSTAT');
+    await suite.admin.config('RESETSTAT');
     for (const source of [locker.acquire('k'), NEVER.pipe(locker.withLock('k')), locker.using('k', () => NEVER)]) {
       const error = await firstValueFrom(source as Observable<unknown>).catch((e: unknown) => e);
       expect(isLockerClosedError(error)).toBe(true);
@@ -104,13 +81,13 @@ describe('waiting acquisitions', () => {
     const w = side();
     const held = await firstValueFrom(h.locker.acquire('k'));
     const waiters = Array.from({ length: 3 }, () => watch(w.locker.acquire('k', { waitTimeout: 60_000 })));
-    await eventually(async () => (await admin.zcard(lineOf('k'))) === 1, 3_000);
+    await eventually(async () => (await suite.admin.zcard(lineOf('k'))) === 1, 3_000);
     await w.locker.close();
-    expect(await admin.zcard(lineOf('k'))).toBe(0);
+    expect(await suite.admin.zcard(lineOf('k'))).toBe(0);
     for (const waiter of waiters) expect(isLockerClosedError(waiter.error)).toBe(true);
     expect(w.events.filter((e) => e.type === 'closed')).toHaveLength(3);
     // H's lock is untouched, and its release frees the key (nobody left in line to hand it to)
-    expect(await admin.get('lock:k')).toBe(held.token);
+    expect(await suite.admin.get('lock:k')).toBe(held.token);
     expect(await held.release()).toBe(true);
     expect(await keysLeft()).toEqual([]);
   });
@@ -139,7 +116,7 @@ describe('waiting acquisitions', () => {
     await sleep(0);
     expect(isLockerClosedError(waiter.error)).toBe(true);
     await closing;
-    expect({ storeCallsInFlight: inFlight, placesInLine: await admin.zcard(lineOf('k')) }).toEqual({ storeCallsInFlight: 0, placesInLine: 0 });
+    expect({ storeCallsInFlight: inFlight, placesInLine: await suite.admin.zcard(lineOf('k')) }).toEqual({ storeCallsInFlight: 0, placesInLine: 0 });
     await held.release();
     expect(await keysLeft()).toEqual([]);
   });
@@ -149,7 +126,7 @@ describe('held leases', () => {
   it('are deleted in Redis; lost$ says locker-closed; release() afterwards resolves false', async () => {
     const { locker, events } = side();
     const leases = await Promise.all(['a', 'b', 'c'].map((k) => firstValueFrom(locker.acquire(k))));
-    for (const lease of leases) expect(await admin.get(`lock:${lease.key}`)).toBe(lease.token);
+    for (const lease of leases) expect(await suite.admin.get(`lock:${lease.key}`)).toBe(lease.token);
     const lost = leases.map((lease) => firstValueFrom(lease.lost$));
     await locker.close();
     expect(await keysLeft()).toEqual([]);
@@ -179,12 +156,12 @@ describe('held leases', () => {
   it('no renewal is sent after close (INFO commandstats)', async () => {
     const { locker } = side();
     await Promise.all(['a', 'b'].map((k) => firstValueFrom(locker.acquire(k, { ttl: 300, renew: { interval: 30 } }))));
-    await admin.config('RESETSTAT');
+    await suite.admin.config('RESETSTAT');
     await sleep(100);
     const whileHeld = await commandCalls();
     expect(Object.values(whileHeld).reduce((a, b) => a + b, 0)).toBeGreaterThan(0); // renewals ran
     await locker.close();
-    await admin.config('RESETSTAT');
+    await suite.admin.config('RESETSTAT');
     await sleep(300); // ten renewal intervals
     expect(await commandCalls()).toEqual({});
   });
@@ -203,20 +180,20 @@ describe('the close() promise and what it leaves alone', () => {
   });
 
   it('`await using` closes a Redis locker at the end of the block, giving its leases back', async () => {
-    const client = connect(server);
+    const client = connect(suite.server);
     const store = new RedisLockStore(client);
-    opened.push(() => (store.close(), client.disconnect()));
+    suite.closers.push(() => (store.close(), client.disconnect()));
     let lease: Lease;
     let escaped: Locker;
     {
       await using locker = createLocker({ store });
       escaped = locker;
       lease = await firstValueFrom(locker.acquire('k'));
-      expect(await admin.get('lock:k')).toBe(lease.token);
+      expect(await suite.admin.get('lock:k')).toBe(lease.token);
     }
     expect(escaped.closed).toBe(true);
     expect(lease.held).toBe(false);
-    expect(await admin.exists('lock:k')).toBe(0);
+    expect(await suite.admin.exists('lock:k')).toBe(0);
   });
 
   it('the user\'s ioredis client is not closed (it answers PING) and the store works on; store.close() closes only the connection the store opened', async () => {
@@ -224,8 +201,8 @@ describe('the close() promise and what it leaves alone', () => {
     const w = side();
     const held = await firstValueFrom(h.locker.acquire('k'));
     const waiter = watch(w.locker.acquire('k', { waitTimeout: 60_000 }));
-    await eventually(async () => (await admin.zcard(lineOf('k'))) === 1, 3_000);
-    const pubsubClients = async () => String(await admin.call('CLIENT', 'LIST', 'TYPE', 'pubsub')).split('\n').filter((l) => l.trim() !== '').length;
+    await eventually(async () => (await suite.admin.zcard(lineOf('k'))) === 1, 3_000);
+    const pubsubClients = async () => String(await suite.admin.call('CLIENT', 'LIST', 'TYPE', 'pubsub')).split('\n').filter((l) => l.trim() !== '').length;
     expect(await pubsubClients()).toBe(1); // W's store opened its wake-up connection
     await w.locker.close();
     expect(isLockerClosedError(waiter.error)).toBe(true);
@@ -237,7 +214,7 @@ describe('the close() promise and what it leaves alone', () => {
     await sleep(20);
     await held.release();
     const lease = await next;
-    expect(await admin.get('lock:k')).toBe(lease.token);
+    expect(await suite.admin.get('lock:k')).toBe(lease.token);
     await again.close();
     w.store.close();
     await eventually(async () => (await pubsubClients()) === 0, 3_000);
@@ -254,24 +231,24 @@ describe('a frozen Redis (SIGSTOP) during close', () => {
     const leases = await Promise.all(['a', 'b'].map((k) => firstValueFrom(w.locker.acquire(k))));
     const third = watch(w.locker.acquire('c'));
     const waiter = watch(w.locker.acquire('busy', { waitTimeout: 60_000 }));
-    await eventually(async () => (await admin.zcard(lineOf('busy'))) === 1 && third.values.length === 1, 3_000);
+    await eventually(async () => (await suite.admin.zcard(lineOf('busy'))) === 1 && third.values.length === 1, 3_000);
     leases.push(third.values[0]!);
     let ms: number;
-    server.pause();
+    suite.server.pause();
     try {
       const started = performance.now();
       await w.locker.close();
       ms = performance.now() - started;
     } finally {
-      server.resume();
+      suite.server.resume();
     }
     expect(isLockerClosedError(waiter.error)).toBe(true);
     for (const lease of leases) expect(lease.held).toBe(false);
     expect(ms, `close() took ${Math.round(ms)} ms with commandTimeout ${COMMAND_TIMEOUT}`).toBeLessThan(COMMAND_TIMEOUT * 1.5);
     expect(w.events.some((e) => e.type === 'release-failed')).toBe(true);
     // the releases and the leave were sent while Redis was frozen; it runs them once thawed
-    await eventually(async () => (await admin.zcard(lineOf('busy'))) === 0, 3_000);
-    await eventually(async () => (await admin.exists('lock:a', 'lock:b', 'lock:c')) === 0, 3_000);
+    await eventually(async () => (await suite.admin.zcard(lineOf('busy'))) === 0, 3_000);
+    await eventually(async () => (await suite.admin.exists('lock:a', 'lock:b', 'lock:c')) === 0, 3_000);
     await held.release();
     expect(await keysLeft()).toEqual([]);
   });
@@ -279,7 +256,7 @@ describe('a frozen Redis (SIGSTOP) during close', () => {
 
 describe('a process that closes its lockers, stores and clients', () => {
   it('exits by itself (code 0, within 5 s of its report), leaving no lock and no line in Redis', async () => {
-    const child = forkFixture(closingWorker, 'CLOSING_WORKER', { port: server.port } satisfies ClosingWorkerSettings);
+    const child = forkFixture(closingWorker, 'CLOSING_WORKER', { port: suite.server.port } satisfies ClosingWorkerSettings);
     const exited = exitOf(child, 30_000);
     try {
       const message = messagesOf(child);

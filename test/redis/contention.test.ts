@@ -14,7 +14,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
 import { defer, finalize, firstValueFrom, lastValueFrom, NEVER, timer, type Subscription } from 'rxjs';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { createLocker, isLockTimeoutError, type Lease, type LockerOptions, type LockEvent, type Locker } from '../../src/index.js';
 import { RedisLockStore, type RedisClient, type RedisSubscriber } from '../../src/redis.js';
 import type { RedisLockStoreOptions } from '../../src/backends/redis/RedisLockStore.js';
@@ -22,50 +22,30 @@ import { countingClient, type CountingClient } from '../../support/countingClien
 import type { LockEngine } from '../../src/engine/LockEngine.js';
 import { findOverlaps, monotonicNs, type CriticalSection } from '../../src/testing.js';
 import type { LineWaiterSettings } from '../fixtures/lineWaiter.js';
-import { connect, EmbeddedRedis } from '../support/redis.js';
+import { connect } from '../support/redis.js';
+import { redisSuite } from '../support/redisSuite.js';
 import { lockKeyCount } from '../support/lockKeys.js';
 
 const lineWaiter = fileURLToPath(new URL('../fixtures/lineWaiter.ts', import.meta.url));
 
-let server: EmbeddedRedis;
-let admin: Redis;
-/** Connections and stores opened by the current test, closed after it. */
-let opened: Array<{ close(): void }> = [];
-const unhandled: unknown[] = [];
-const onUnhandled = (reason: unknown) => unhandled.push(reason);
+const suite = redisSuite({ unhandled: 'afterEach' });
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-beforeAll(async () => {
-  process.on('unhandledRejection', onUnhandled);
-  server = await EmbeddedRedis.start();
-  admin = connect(server);
-});
-afterAll(async () => {
-  process.off('unhandledRejection', onUnhandled);
-  admin?.disconnect();
-  await server?.stop();
-});
 beforeEach(async () => {
-  opened = [];
-  await admin.flushall();
-  await admin.config('RESETSTAT');
-});
-afterEach(() => {
-  for (const thing of opened.reverse()) thing.close();
-  expect(unhandled).toEqual([]);
+  await suite.admin.config('RESETSTAT');
 });
 
 /** A new connection of this test (closed after it). */
 function newClient(): Redis {
-  const client = connect(server);
-  opened.push({ close: () => client.disconnect() });
+  const client = connect(suite.server);
+  suite.closers.push(() => client.disconnect());
   return client;
 }
 
 /** A new store of this test (its own subscriber closed after it). */
 function newStore(client: RedisClient, options: RedisLockStoreOptions = {}): RedisLockStore {
   const store = new RedisLockStore(client, options);
-  opened.push(store);
+  suite.closers.push(() => store.close());
   return store;
 }
 
@@ -85,13 +65,13 @@ async function eventually(check: () => Promise<boolean> | boolean, ms = 3000): P
 
 /** Calls of `command` the server ran since the last RESETSTAT (commands inside scripts included). */
 async function calls(command: string): Promise<number> {
-  const match = new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(await admin.info('commandstats'));
+  const match = new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(await suite.admin.info('commandstats'));
   return match ? Number(match[1]) : 0;
 }
 
 /** The Redis-side lines of waiters and their places. */
 async function lineKeys(): Promise<string[]> {
-  return (await admin.keys('*')).filter((key) => key.startsWith('rxjs-lock:line:') || key.startsWith('rxjs-lock:places:'));
+  return (await suite.admin.keys('*')).filter((key) => key.startsWith('rxjs-lock:line:') || key.startsWith('rxjs-lock:places:'));
 }
 
 /** The line key of lock key `lockKey` (no hash tag). */
@@ -235,7 +215,7 @@ describe('a hot key shared by two processes', () => {
     expect(await settles(() => a.engine.liveKeys === 0 && b.engine.liveKeys === 0, 1000)).toBe(true);
     expect(a.engine.liveKeys).toBe(0);
     expect(b.engine.liveKeys).toBe(0);
-    expect(await lockKeyCount(admin)).toBe(0);
+    expect(await lockKeyCount(suite.admin)).toBe(0);
   });
 
   it('costs well under one round trip per acquisition (cohort hand-off + direct grant)', async () => {
@@ -256,7 +236,7 @@ describe('a hot key shared by two processes', () => {
 function droppingSubscriber(drops: number): { subscriber: RedisSubscriber; dropped: string[] } {
   const connection = newClient().duplicate();
   connection.on('error', () => undefined);
-  opened.push({ close: () => connection.disconnect() });
+  suite.closers.push(() => connection.disconnect());
   const dropped: string[] = [];
   let left = drops;
   const subscriber: RedisSubscriber = {
@@ -293,7 +273,7 @@ async function handOff(key: string, subscriber: RedisSubscriber): Promise<{ afte
   const aLease = await firstValueFrom(a.locker.acquire(key));
   const heldSince = performance.now();
   const bLease = firstValueFrom(b.locker.acquire(key));
-  await eventually(async () => (await admin.zcard(lineOf(`lock:${key}`))) === 1);
+  await eventually(async () => (await suite.admin.zcard(lineOf(`lock:${key}`))) === 1);
   await sleep(Math.max(0, 100 - (performance.now() - heldSince)));
   expect(bAcquiredAt).toBe(0);
   expect(await aLease.release()).toBe(true);
@@ -302,7 +282,7 @@ async function handOff(key: string, subscriber: RedisSubscriber): Promise<{ afte
   expect(bAcquiredAt).toBeGreaterThan(0);
   expect(lease.fence).toBeGreaterThan(aLease.fence);
   expect(await lease.release()).toBe(true);
-  expect(await lockKeyCount(admin)).toBe(0);
+  expect(await lockKeyCount(suite.admin)).toBe(0);
   return { afterRelease: bAcquiredAt - releasedAt, bLease: lease };
 }
 
@@ -340,8 +320,8 @@ describe('wake-up', () => {
     expect(findOverlaps(run.sections)).toEqual([]);
     expect(isSorted(run.acquisitions.map((x) => x.fence))).toBe(true);
     expect(await settles(() => a.engine.liveKeys === 0 && b.engine.liveKeys === 0, 1000)).toBe(true);
-    expect(await lockKeyCount(admin)).toBe(0);
-    expect(await admin.info('commandstats')).not.toMatch(/^cmdstat_(p|s)?subscribe:/m);
+    expect(await lockKeyCount(suite.admin)).toBe(0);
+    expect(await suite.admin.info('commandstats')).not.toMatch(/^cmdstat_(p|s)?subscribe:/m);
     expect(await calls('publish')).toBe(0);
     // The waiters did queue (and found their grants by polling).
     expect(await calls('zadd')).toBeGreaterThan(0);
@@ -366,14 +346,14 @@ describe('a waiter that dies in line', () => {
       if (e.type === 'acquired') bAcquiredAt = performance.now();
     });
     const bLease = firstValueFrom(b.locker.acquire('hot2'));
-    await eventually(async () => (await admin.zcard(lineOf('lock:hot2'))) === 2, 300);
-    expect((await admin.zrange(lineOf('lock:hot2'), '0', '-1'))[0]).toBe('ghost-token');
+    await eventually(async () => (await suite.admin.zcard(lineOf('lock:hot2'))) === 2, 300);
+    expect((await suite.admin.zrange(lineOf('lock:hot2'), '0', '-1'))[0]).toBe('ghost-token');
 
     expect(await aLease.release()).toBe(true);
     // The release handed the key to the first in line: the ghost, which never takes it.
-    expect(await admin.get('lock:hot2')).toBe('ghost-token');
+    expect(await suite.admin.get('lock:hot2')).toBe('ghost-token');
     expect(bAcquiredAt).toBe(0);
-    const ghostGrant = await admin.hget('rxjs-lock:places:{lock:hot2}', 'grant');
+    const ghostGrant = await suite.admin.hget('rxjs-lock:places:{lock:hot2}', 'grant');
     const ghostFence = Number(ghostGrant!.split(' ')[1]);
     expect(ghostGrant!.split(' ')[0]).toBe('ghost-token');
 
@@ -386,9 +366,9 @@ describe('a waiter that dies in line', () => {
     // The ghost's grant consumed a fence between A's and B's.
     expect(ghostFence).toBeGreaterThan(aLease.fence);
     expect(lease.fence).toBeGreaterThan(ghostFence);
-    expect(await admin.get('lock:hot2')).toBe(lease.token);
+    expect(await suite.admin.get('lock:hot2')).toBe(lease.token);
     expect(await lease.release()).toBe(true);
-    expect(await lockKeyCount(admin)).toBe(0);
+    expect(await lockKeyCount(suite.admin)).toBe(0);
   });
 
   it('a real process killed (SIGKILL) while queued blocks the key only until its place lapses', async () => {
@@ -397,7 +377,7 @@ describe('a waiter that dies in line', () => {
     const aLease = await firstValueFrom(a.locker.acquire('hot3'));
     const child = fork(lineWaiter, [], {
       execArgv: ['--import', 'tsx'],
-      env: { ...process.env, LINE_WAITER: JSON.stringify({ port: server.port, key: 'hot3', placeTtl: 500 } satisfies LineWaiterSettings) },
+      env: { ...process.env, LINE_WAITER: JSON.stringify({ port: suite.server.port, key: 'hot3', placeTtl: 500 } satisfies LineWaiterSettings) },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     const messages: unknown[] = [];
@@ -406,22 +386,22 @@ describe('a waiter that dies in line', () => {
     try {
       await eventually(() => messages.includes('ready'), 15_000);
       child.send('go');
-      await eventually(async () => (await admin.zcard(lineOf('lock:hot3'))) === 1, 3000);
-      const childToken = (await admin.zrange(lineOf('lock:hot3'), '0', '-1'))[0];
+      await eventually(async () => (await suite.admin.zcard(lineOf('lock:hot3'))) === 1, 3000);
+      const childToken = (await suite.admin.zrange(lineOf('lock:hot3'), '0', '-1'))[0];
 
       let bAcquiredAt = 0;
       b.locker.events$.subscribe((e) => {
         if (e.type === 'acquired') bAcquiredAt = performance.now();
       });
       const bLease = firstValueFrom(b.locker.acquire('hot3'));
-      await eventually(async () => (await admin.zcard(lineOf('lock:hot3'))) === 2, 300);
+      await eventually(async () => (await suite.admin.zcard(lineOf('lock:hot3'))) === 2, 300);
 
       child.kill('SIGKILL');
       await exited;
       expect(await aLease.release()).toBe(true);
       const releasedAt = performance.now();
       // Handed to the dead child, still first in line.
-      expect(await admin.get('lock:hot3')).toBe(childToken);
+      expect(await suite.admin.get('lock:hot3')).toBe(childToken);
 
       const lease = await bLease;
       report('killed child', { afterRelease: bAcquiredAt - releasedAt });
@@ -430,7 +410,7 @@ describe('a waiter that dies in line', () => {
       // B takes the key within one back-off step after that.
       expect(bAcquiredAt - releasedAt).toBeLessThan(500 + 500 / 3 + 150);
       expect(await lease.release()).toBe(true);
-      expect(await lockKeyCount(admin)).toBe(0);
+      expect(await lockKeyCount(suite.admin)).toBe(0);
     } finally {
       killIfRunning(child);
     }
@@ -472,9 +452,9 @@ describe('the local map and the Redis lines are emptied', () => {
    */
   async function leftBehind(engines: LockEngine[]): Promise<{ liveKeys: number; lockKeys: number; lines: string[] }> {
     const started = performance.now();
-    const clean = async () => engines.every((e) => e.liveKeys === 0) && (await lockKeyCount(admin)) === 0;
+    const clean = async () => engines.every((e) => e.liveKeys === 0) && (await lockKeyCount(suite.admin)) === 0;
     await settles(async () => (await clean()) && (await sleep(100), await clean()), 2000);
-    const left = { liveKeys: engines.reduce((n, e) => n + e.liveKeys, 0), lockKeys: await lockKeyCount(admin), lines: await lineKeys() };
+    const left = { liveKeys: engines.reduce((n, e) => n + e.liveKeys, 0), lockKeys: await lockKeyCount(suite.admin), lines: await lineKeys() };
     report('churn', { settledInMs: performance.now() - started, ...left });
     return left;
   }
@@ -501,10 +481,10 @@ describe('the local map and the Redis lines are emptied', () => {
     const b = contender('B', {}, { placeTtl: 500 });
     // Live connections, and A's wake-up channel connection open (it lingers 2 s): A queues at once.
     const warm = lastValueFrom(timer(30).pipe(b.locker.withLock('warm-up')));
-    await eventually(async () => (await lockKeyCount(admin)) === 1);
+    await eventually(async () => (await lockKeyCount(suite.admin)) === 1);
     await lastValueFrom(timer(0).pipe(a.locker.withLock('warm-up')));
     await warm;
-    await admin.config('RESETSTAT');
+    await suite.admin.config('RESETSTAT');
     const events: LockEvent[] = [];
     a.locker.events$.subscribe((e) => events.push(e));
     // B takes every key first and holds it until 5–25 ms into the churn, then twice more for 5–25 ms.
@@ -536,7 +516,7 @@ describe('the local map and the Redis lines are emptied', () => {
     const b = contender('B');
     const held = await firstValueFrom(a.locker.acquire('left'));
     const subscription = NEVER.pipe(b.locker.withLock('left')).subscribe();
-    await eventually(async () => (await admin.zcard(lineOf('lock:left'))) === 1);
+    await eventually(async () => (await suite.admin.zcard(lineOf('lock:left'))) === 1);
     await sleep(20);
     subscription.unsubscribe();
     expect(await settles(async () => (await lineKeys()).length === 0, 200)).toBe(true);
@@ -548,8 +528,8 @@ describe('the local map and the Redis lines are emptied', () => {
 
     // Nobody waits: the release frees the key.
     expect(await held.release()).toBe(true);
-    expect(await admin.get('lock:left')).toBeNull();
-    expect(await lockKeyCount(admin)).toBe(0);
+    expect(await suite.admin.get('lock:left')).toBeNull();
+    expect(await lockKeyCount(suite.admin)).toBe(0);
     expect(await settles(() => a.engine.liveKeys === 0 && b.engine.liveKeys === 0, 500)).toBe(true);
   });
 
@@ -586,7 +566,7 @@ describe('the local map and the Redis lines are emptied', () => {
     await sleep(100);
     expect(await held.release()).toBe(true);
     // Nobody waits: the release frees the key instead of handing it to the departed waiter.
-    expect(await admin.get('lock:departed')).toBeNull();
+    expect(await suite.admin.get('lock:departed')).toBeNull();
     expect(await lineKeys()).toEqual([]);
   });
 });
@@ -595,7 +575,7 @@ describe('the local gate spares the store', () => {
   /** 8 loops on one key with 1 ms holds until 300 acquisitions: script calls per acquisition. */
   async function evalshaPerAcquisition(options: LockerOptions): Promise<number> {
     const { locker, engine } = contender('A', options);
-    await admin.config('RESETSTAT');
+    await suite.admin.config('RESETSTAT');
     let started = 0;
     let acquired = 0;
     const sections: CriticalSection[] = [];
@@ -615,7 +595,7 @@ describe('the local gate spares the store', () => {
     expect(acquired).toBe(300);
     expect(findOverlaps(sections)).toEqual([]);
     expect(await settles(() => engine.liveKeys === 0, 1000)).toBe(true);
-    expect(await lockKeyCount(admin)).toBe(0);
+    expect(await lockKeyCount(suite.admin)).toBe(0);
     // ioredis sends a script's source (EVAL) the first time on a connection, then its SHA
     return ((await calls('evalsha')) + (await calls('eval'))) / acquired;
   }

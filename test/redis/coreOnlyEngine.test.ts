@@ -6,35 +6,25 @@
  */
 import type { Redis } from 'ioredis';
 import { finalize, firstValueFrom, lastValueFrom, NEVER, of, timer } from 'rxjs';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { createLocker, isLockLostError, isLockTimeoutError, type LockEvent, type Locker } from '../../src/index.js';
 import { RedisLockStore } from '../../src/redis.js';
 import { coreOnly, findOverlaps, monotonicNs, type CriticalSection } from '../../src/testing.js';
 import { RecordingStore } from '../support/recordingStore.js';
 import { allKeys } from '../support/lockKeys.js';
-import { connect, EmbeddedRedis } from '../support/redis.js';
+import { connect } from '../support/redis.js';
+import { redisSuite } from '../support/redisSuite.js';
 import { eventually, sleep } from '../support/timing.js';
 
-let server: EmbeddedRedis;
-let admin: Redis;
+const suite = redisSuite({ unhandled: 'off' });
 const clients: Redis[] = [];
-
-beforeAll(async () => {
-  server = await EmbeddedRedis.start();
-  admin = connect(server);
-});
-afterAll(async () => {
+afterAll(() => {
   for (const client of clients) client.disconnect();
-  admin?.disconnect();
-  await server?.stop();
-});
-beforeEach(async () => {
-  await admin.flushall();
 });
 
 /** A locker on a core-only view of its own Redis store; `calls` records what reached the store. */
 function coreLocker(options: Parameters<typeof createLocker>[0] = {}): { locker: Locker; calls: RecordingStore; events: LockEvent[] } {
-  const client = connect(server);
+  const client = connect(suite.server);
   clients.push(client);
   const calls = new RecordingStore(coreOnly(new RedisLockStore(client)));
   const locker = createLocker({ ...options, store: calls });
@@ -50,7 +40,7 @@ describe('the engine on a core-only store', () => {
     const fences = await lastValueFrom(locker.using('core:a', (lease) => of(lease.fence)));
     const lease = await firstValueFrom(locker.acquire('core:a'));
     expect(lease.fence).toBeGreaterThan(fences);
-    expect(await admin.get('lock:core:a')).toBe(lease.token);
+    expect(await suite.admin.get('lock:core:a')).toBe(lease.token);
     expect(await lease.release()).toBe(true);
     await locker.close();
   });
@@ -94,8 +84,8 @@ describe('the engine on a core-only store', () => {
   it('detects a lost lease (the key taken over) and errors the stream with LockLostError', async () => {
     const { locker, events } = coreLocker({ ttl: 300 });
     const ended = lastValueFrom(NEVER.pipe(locker.withLock('core:lost'))).catch((e: unknown) => e);
-    await eventually(async () => (await admin.exists('lock:core:lost')) === 1);
-    await admin.set('lock:core:lost', 'intruder', 'PX', 5000);
+    await eventually(async () => (await suite.admin.exists('lock:core:lost')) === 1);
+    await suite.admin.set('lock:core:lost', 'intruder', 'PX', 5000);
     const error = await ended;
     expect(isLockLostError(error) && error.reason).toBe('taken-over');
     expect(events.some((e) => e.type === 'lost')).toBe(true);
@@ -112,6 +102,6 @@ describe('the engine on a core-only store', () => {
     await held.release();
     await Promise.all([a.locker.close(), b.locker.close()]);
     await sleep(20);
-    expect(await allKeys(admin)).toEqual([]);
+    expect(await allKeys(suite.admin)).toEqual([]);
   });
 });

@@ -20,84 +20,29 @@
  */
 import type { Redis } from 'ioredis';
 import { firstValueFrom, lastValueFrom } from 'rxjs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLocker, type Lease, type LockEvent, type Locker } from '../../src/index.js';
-import { FencedResource, RedisLockStore } from '../../src/redis.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Lease, LockEvent, Locker } from '../../src/index.js';
+import { FencedResource } from '../../src/redis.js';
 import { helperKey } from '../../src/backends/redis/protocol/keyLayout.js';
 import { fencesToReserve } from '../../src/engine/fencing/FenceBlock.js';
-import { connect, EmbeddedRedis } from '../support/redis.js';
+import { BIG_COHORT, dataLossServers, type Process } from '../support/dataLossServers.js';
+import { connect, type EmbeddedRedis } from '../support/redis.js';
 import { eventually, sleep } from '../support/timing.js';
 
-/** No persistence: a restart comes back empty. */
-const EPHEMERAL = ['--save', '', '--appendonly', 'no'];
-/** Big fence blocks: a grant with local waiters reserves 1 + 1000 fences. */
-const BIG_COHORT = { maxPasses: 1000, maxMs: 60_000 };
 /** Local waiters queued behind the holder A when the Redis line hands it the key. */
 const LOCAL_WAITERS = 3;
 const BLOCK = fencesToReserve(LOCAL_WAITERS, BIG_COHORT.maxPasses);
 
-let lockServer: EmbeddedRedis;
-let resourceServer: EmbeddedRedis;
-let evictServer: EmbeddedRedis;
-let primary: EmbeddedRedis;
-let replica: EmbeddedRedis;
+const servers = dataLossServers();
+const { client, opened } = servers;
 let resourceAdmin: Redis;
-/** Clients, stores and lockers opened by the suite, closed at the end. */
-const opened: Array<() => Promise<void> | void> = [];
-const unhandled: unknown[] = [];
-const onUnhandled = (reason: unknown) => unhandled.push(reason);
-
-beforeAll(async () => {
-  process.on('unhandledRejection', onUnhandled);
-  [lockServer, resourceServer, evictServer, primary] = await Promise.all([
-    EmbeddedRedis.start({ args: EPHEMERAL }),
-    EmbeddedRedis.start({ args: EPHEMERAL }),
-    // (Redis 7 keeps a 1 MB replication backlog even without replicas: within 2 MB it would leave
-    // the locks too little room, and scripts would fail with OOM instead of evicting.)
-    EmbeddedRedis.start({ args: [...EPHEMERAL, '--maxmemory', '2mb', '--maxmemory-policy', 'allkeys-lru', '--repl-backlog-size', '16kb'] }),
-    EmbeddedRedis.start({ args: EPHEMERAL }),
-  ]);
-  replica = await EmbeddedRedis.start({ args: [...EPHEMERAL, '--replicaof', '127.0.0.1', String(primary.port)] });
-  resourceAdmin = connect(resourceServer);
-});
-afterAll(async () => {
-  process.off('unhandledRejection', onUnhandled);
-  for (const close of opened.reverse()) await close();
-  resourceAdmin?.disconnect();
-  await Promise.all([lockServer, resourceServer, evictServer, primary, replica].map((server) => server?.stop()));
-  expect(unhandled).toEqual([]);
+beforeAll(() => {
+  resourceAdmin = client(servers.resourceServer);
 });
 
-/** A client of `server`, closed at the end of the suite. */
-function client(server: EmbeddedRedis): Redis {
-  const redis = connect(server);
-  opened.push(() => redis.disconnect());
-  return redis;
-}
-
-/** One "process": its own connection, store and locker, recording the fences it hands out. */
-interface Process {
-  readonly locker: Locker;
-  readonly redis: Redis;
-  readonly events: LockEvent[];
-}
-
-function newProcess(server: EmbeddedRedis, cohort: typeof BIG_COHORT | undefined = BIG_COHORT, log?: LockEvent[]): Process {
-  const redis = connect(server);
-  const store = new RedisLockStore(redis);
-  const locker = createLocker({ store, ...(cohort === undefined ? {} : { cohort }) });
-  const events: LockEvent[] = [];
-  locker.events$.subscribe((e) => {
-    events.push(e);
-    log?.push(e);
-  });
-  opened.push(async () => {
-    await locker.close();
-    store.close();
-    redis.disconnect();
-  });
-  return { locker, redis, events };
-}
+/** One "process" on `server`, with big cohorts unless given another `cohort` (an `undefined` argument still means big cohorts). */
+const newProcess = (server: EmbeddedRedis, cohort: typeof BIG_COHORT | undefined = BIG_COHORT, log?: LockEvent[]): Process =>
+  servers.newProcess(server, { cohort, log });
 
 const fencesOf = (events: LockEvent[]) => events.flatMap((e) => (e.type === 'acquired' ? [e.fence] : []));
 
@@ -163,7 +108,7 @@ async function runScenario(scenario: Scenario, key: string): Promise<void> {
   issued.push(previous.fence, a.fence);
   expect(a.fence).toBeGreaterThan(Math.max(...issued.slice(0, -1)));
 
-  const resource = new FencedResource(client(resourceServer), `resource:${scenario.name}`);
+  const resource = new FencedResource(client(servers.resourceServer), `resource:${scenario.name}`);
   expect(await resource.write(a.fence, 'A')).toEqual({ accepted: true, fence: a.fence });
 
   await scenario.event(admin, storedKey);
@@ -202,33 +147,33 @@ const JUNK = 'x'.repeat(4096);
 const SCENARIOS: Scenario[] = [
   {
     name: 'restart',
-    aServer: () => lockServer,
-    bServer: () => lockServer,
+    aServer: () => servers.lockServer,
+    bServer: () => servers.lockServer,
     event: async () => {
-      await lockServer.kill();
-      await lockServer.restart();
+      await servers.lockServer.kill();
+      await servers.lockServer.restart();
     },
   },
   {
     name: 'flushall',
-    aServer: () => lockServer,
-    bServer: () => lockServer,
+    aServer: () => servers.lockServer,
+    bServer: () => servers.lockServer,
     event: async (admin) => {
       await admin.flushall();
     },
   },
   {
     name: 'flushdb',
-    aServer: () => lockServer,
-    bServer: () => lockServer,
+    aServer: () => servers.lockServer,
+    bServer: () => servers.lockServer,
     event: async (admin) => {
       await admin.flushdb();
     },
   },
   {
     name: 'eviction',
-    aServer: () => evictServer,
-    bServer: () => evictServer,
+    aServer: () => servers.evictServer,
+    bServer: () => servers.evictServer,
     event: async (admin, key) => {
       // Everything of the lock goes: its key, its fence counter, its line and places.
       const lockKeys = [key, helperKey(key, 'fence'), helperKey(key, 'line'), helperKey(key, 'places')];
@@ -244,11 +189,11 @@ const SCENARIOS: Scenario[] = [
   },
   {
     name: 'failover',
-    aServer: () => primary,
-    bServer: () => replica,
+    aServer: () => servers.primary,
+    bServer: () => servers.replica,
     beforeLastWrites: async (admin) => {
       // The replica has everything so far, then stops replicating: it misses A's grant and write.
-      const link = connect(replica);
+      const link = connect(servers.replica);
       try {
         await eventually(async () => /master_link_status:up/.test(await link.info('replication')), 10_000, 50);
         expect(await admin.call('WAIT', '1', '5000')).toBe(1);
@@ -272,11 +217,11 @@ describe('fences after Redis loses the lock data', () => {
 describe('a FencedResource and stale writes that ioredis sends late', () => {
   /** A holder A before a restart of the lock server, and B after it, on one key. */
   async function holdersAcrossRestart(key: string): Promise<{ a: Lease; b: Lease }> {
-    const a1 = newProcess(lockServer);
+    const a1 = newProcess(servers.lockServer);
     const a = await firstValueFrom(a1.locker.acquire(key));
-    await lockServer.kill();
-    await lockServer.restart();
-    const b = await firstValueFrom(newProcess(lockServer, undefined).locker.acquire(key, { waitTimeout: 10_000 }));
+    await servers.lockServer.kill();
+    await servers.lockServer.restart();
+    const b = await firstValueFrom(newProcess(servers.lockServer, undefined).locker.acquire(key, { waitTimeout: 10_000 }));
     expect(b.fence).toBeGreaterThan(a.fence);
     return { a, b };
   }
@@ -284,12 +229,12 @@ describe('a FencedResource and stale writes that ioredis sends late', () => {
   it('a write held in the offline queue while the connection was down is refused when it finally runs', async () => {
     const key = 'resource:offline-queue';
     // A's connection to the resource reconnects only after 300 ms; meanwhile ioredis queues commands.
-    const aClient = connect(resourceServer, { retryStrategy: () => 300, maxRetriesPerRequest: null });
+    const aClient = connect(servers.resourceServer, { retryStrategy: () => 300, maxRetriesPerRequest: null });
     opened.push(() => aClient.disconnect());
     const resourceA = new FencedResource(aClient, key);
-    const resourceB = new FencedResource(client(resourceServer), key);
+    const resourceB = new FencedResource(client(servers.resourceServer), key);
 
-    const a1 = newProcess(lockServer);
+    const a1 = newProcess(servers.lockServer);
     const a = await firstValueFrom(a1.locker.acquire(key));
     expect(await resourceA.write(a.fence, 'A')).toMatchObject({ accepted: true });
 
@@ -298,10 +243,10 @@ describe('a FencedResource and stale writes that ioredis sends late', () => {
     await resourceAdmin.client('KILL', 'ID', String(id));
     await eventually(() => aClient.status !== 'ready', 2000);
     const late = resourceA.write(a.fence, 'A, late');
-    await lockServer.kill();
-    await lockServer.restart();
+    await servers.lockServer.kill();
+    await servers.lockServer.restart();
 
-    const b = await firstValueFrom(newProcess(lockServer, undefined).locker.acquire(key, { waitTimeout: 10_000 }));
+    const b = await firstValueFrom(newProcess(servers.lockServer, undefined).locker.acquire(key, { waitTimeout: 10_000 }));
     expect(b.fence).toBeGreaterThan(a.fence);
     expect(await resourceB.write(b.fence, 'B')).toEqual({ accepted: true, fence: b.fence });
 
@@ -315,22 +260,22 @@ describe('a FencedResource and stale writes that ioredis sends late', () => {
 
   it('a write re-sent after a reconnect (it had run already) is refused the second time, after the new holder wrote', async () => {
     const key = 'resource:resent';
-    const aClient = connect(resourceServer, { retryStrategy: () => 300, maxRetriesPerRequest: null });
+    const aClient = connect(servers.resourceServer, { retryStrategy: () => 300, maxRetriesPerRequest: null });
     opened.push(() => aClient.disconnect());
     const resourceA = new FencedResource(aClient, key);
-    const resourceB = new FencedResource(client(resourceServer), key);
+    const resourceB = new FencedResource(client(servers.resourceServer), key);
     await resourceA.read(); // scripts known to the server: the write below goes by SHA
 
     const { a, b } = await holdersAcrossRestart(key);
 
     // A's write reaches a frozen resource server; A's connection breaks before the answer.
-    resourceServer.pause();
+    servers.resourceServer.pause();
     const late = resourceA.write(a.fence, 'A, in flight');
     try {
       await sleep(20); // on the wire
       aClient.stream.destroy();
     } finally {
-      resourceServer.resume();
+      servers.resourceServer.resume();
     }
     // The frozen server runs what it had received (A's write, accepted: nobody newer wrote yet).
     await eventually(async () => (await resourceB.read())?.value === 'A, in flight', 2000);

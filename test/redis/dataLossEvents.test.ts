@@ -17,31 +17,25 @@ import { firstValueFrom } from 'rxjs';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createLocker, type Lease, type LockEvent, type Locker } from '../../src/index.js';
 import { RedisLockStore } from '../../src/redis.js';
-import { connect, EmbeddedRedis } from '../support/redis.js';
+import { connect } from '../support/redis.js';
+import { redisSuite } from '../support/redisSuite.js';
 import { eventually, sleep } from '../support/timing.js';
 
 const KEY = 'ledger';
 /** Renewal is due this long after a grant (the TTL stays long: only renewal finds the loss). */
 const RENEW_MS = 500;
 
-let server: EmbeddedRedis;
-let admin: Redis;
+const suite = redisSuite({ args: ['--save', '', '--appendonly', 'no'], unhandled: 'afterEach' });
 let redis: Redis;
 let store: RedisLockStore;
 let locker: Locker;
 let events: LockEvent[];
-const unhandled: unknown[] = [];
-const onUnhandled = (reason: unknown) => unhandled.push(reason);
 
-beforeAll(async () => {
-  process.on('unhandledRejection', onUnhandled);
-  server = await EmbeddedRedis.start({ args: ['--save', '', '--appendonly', 'no'] });
-  admin = connect(server);
-  redis = connect(server);
+beforeAll(() => {
+  redis = connect(suite.server);
   store = new RedisLockStore(redis);
 });
-beforeEach(async () => {
-  await admin.flushall();
+beforeEach(() => {
   // Big cohorts: a waiter queued behind the holder always gets the lock by a local pass.
   locker = createLocker({ store, keyPrefix: '', cohort: { maxPasses: 1000, maxMs: 60_000 } });
   events = [];
@@ -49,14 +43,10 @@ beforeEach(async () => {
 });
 afterEach(async () => {
   await locker.close();
-  expect(unhandled).toEqual([]);
 });
-afterAll(async () => {
-  process.off('unhandledRejection', onUnhandled);
+afterAll(() => {
   store?.close();
   redis?.disconnect();
-  admin?.disconnect();
-  await server?.stop();
 });
 
 /** Lease options of every acquisition here: renewed every RENEW_MS, or only at the end (`false`). */
@@ -126,14 +116,14 @@ describe('released and lost events when the lock data is lost', () => {
   });
 
   it('FLUSHALL while held, with a local waiter that releases before any renewal: both releases "gone"', async () => {
-    const { h1, h2 } = await passAfter(() => admin.flushall(), noRenewalSoon);
+    const { h1, h2 } = await passAfter(() => suite.admin.flushall(), noRenewalSoon);
     expect(await h2.release()).toBe(false);
     await settle(4);
     expect(reported()).toEqual([acquired(h1, false), acquired(h2, true), released(h1, 'gone'), released(h2, 'gone')]);
   });
 
   it('FLUSHALL while held, with a local waiter that holds past a renewal: h1 "gone", h2 lost (expired), and no released event after that', async () => {
-    const { h1, h2 } = await passAfter(() => admin.flushall(), withRenewal);
+    const { h1, h2 } = await passAfter(() => suite.admin.flushall(), withRenewal);
     const loss = await firstValueFrom(h2.lost$);
     expect(loss).toMatchObject({ reason: 'expired', key: KEY, token: h2.token });
     await settle(4);
@@ -146,7 +136,7 @@ describe('released and lost events when the lock data is lost', () => {
 
   it('FLUSHALL while held, no waiter, released before any renewal: release() is false and the event "gone"', async () => {
     const h1 = await firstValueFrom(locker.acquire(KEY, noRenewalSoon));
-    await admin.flushall();
+    await suite.admin.flushall();
     expect(await h1.release()).toBe(false);
     await settle(2);
     expect(reported()).toEqual([acquired(h1, false), released(h1, 'gone')]);
@@ -154,7 +144,7 @@ describe('released and lost events when the lock data is lost', () => {
 
   it('FLUSHALL while held, no waiter, held past a renewal: lost (expired), and no released event after that', async () => {
     const h1 = await firstValueFrom(locker.acquire(KEY, withRenewal));
-    await admin.flushall();
+    await suite.admin.flushall();
     expect(await firstValueFrom(h1.lost$)).toMatchObject({ reason: 'expired' });
     await settle(2);
     expect(reported()).toEqual([acquired(h1, false), lost(h1, 'expired')]);
@@ -164,31 +154,31 @@ describe('released and lost events when the lock data is lost', () => {
   });
 
   it('the key taken over by another token, with a local waiter that releases before any renewal: both "gone", the taker keeps the key', async () => {
-    const { h1, h2 } = await passAfter(() => admin.set(KEY, 'intruder', 'PX', 20_000), noRenewalSoon);
+    const { h1, h2 } = await passAfter(() => suite.admin.set(KEY, 'intruder', 'PX', 20_000), noRenewalSoon);
     expect(await h2.release()).toBe(false);
     await settle(4);
     expect(reported()).toEqual([acquired(h1, false), acquired(h2, true), released(h1, 'gone'), released(h2, 'gone')]);
-    expect(await admin.get(KEY)).toBe('intruder');
+    expect(await suite.admin.get(KEY)).toBe('intruder');
   });
 
   it('the key taken over by another token, with a local waiter that holds past a renewal: h1 "gone", h2 lost (taken over)', async () => {
-    const { h1, h2 } = await passAfter(() => admin.set(KEY, 'intruder', 'PX', 20_000), withRenewal);
+    const { h1, h2 } = await passAfter(() => suite.admin.set(KEY, 'intruder', 'PX', 20_000), withRenewal);
     expect(await firstValueFrom(h2.lost$)).toMatchObject({ reason: 'taken-over' });
     await settle(4);
     expect(reported()).toEqual([acquired(h1, false), acquired(h2, true), released(h1, 'gone'), lost(h2, 'taken-over')]);
     expect(await h2.release()).toBe(false);
     await sleep(100);
     expect(reported()).toEqual([acquired(h1, false), acquired(h2, true), released(h1, 'gone'), lost(h2, 'taken-over')]);
-    expect(await admin.get(KEY)).toBe('intruder');
+    expect(await suite.admin.get(KEY)).toBe('intruder');
   });
 
   it('the key taken over by another token, no waiter, held past a renewal: lost (taken over), and no released event after that', async () => {
     const h1 = await firstValueFrom(locker.acquire(KEY, withRenewal));
-    await admin.set(KEY, 'intruder', 'PX', 20_000);
+    await suite.admin.set(KEY, 'intruder', 'PX', 20_000);
     expect(await firstValueFrom(h1.lost$)).toMatchObject({ reason: 'taken-over' });
     expect(await h1.release()).toBe(false);
     await sleep(100);
     expect(reported()).toEqual([acquired(h1, false), lost(h1, 'taken-over')]);
-    expect(await admin.get(KEY)).toBe('intruder');
+    expect(await suite.admin.get(KEY)).toBe('intruder');
   });
 });

@@ -27,67 +27,23 @@
  */
 import type { Redis } from 'ioredis';
 import { firstValueFrom } from 'rxjs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLocker, type LockEvent, type Locker } from '../../src/index.js';
+import { describe, expect, it } from 'vitest';
 import { FencedResource, RedisLockStore } from '../../src/redis.js';
 import { helperKey } from '../../src/backends/redis/protocol/keyLayout.js';
-import { connect, EmbeddedRedis } from '../support/redis.js';
+import { BIG_COHORT, dataLossServers } from '../support/dataLossServers.js';
+import type { EmbeddedRedis } from '../support/redis.js';
 import { eventually, sleep } from '../support/timing.js';
 
-const EPHEMERAL = ['--save', '', '--appendonly', 'no'];
-const BIG_COHORT = { maxPasses: 1000, maxMs: 60_000 };
 /** Concurrent acquisitions of the hot key, each with its own TTL. */
 const LOOPS = 8;
 /** Longest time a hot phase runs, waiting for the counter to get ahead. */
 const HOT_LIMIT_MS = 8_000;
 
-let lockServer: EmbeddedRedis;
-let resourceServer: EmbeddedRedis;
-let evictServer: EmbeddedRedis;
-let primary: EmbeddedRedis;
-let replica: EmbeddedRedis;
-const opened: Array<() => Promise<void> | void> = [];
-const unhandled: unknown[] = [];
-const onUnhandled = (reason: unknown) => unhandled.push(reason);
+const servers = dataLossServers();
+const { client, opened } = servers;
 
-beforeAll(async () => {
-  process.on('unhandledRejection', onUnhandled);
-  [lockServer, resourceServer, evictServer, primary] = await Promise.all([
-    EmbeddedRedis.start({ args: EPHEMERAL }),
-    EmbeddedRedis.start({ args: EPHEMERAL }),
-    // (Redis 7 keeps a 1 MB replication backlog even without replicas: within 2 MB it would leave
-    // the locks too little room, and scripts would fail with OOM instead of evicting.)
-    EmbeddedRedis.start({ args: [...EPHEMERAL, '--maxmemory', '2mb', '--maxmemory-policy', 'allkeys-lru', '--repl-backlog-size', '16kb'] }),
-    EmbeddedRedis.start({ args: EPHEMERAL }),
-  ]);
-  replica = await EmbeddedRedis.start({ args: [...EPHEMERAL, '--replicaof', '127.0.0.1', String(primary.port)] });
-});
-afterAll(async () => {
-  process.off('unhandledRejection', onUnhandled);
-  for (const close of opened.reverse()) await close();
-  await Promise.all([lockServer, resourceServer, evictServer, primary, replica].map((server) => server?.stop()));
-  expect(unhandled).toEqual([]);
-});
-
-function client(server: EmbeddedRedis): Redis {
-  const redis = connect(server);
-  opened.push(() => redis.disconnect());
-  return redis;
-}
-
-function newLocker(server: EmbeddedRedis, cohort?: typeof BIG_COHORT): { locker: Locker; events: LockEvent[] } {
-  const redis = connect(server);
-  const store = new RedisLockStore(redis);
-  const locker = createLocker({ store, keyPrefix: '', ...(cohort === undefined ? {} : { cohort }) });
-  const events: LockEvent[] = [];
-  locker.events$.subscribe((e) => events.push(e));
-  opened.push(async () => {
-    await locker.close();
-    store.close();
-    redis.disconnect();
-  });
-  return { locker, events };
-}
+/** A locker on `server` (keyPrefix ''), closed after the last test. */
+const newLocker = (server: EmbeddedRedis, cohort?: typeof BIG_COHORT) => servers.newProcess(server, { cohort, keyPrefix: '' });
 
 /** The fence seed of the server's clock now (as lua/lib/clock.lua computes it). */
 async function seedOf(admin: Redis): Promise<number> {
@@ -133,7 +89,7 @@ async function hotUntilAhead(server: EmbeddedRedis, key: string, leadMs: number)
 
 /** Takes `key` on `server` as a new process, writes to a FencedResource the old holders wrote to, and checks the fences. */
 async function newHolderAfterLoss(server: EmbeddedRedis, key: string, issued: number[]): Promise<void> {
-  const resource = new FencedResource(client(resourceServer), `resource:${key}`);
+  const resource = new FencedResource(client(servers.resourceServer), `resource:${key}`);
   const highest = Math.max(...issued);
   // The last holder before the loss wrote with the highest fence issued.
   expect(await resource.write(highest, 'old holder')).toMatchObject({ accepted: true });
@@ -148,37 +104,37 @@ async function newHolderAfterLoss(server: EmbeddedRedis, key: string, issued: nu
 describe('fences after data loss while a hot key keeps the fence counter ahead of the server clock', () => {
   it('FLUSHALL', async () => {
     const key = 'hot:flushall';
-    const { fences } = await hotUntilAhead(lockServer, key, 20);
-    await client(lockServer).flushall();
-    await newHolderAfterLoss(lockServer, key, fences);
+    const { fences } = await hotUntilAhead(servers.lockServer, key, 20);
+    await client(servers.lockServer).flushall();
+    await newHolderAfterLoss(servers.lockServer, key, fences);
   });
 
   it('a restart without persistence', async () => {
     const key = 'hot:restart';
-    const { fences } = await hotUntilAhead(lockServer, key, 120);
-    await lockServer.kill();
-    await lockServer.restart();
-    await newHolderAfterLoss(lockServer, key, fences);
+    const { fences } = await hotUntilAhead(servers.lockServer, key, 120);
+    await servers.lockServer.kill();
+    await servers.lockServer.restart();
+    await newHolderAfterLoss(servers.lockServer, key, fences);
   });
 
   it('a failover to a replica that missed the last writes', async () => {
     const key = 'hot:failover';
-    const link = client(replica);
+    const link = client(servers.replica);
     await eventually(async () => /master_link_status:up/.test(await link.info('replication')), 10_000, 50);
     // The replica has the key's history up to here, then misses the hot phase.
-    const { locker } = newLocker(primary);
+    const { locker } = newLocker(servers.primary);
     const before = await firstValueFrom(locker.acquire(key));
     await before.release();
-    expect(await client(primary).call('WAIT', '1', '5000')).toBe(1);
+    expect(await client(servers.primary).call('WAIT', '1', '5000')).toBe(1);
     await link.call('REPLICAOF', 'NO', 'ONE');
-    const { fences } = await hotUntilAhead(primary, key, 20);
-    await newHolderAfterLoss(replica, key, [before.fence, ...fences]);
+    const { fences } = await hotUntilAhead(servers.primary, key, 20);
+    await newHolderAfterLoss(servers.replica, key, [before.fence, ...fences]);
   });
 
   it('eviction of the fence counter under allkeys-lru', async () => {
     const key = 'hot:eviction';
-    const admin = client(evictServer);
-    const { fences } = await hotUntilAhead(evictServer, key, 100);
+    const admin = client(servers.evictServer);
+    const { fences } = await hotUntilAhead(servers.evictServer, key, 100);
     const counter = helperKey(key, 'fence');
     const alive = await admin.pttl(counter);
     // Fill the server until the counter (alive for `alive` ms more) is evicted.
@@ -192,7 +148,7 @@ describe('fences after data loss while a hot key keeps the fence counter ahead o
     }
     const evictedAlive = (await admin.exists(counter)) === 0 && performance.now() - started < alive;
     if (alive >= 50) expect(evictedAlive, `the counter (PTTL ${alive} ms) was evicted before it expired`).toBe(true);
-    await newHolderAfterLoss(evictServer, key, fences);
+    await newHolderAfterLoss(servers.evictServer, key, fences);
   });
 });
 
@@ -202,7 +158,7 @@ describe('fences right after one grant of a block', () => {
   // of the grant can give the new holder a fence below the old block's end — never below a fence
   // the old grant's first holder got.
   it('a grant just after a FLUSHALL is above the fence handed out just before it; and above the whole block once the clock has passed it', async () => {
-    const redis = client(lockServer);
+    const redis = client(servers.lockServer);
     const store = new RedisLockStore(redis);
     opened.push(() => store.close());
     // The scripts are known to the server, so the three commands below run back to back.

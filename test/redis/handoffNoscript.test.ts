@@ -19,59 +19,33 @@
  */
 import type { Redis } from 'ioredis';
 import { EMPTY, firstValueFrom, timer, type Subscription } from 'rxjs';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLocker, isLockTimeoutError, type Lease, type LockerOptions, type LockEvent, type Locker } from '../../src/index.js';
 import { RedisLockStore, type RedisLockStoreOptions } from '../../src/redis.js';
-import { hookCommands, InterceptStore, lineOf, keysOf, releaseByEval, type CommandLog } from '../support/handoffHarness.js';
-import { connect, EmbeddedRedis } from '../support/redis.js';
+import { hookCommands, InterceptStore, lineOf, keysOf, recordedLocker, releaseByEval, type CommandLog } from '../support/handoffHarness.js';
+import { connect } from '../support/redis.js';
+import { redisSuite } from '../support/redisSuite.js';
 import { eventually, sleep } from '../support/timing.js';
 
 const report = (what: string, figures: unknown) => {
   if (process.env.HANDOFF_VERBOSE) console.log(what, JSON.stringify(figures));
 };
 
-let server: EmbeddedRedis;
-let admin: Redis;
-let closers: Array<() => unknown> = [];
-
-beforeAll(async () => {
-  server = await EmbeddedRedis.start();
-  admin = connect(server);
-});
-afterAll(async () => {
-  admin?.disconnect();
-  await server?.stop();
-});
-beforeEach(async () => {
-  closers = [];
-  await admin.flushall();
-});
-afterEach(async () => {
-  for (const close of closers.reverse()) await close();
-});
+const suite = redisSuite({ unhandled: 'off' });
 
 function newClient(): Redis {
-  const client = connect(server);
-  closers.push(() => client.disconnect());
+  const client = connect(suite.server);
+  suite.closers.push(() => client.disconnect());
   return client;
 }
 
 function newStore(client: Redis = newClient(), options: RedisLockStoreOptions = {}): RedisLockStore {
   const store = new RedisLockStore(client, options);
-  closers.push(() => store.close());
+  suite.closers.push(() => store.close());
   return store;
 }
 
-function newLocker(options: LockerOptions): { locker: Locker; events: LockEvent[] } {
-  const locker = createLocker(options);
-  const events: LockEvent[] = [];
-  const subscription = locker.events$.subscribe((e) => events.push(e));
-  closers.push(
-    () => locker.close(),
-    () => subscription.unsubscribe(),
-  );
-  return { locker, events };
-}
+const newLocker = (options: LockerOptions) => recordedLocker(options, suite.closers);
 
 /** One waiter's acquisition, observed. */
 function observe(locker: Locker, key: string, options?: Parameters<Locker['acquire']>[1]) {
@@ -116,7 +90,7 @@ function orderingFaults(ws: InterceptStore, token: string): string[] {
 /** After the waiter left: the key, its line and its places hold nothing of `token`. */
 async function traceOf(lockKey: string, token: string): Promise<{ holds: boolean; inLine: boolean; place: boolean }> {
   const { lock, line, places } = keysOf(lockKey);
-  const [holder, score, place] = await Promise.all([admin.get(lock), admin.zscore(line, token), admin.hexists(places, `w:${token}`)]);
+  const [holder, score, place] = await Promise.all([suite.admin.get(lock), suite.admin.zscore(line, token), suite.admin.hexists(places, `w:${token}`)]);
   return { holds: holder === token, inLine: score !== null, place: place === 1 };
 }
 
@@ -133,7 +107,7 @@ describe('4. a waiter that gives up after the script cache was emptied', () => {
       if (armed && command.name === 'exec') {
         armed = false;
         // The holder's release, by a client whose script is loaded, right behind W's leave.
-        queueMicrotask(() => (released = releaseByEval(admin, lockKey, hToken)));
+        queueMicrotask(() => (released = releaseByEval(suite.admin, lockKey, hToken)));
       }
     });
     const ws = new InterceptStore(newStore(cW));
@@ -142,13 +116,13 @@ describe('4. a waiter that gives up after the script cache was emptied', () => {
     const hLease = await firstValueFrom(h.acquire(key));
     hToken = hLease.token;
     const { outcome, subscription } = observe(w, key);
-    await eventually(async () => (await lineOf(admin, lockKey)).length === 1, 1000);
-    const wToken = (await lineOf(admin, lockKey))[0]!.token;
+    await eventually(async () => (await lineOf(suite.admin, lockKey)).length === 1, 1000);
+    const wToken = (await lineOf(suite.admin, lockKey))[0]!.token;
     // Woken waiter: between two slow refreshes of its place, nothing in flight.
     await sleep(30);
     await eventually(() => ws.inFlight === 0, 1000);
 
-    await admin.script('FLUSH');
+    await suite.admin.script('FLUSH');
     const mark = commands.length;
     armed = true;
     subscription.unsubscribe();
@@ -198,7 +172,7 @@ describe('4. a waiter that gives up after the script cache was emptied', () => {
         phase = 'done';
         return (async () => {
           cancel(); // W gives up while its attempt is being re-sent…
-          handedOver = await releaseByEval(admin, lockKey, hToken); // …and H's release runs first
+          handedOver = await releaseByEval(suite.admin, lockKey, hToken); // …and H's release runs first
         })();
       }
     });
@@ -210,9 +184,9 @@ describe('4. a waiter that gives up after the script cache was emptied', () => {
     hToken = hLease.token;
     const { outcome, subscription } = observe(w, key);
     cancel = () => subscription.unsubscribe();
-    await eventually(async () => (await lineOf(admin, lockKey)).length === 1, 1000);
-    const wToken = (await lineOf(admin, lockKey))[0]!.token;
-    await admin.script('FLUSH');
+    await eventually(async () => (await lineOf(suite.admin, lockKey)).length === 1, 1000);
+    const wToken = (await lineOf(suite.admin, lockKey))[0]!.token;
+    await suite.admin.script('FLUSH');
     phase = 'armed';
     await eventually(() => phase === 'done' && handedOver !== undefined, 2000);
     await eventually(() => ws.inFlight === 0 && events.some((e) => e.type === 'abandoned-released'), 2000);
@@ -251,7 +225,7 @@ describe('4. a waiter that gives up after the script cache was emptied', () => {
       attempts++;
       if (followUp && attempts === 2) {
         // The follow-up attempt: empty the script cache just before it reaches Redis.
-        return admin.script('FLUSH').then(() => undefined);
+        return suite.admin.script('FLUSH').then(() => undefined);
       }
       if (attempts === (followUp ? 3 : 2)) {
         held.push(command);
@@ -268,16 +242,16 @@ describe('4. a waiter that gives up after the script cache was emptied', () => {
       const { locker: other } = newLocker({ store: ws });
       await firstValueFrom(h.acquire(`${key}-other`));
       const otherWait = other.acquire(`${key}-other`).subscribe();
-      closers.push(() => otherWait.unsubscribe());
-      await eventually(async () => (await lineOf(admin, `lock:${key}-other`)).length === 1, 1000);
+      suite.closers.push(() => otherWait.unsubscribe());
+      await eventually(async () => (await lineOf(suite.admin, `lock:${key}-other`)).length === 1, 1000);
       await sleep(50);
       armed = true;
     }
     const { outcome, subscription } = observe(w, key);
     cancel = () => subscription.unsubscribe();
     if (!followUp) {
-      await eventually(async () => (await lineOf(admin, lockKey)).length === 1, 1000);
-      await admin.script('FLUSH');
+      await eventually(async () => (await lineOf(suite.admin, lockKey)).length === 1, 1000);
+      await suite.admin.script('FLUSH');
       armed = true;
     }
     await eventually(() => held.length === 1, 2000);
@@ -287,8 +261,8 @@ describe('4. a waiter that gives up after the script cache was emptied', () => {
     const trace = await traceOf(lockKey, wToken);
     const faults = orderingFaults(ws, wToken);
     // The holder's release: with nobody (live) in line, it deletes the key (1).
-    const released = await releaseByEval(admin, lockKey, hLease.token);
-    const afterRelease = { holder: await admin.get(lockKey), pttl: await admin.pttl(lockKey) };
+    const released = await releaseByEval(suite.admin, lockKey, hLease.token);
+    const afterRelease = { holder: await suite.admin.get(lockKey), pttl: await suite.admin.pttl(lockKey) };
     const third = await takesAtOnce(t, key);
     report(`leave after re-send (${key})`, {
       calls: ws.log.filter((c) => c.token === wToken).map((c) => ({ seq: c.seq, op: c.op, place: c.place, calledAt: Math.round(c.calledAt), settledAt: c.settledAt && Math.round(c.settledAt) })),
@@ -340,7 +314,7 @@ describe('4. a waiter that gives up after the script cache was emptied', () => {
     const { locker: keeper } = newLocker({ store: shared });
     await firstValueFrom(h.acquire('nos-forever'));
     const keeperWait = keeper.acquire('nos-forever', { waitTimeout: Infinity }).subscribe();
-    closers.push(() => keeperWait.unsubscribe());
+    suite.closers.push(() => keeperWait.unsubscribe());
     const { locker: t } = newLocker({ store: newStore() });
 
     const random = (n: number) => Math.floor(Math.random() * n);
@@ -353,7 +327,7 @@ describe('4. a waiter that gives up after the script cache was emptied', () => {
       const mode = modes[random(3)]!;
       const storeKind = stores[random(3)]!;
       const byEval = random(2) === 0;
-      const ownClient = storeKind === 'shared' ? undefined : connect(server);
+      const ownClient = storeKind === 'shared' ? undefined : connect(suite.server);
       const ws = ownClient === undefined ? shared : new InterceptStore(new RedisLockStore(ownClient, { wakeUp: storeKind === 'woken' }));
       const wLocker = createLocker({ store: ws, commandTimeout: 2000 });
       const wEvents: LockEvent[] = [];
@@ -372,17 +346,17 @@ describe('4. a waiter that gives up after the script cache was emptied', () => {
                 : {};
         const started = performance.now();
         const { outcome, subscription } = observe(wLocker, key, options);
-        await eventually(async () => (await lineOf(admin, lockKey)).length === 1, 2000, 1);
-        const wToken = (await lineOf(admin, lockKey))[0]!.token;
+        await eventually(async () => (await lineOf(suite.admin, lockKey)).length === 1, 2000, 1);
+        const wToken = (await lineOf(suite.admin, lockKey))[0]!.token;
         if (mode === 'waitTimeout') await sleep(Math.max(0, started + 55 - performance.now()));
         else await sleep(random(15));
-        await admin.script('FLUSH');
+        await suite.admin.script('FLUSH');
         await sleep(random(3));
         const giveUp = () => {
           if (mode === 'unsubscribe') subscription.unsubscribe();
           else if (mode === 'retryStops') stop = true;
         };
-        const release = () => (byEval ? releaseByEval(admin, lockKey, hLease.token) : hLease.release().then((ok) => (ok ? 'released' : 'gone')));
+        const release = () => (byEval ? releaseByEval(suite.admin, lockKey, hLease.token) : hLease.release().then((ok) => (ok ? 'released' : 'gone')));
         let released: Promise<unknown>;
         if (random(2) === 0) {
           giveUp();
@@ -406,7 +380,7 @@ describe('4. a waiter that gives up after the script cache was emptied', () => {
         if (outcome.lease !== undefined) {
           // Its last attempt or its leave met the hand-off: it holds the key (point 2).
           tally.wTookIt++;
-          if ((await admin.get(lockKey)) !== outcome.lease.token) faults.push('W holds a lease but not the key');
+          if ((await suite.admin.get(lockKey)) !== outcome.lease.token) faults.push('W holds a lease but not the key');
           await outcome.lease.release();
         } else {
           if (mode !== 'unsubscribe' && !isLockTimeoutError(outcome.error)) faults.push(`W ended with ${String(outcome.error)}`);
@@ -415,7 +389,7 @@ describe('4. a waiter that gives up after the script cache was emptied', () => {
         }
         if (!(await takesAtOnce(t, key))) {
           tally.thirdFailedAtOnce++;
-          faults.push(`a waitTimeout: 0 acquisition failed after W left and H released (holder ${await admin.get(lockKey)}, line ${JSON.stringify(await lineOf(admin, lockKey))})`);
+          faults.push(`a waitTimeout: 0 acquisition failed after W left and H released (holder ${await suite.admin.get(lockKey)}, line ${JSON.stringify(await lineOf(suite.admin, lockKey))})`);
         }
         if (faults.length > 0) tally.faults.push({ i, mode, storeKind, byEval, fast, handed, faults });
         tally.iterations++;
@@ -443,8 +417,8 @@ describe('4. a waiter that gives up after the script cache was emptied', () => {
     const { locker: keeper } = newLocker({ store: shared });
     await firstValueFrom(h.acquire('nos-forever'));
     const keeperWait = keeper.acquire('nos-forever', { waitTimeout: Infinity }).subscribe();
-    closers.push(() => keeperWait.unsubscribe());
-    await eventually(async () => (await lineOf(admin, 'lock:nos-forever')).length === 1, 1000);
+    suite.closers.push(() => keeperWait.unsubscribe());
+    await eventually(async () => (await lineOf(suite.admin, 'lock:nos-forever')).length === 1, 1000);
     await sleep(50);
     const { locker: t } = newLocker({ store: newStore() });
     const turns = async (n: number) => {
@@ -461,7 +435,7 @@ describe('4. a waiter that gives up after the script cache was emptied', () => {
         const { subscription } = observe(w, key);
         const flushing = (async () => {
           await turns(random(6));
-          await admin.script('FLUSH');
+          await suite.admin.script('FLUSH');
         })();
         await turns(random(10));
         subscription.unsubscribe();
@@ -475,10 +449,10 @@ describe('4. a waiter that gives up after the script cache was emptied', () => {
           tally.placesLeftBehind++;
           faults.push(`after W left: ${JSON.stringify(trace)}`);
         }
-        const released = await releaseByEval(admin, lockKey, hLease.token);
+        const released = await releaseByEval(suite.admin, lockKey, hLease.token);
         if (released === 2) {
           tally.handedToDepartedWaiter++;
-          faults.push(`H's release handed the key to W (GET ${await admin.get(lockKey)}, PTTL ${await admin.pttl(lockKey)})`);
+          faults.push(`H's release handed the key to W (GET ${await suite.admin.get(lockKey)}, PTTL ${await suite.admin.pttl(lockKey)})`);
         }
         if (!(await takesAtOnce(t, key))) {
           tally.thirdFailedAtOnce++;

@@ -14,17 +14,18 @@
  * is needed. Store calls are delayed or failed on their way to Redis by an InterceptStore (see
  * ../support/handoffHarness.ts). HANDOFF_VERBOSE=1 prints the measured figures.
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import type { Redis } from 'ioredis';
 import { EMPTY, firstValueFrom, timer } from 'rxjs';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createLocker, isLockStoreError, isLockTimeoutError, type Lease, type LockerOptions, type LockEvent, type Locker } from '../../src/index.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { isLockStoreError, isLockTimeoutError, type Lease, type LockerOptions, type Locker } from '../../src/index.js';
 import { RedisLockStore, type RedisLockStoreOptions } from '../../src/redis.js';
 import type { HandoffWaiterSettings } from '../fixtures/handoffWaiter.js';
-import { InterceptStore, keysOf, lineOf } from '../support/handoffHarness.js';
+import { killIfRunning } from '../support/children.js';
+import { InterceptStore, keysOf, lineOf, recordedLocker } from '../support/handoffHarness.js';
 import { lockKeyCount } from '../support/lockKeys.js';
-import { connect, EmbeddedRedis } from '../support/redis.js';
+import { connect } from '../support/redis.js';
+import { redisSuite } from '../support/redisSuite.js';
 import { eventually, sleep } from '../support/timing.js';
 
 const waiterFile = fileURLToPath(new URL('../fixtures/handoffWaiter.ts', import.meta.url));
@@ -36,31 +37,15 @@ const report = (what: string, figures: unknown) => {
   if (process.env.HANDOFF_VERBOSE) console.log(what, JSON.stringify(figures));
 };
 
-let server: EmbeddedRedis;
-let admin: Redis;
-let closers: Array<() => unknown> = [];
-
-beforeAll(async () => {
-  server = await EmbeddedRedis.start();
-  admin = connect(server);
-});
-afterAll(async () => {
-  admin?.disconnect();
-  await server?.stop();
-});
-beforeEach(async () => {
-  closers = [];
-  await admin.flushall();
-});
-afterEach(async () => {
-  server.resume(); // in case a test paused it and failed before resuming
-  for (const close of closers.reverse()) await close();
+const suite = redisSuite({ unhandled: 'off' });
+afterEach(() => {
+  suite.server.resume(); // in case a test paused it and failed before resuming
 });
 
 function newStore(options: RedisLockStoreOptions = {}): RedisLockStore {
-  const client = connect(server);
+  const client = connect(suite.server);
   const store = new RedisLockStore(client, options);
-  closers.push(() => client.disconnect(), () => store.close());
+  suite.closers.push(() => client.disconnect(), () => store.close());
   return store;
 }
 
@@ -69,21 +54,12 @@ function intercepted(options: RedisLockStoreOptions = {}): InterceptStore {
 }
 
 /** A locker whose events are recorded; closed after the test. */
-function newLocker(options: LockerOptions): { locker: Locker; events: LockEvent[] } {
-  const locker = createLocker(options);
-  const events: LockEvent[] = [];
-  const subscription = locker.events$.subscribe((e) => events.push(e));
-  closers.push(
-    () => locker.close(),
-    () => subscription.unsubscribe(),
-  );
-  return { locker, events };
-}
+const newLocker = (options: LockerOptions) => recordedLocker(options, suite.closers);
 
 /** Polls GET until the key no longer holds `token`; resolves the time it changed. */
 async function whenNotHeldBy(lockKey: string, token: string, ms: number): Promise<number> {
   const deadline = performance.now() + ms;
-  while ((await admin.get(lockKey)) === token) {
+  while ((await suite.admin.get(lockKey)) === token) {
     if (performance.now() > deadline) throw new Error(`${lockKey} still held by ${token} after ${ms} ms`);
     await sleep(2);
   }
@@ -93,10 +69,6 @@ async function whenNotHeldBy(lockKey: string, token: string, ms: number): Promis
 /** Resolves the lease with the moment it was emitted. */
 function timedAcquire(locker: Locker, key: string, options?: Parameters<Locker['acquire']>[1]): Promise<{ lease: Lease; at: number }> {
   return firstValueFrom(locker.acquire(key, options)).then((lease) => ({ lease, at: performance.now() }));
-}
-
-function killIfRunning(child: ChildProcess): void {
-  if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
 }
 
 describe('1. a key handed to a waiter that died in line', () => {
@@ -125,7 +97,7 @@ describe('1. a key handed to a waiter that died in line', () => {
       const aLease = await firstValueFrom(a.acquire(key));
       const child = fork(waiterFile, [], {
         execArgv: ['--import', 'tsx'],
-        env: { ...process.env, HANDOFF_WAITER: JSON.stringify({ port: server.port, key, placeTtl: c.placeTtl, ttl: c.ttl } satisfies HandoffWaiterSettings) },
+        env: { ...process.env, HANDOFF_WAITER: JSON.stringify({ port: suite.server.port, key, placeTtl: c.placeTtl, ttl: c.ttl } satisfies HandoffWaiterSettings) },
         stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       });
       const messages: unknown[] = [];
@@ -138,13 +110,13 @@ describe('1. a key handed to a waiter that died in line', () => {
       try {
         await eventually(() => messages.includes('ready'), 20_000);
         child.send('go');
-        await eventually(async () => (await lineOf(admin, lockKey)).some((p) => childTokens.has(p.token)), 3000);
-        const childToken = (await lineOf(admin, lockKey))[0]!.token;
+        await eventually(async () => (await lineOf(suite.admin, lockKey)).some((p) => childTokens.has(p.token)), 3000);
+        const childToken = (await lineOf(suite.admin, lockKey))[0]!.token;
         expect(childTokens.has(childToken)).toBe(true);
 
         // A live competitor waits behind it.
         const bLease = timedAcquire(b, key);
-        await eventually(async () => (await lineOf(admin, lockKey)).length === 2, 1000);
+        await eventually(async () => (await lineOf(suite.admin, lockKey)).length === 2, 1000);
 
         child.kill('SIGKILL');
         await exited;
@@ -159,7 +131,7 @@ describe('1. a key handed to a waiter that died in line', () => {
         const releasedAt = performance.now();
         expect(await aLease.release()).toBe(true);
         // Handed to the dead child, first in line, with a TTL no longer than min(place TTL, ttl).
-        const [holder, pttl] = await Promise.all([admin.get(lockKey), admin.pttl(lockKey)]);
+        const [holder, pttl] = await Promise.all([suite.admin.get(lockKey), suite.admin.pttl(lockKey)]);
         expect(holder).toBe(childToken);
         expect(pttl).toBeGreaterThan(0);
         expect(pttl).toBeLessThanOrEqual(bound);
@@ -182,9 +154,9 @@ describe('1. a key handed to a waiter that died in line', () => {
           // (a third of its place TTL at most).
           expect(bAt - releasedAt).toBeLessThanOrEqual(Math.max(bound, c.placeTtl / 3) + MARGIN);
         }
-        expect(await admin.get(lockKey)).toBe(lease.token);
+        expect(await suite.admin.get(lockKey)).toBe(lease.token);
         expect(await lease.release()).toBe(true);
-        expect(await lockKeyCount(admin)).toBe(0);
+        expect(await lockKeyCount(suite.admin)).toBe(0);
       } finally {
         killIfRunning(child);
         await exited;
@@ -199,21 +171,21 @@ describe('1. once a live grantee claims a handed-over key', () => {
     const { locker: g, events } = newLocker({ store: newStore({ placeTtl: 3000 }), ttl: 10_000 });
     const aLease = await firstValueFrom(a.acquire('claimed'));
     const gLease = timedAcquire(g, 'claimed');
-    await eventually(async () => (await lineOf(admin, 'lock:claimed')).length === 1, 1000);
+    await eventually(async () => (await lineOf(suite.admin, 'lock:claimed')).length === 1, 1000);
     await sleep(200);
     expect(await aLease.release()).toBe(true);
     const { lease, at } = await gLease;
-    const pttlAtClaim = await admin.pttl('lock:claimed');
+    const pttlAtClaim = await suite.admin.pttl('lock:claimed');
     // Handed over with the place's remaining life at most…
     expect(pttlAtClaim).toBeLessThanOrEqual(3000);
     // …and renewed to the grantee's own ttl within a third of that.
     await eventually(() => events.some((e) => e.type === 'renewed'), 1500);
     const renewedAt = performance.now();
-    const pttl = await admin.pttl('lock:claimed');
+    const pttl = await suite.admin.pttl('lock:claimed');
     report('claimed (renewal)', { pttlAtClaim, renewedAfterClaim: renewedAt - at, pttlAfterRenewal: pttl, leaseTtl: lease.ttl });
     expect(pttl).toBeGreaterThan(9000);
     expect(pttl).toBeLessThanOrEqual(10_000);
-    expect(await admin.get('lock:claimed')).toBe(lease.token);
+    expect(await suite.admin.get('lock:claimed')).toBe(lease.token);
     expect(await lease.release()).toBe(true);
   });
 
@@ -222,13 +194,13 @@ describe('1. once a live grantee claims a handed-over key', () => {
     const { locker: g } = newLocker({ store: newStore({ placeTtl: 3000 }), ttl: 10_000, renew: false });
     const aLease = await firstValueFrom(a.acquire('claimed-norenew'));
     const gLease = timedAcquire(g, 'claimed-norenew');
-    await eventually(async () => (await lineOf(admin, 'lock:claimed-norenew')).length === 1, 1000);
+    await eventually(async () => (await lineOf(suite.admin, 'lock:claimed-norenew')).length === 1, 1000);
     await sleep(200);
     expect(await aLease.release()).toBe(true);
     const { lease, at } = await gLease;
-    await eventually(async () => (await admin.pttl('lock:claimed-norenew')) > 9000, 500);
+    await eventually(async () => (await suite.admin.pttl('lock:claimed-norenew')) > 9000, 500);
     report('claimed (renew: false)', { extendedAfterClaim: performance.now() - at });
-    expect(await admin.pttl('lock:claimed-norenew')).toBeLessThanOrEqual(10_000);
+    expect(await suite.admin.pttl('lock:claimed-norenew')).toBeLessThanOrEqual(10_000);
     expect(await lease.release()).toBe(true);
   });
 });
@@ -245,7 +217,7 @@ describe('2. a waiter whose last call coincides with the holder\'s release', () 
     };
     const started = performance.now();
     const { lease, at } = await timedAcquire(w, 'coincide', { waitTimeout: 400 });
-    const grant = await admin.hget(keysOf('lock:coincide').places, 'grant');
+    const grant = await suite.admin.hget(keysOf('lock:coincide').places, 'grant');
     // It was the attempt at the wait limit, it met the release, and it took the key.
     expect(released).toBe(true);
     expect(at - started).toBeGreaterThanOrEqual(390);
@@ -257,9 +229,9 @@ describe('2. a waiter whose last call coincides with the holder\'s release', () 
     // With the fence the release reserved for it.
     expect(grant).toMatch(new RegExp(`^${lease.token} ${lease.fence} \\d+$`));
     expect(lease.fence).toBeGreaterThan(hLease.fence);
-    expect(await admin.get('lock:coincide')).toBe(lease.token);
+    expect(await suite.admin.get('lock:coincide')).toBe(lease.token);
     expect(await lease.release()).toBe(true);
-    expect(await lockKeyCount(admin)).toBe(0);
+    expect(await lockKeyCount(suite.admin)).toBe(0);
   });
 
   it('takes the lock when the release comes just before its plain leave (a retry function that stops)', async () => {
@@ -272,7 +244,7 @@ describe('2. a waiter whose last call coincides with the holder\'s release', () 
       if (call.op === 'leave' && released === undefined) released = await hLease.release();
     };
     const { lease } = await timedAcquire(w, 'coincide-leave', { retry: (n: number) => (n > 3 ? EMPTY : timer(50)) });
-    const grant = await admin.hget(keysOf('lock:coincide-leave').places, 'grant');
+    const grant = await suite.admin.hget(keysOf('lock:coincide-leave').places, 'grant');
     expect(released).toBe(true);
     // Three queued attempts, then the policy stopped and the session left the line…
     expect(ws.calls('tryAcquireInLine', 'keep').length).toBeGreaterThanOrEqual(3);
@@ -284,9 +256,9 @@ describe('2. a waiter whose last call coincides with the holder\'s release', () 
     expect(grant).toMatch(new RegExp(`^${lease.token} ${lease.fence} \\d+$`));
     expect(lease.fence).toBeGreaterThan(hLease.fence);
     expect(events.filter((e) => e.type === 'timed-out' || e.type === 'abandoned-released')).toEqual([]);
-    expect(await admin.get('lock:coincide-leave')).toBe(lease.token);
+    expect(await suite.admin.get('lock:coincide-leave')).toBe(lease.token);
     expect(await lease.release()).toBe(true);
-    expect(await lockKeyCount(admin)).toBe(0);
+    expect(await lockKeyCount(suite.admin)).toBe(0);
   });
 
   const lost = [
@@ -308,7 +280,7 @@ describe('2. a waiter whose last call coincides with the holder\'s release', () 
         const last = c.path === 'leave' ? call.op === 'leave' : call.op === 'tryAcquireInLine' && call.place === 'leave';
         if (last && releasedAt === 0) {
           // X waits behind W; then the release hands the key to W, and W's call is lost.
-          await eventually(async () => (await lineOf(admin, lockKey)).length === 2, 1000);
+          await eventually(async () => (await lineOf(suite.admin, lockKey)).length === 2, 1000);
           releasedAt = performance.now();
           expect(await hLease.release()).toBe(true);
         }
@@ -316,13 +288,13 @@ describe('2. a waiter whose last call coincides with the holder\'s release', () 
       };
       const options = c.path === 'leave' ? { retry: (n: number) => (n > 3 ? EMPTY : timer(50)) } : { waitTimeout: 400 };
       const wResult = firstValueFrom(w.acquire(key, options)).catch((e: unknown) => e);
-      await eventually(async () => (await lineOf(admin, lockKey)).length === 1, 1000);
-      const wToken = (await lineOf(admin, lockKey))[0]!.token;
+      await eventually(async () => (await lineOf(suite.admin, lockKey)).length === 1, 1000);
+      const wToken = (await lineOf(suite.admin, lockKey))[0]!.token;
       const xLease = timedAcquire(x, key);
       // W fails (its store call failed), the key is W's for what its grant allows.
       expect(isLockStoreError(await wResult)).toBe(true);
       expect(releasedAt).toBeGreaterThan(0);
-      const [holder, pttl] = await Promise.all([admin.get(lockKey), admin.pttl(lockKey)]);
+      const [holder, pttl] = await Promise.all([suite.admin.get(lockKey), suite.admin.pttl(lockKey)]);
       expect(holder).toBe(wToken);
       expect(pttl).toBeLessThanOrEqual(bound);
       const freedAt = await whenNotHeldBy(lockKey, wToken, bound + 1000);
@@ -350,15 +322,15 @@ describe('2. a waiter whose last call coincides with the holder\'s release', () 
     let pausedAt = 0;
     ws.hook = async (call) => {
       if (call.op === 'leave' && pausedAt === 0) {
-        await eventually(async () => (await lineOf(admin, lockKey)).length === 2, 1000);
+        await eventually(async () => (await lineOf(suite.admin, lockKey)).length === 2, 1000);
         expect(await hLease.release()).toBe(true);
-        server.pause();
+        suite.server.pause();
         pausedAt = performance.now();
       }
     };
     const wResult = firstValueFrom(w.acquire(key, { retry: (n: number) => (n > 3 ? EMPTY : timer(50)) })).catch((e: unknown) => e);
-    await eventually(async () => (await lineOf(admin, lockKey)).length === 1, 1000);
-    const wToken = (await lineOf(admin, lockKey))[0]!.token;
+    await eventually(async () => (await lineOf(suite.admin, lockKey)).length === 1, 1000);
+    const wToken = (await lineOf(suite.admin, lockKey))[0]!.token;
     const xLease = timedAcquire(x, key);
     let resumedAt = 0;
     let wError: unknown;
@@ -367,7 +339,7 @@ describe('2. a waiter whose last call coincides with the holder\'s release', () 
       wError = await wResult;
       await sleep(Math.max(0, pausedAt + 700 - performance.now()));
     } finally {
-      server.resume();
+      suite.server.resume();
       resumedAt = performance.now();
     }
     const { lease, at } = await xLease;
@@ -375,7 +347,7 @@ describe('2. a waiter whose last call coincides with the holder\'s release', () 
     await sleep(50);
     const calls = ws.log.map((c) => ({ op: c.op, place: c.place, calledAt: Math.round(c.calledAt - pausedAt), settledAt: c.settledAt && Math.round(c.settledAt - pausedAt), leavesInFlight: c.leavesInFlight, result: c.result }));
     report(`paused leave (${key})`, { xAcquiredAfterResume: at - resumedAt, calls });
-    expect(await admin.get(lockKey)).toBe(lease.token);
+    expect(await suite.admin.get(lockKey)).toBe(lease.token);
     expect(await lease.release()).toBe(true);
     return { ws, events, wToken, wError, xAcquiredAfterResume: at - resumedAt };
   }
@@ -414,7 +386,7 @@ describe('3. a waiter whose retry delay is longer than its place TTL', () => {
 
   async function sampleLine(lockKey: string, t0: number): Promise<LineSample> {
     const { line, places } = keysOf(lockKey);
-    const [[, flat], [, hash], [, time]] = (await admin.pipeline().zrange(line, '0', '-1', 'WITHSCORES').hgetall(places).time().exec())! as [
+    const [[, flat], [, hash], [, time]] = (await suite.admin.pipeline().zrange(line, '0', '-1', 'WITHSCORES').hgetall(places).time().exec())! as [
       [null, string[]],
       [null, Record<string, string>],
       [null, [string, string]],

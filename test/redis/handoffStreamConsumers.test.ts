@@ -15,7 +15,8 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StreamConsumerMessage, StreamConsumerSettings } from '../fixtures/streamConsumer.js';
 import { keysOf } from '../support/handoffHarness.js';
-import { connect, EmbeddedRedis } from '../support/redis.js';
+import { connect } from '../support/redis.js';
+import { redisSuite } from '../support/redisSuite.js';
 import { eventually, sleep } from '../support/timing.js';
 
 const consumerFile = fileURLToPath(new URL('../fixtures/streamConsumer.ts', import.meta.url));
@@ -30,19 +31,13 @@ const report = (what: string, figures: unknown) => {
   if (process.env.HANDOFF_VERBOSE) console.log(what, JSON.stringify(figures));
 };
 
-let server: EmbeddedRedis;
-let admin: Redis;
+const suite = redisSuite({ flush: false, unhandled: 'off' });
 let probe: Redis;
-
-beforeAll(async () => {
-  server = await EmbeddedRedis.start();
-  admin = connect(server);
-  probe = connect(server);
+beforeAll(() => {
+  probe = connect(suite.server);
 });
-afterAll(async () => {
-  admin?.disconnect();
+afterAll(() => {
   probe?.disconnect();
-  await server?.stop();
 });
 
 /** One consumer process and what it told the parent. */
@@ -70,7 +65,7 @@ class Consumer {
 }
 
 function startConsumer(name: string, stream: string, group: string): Consumer {
-  const settings: StreamConsumerSettings = { port: server.port, stream, group, consumer: name, ttl: TTL, holdMs: 40, placeTtl: PLACE_TTL, count: 3 };
+  const settings: StreamConsumerSettings = { port: suite.server.port, stream, group, consumer: name, ttl: TTL, holdMs: 40, placeTtl: PLACE_TTL, count: 3 };
   const child = fork(consumerFile, [], {
     execArgv: ['--import', 'tsx'],
     env: { ...process.env, STREAM_CONSUMER: JSON.stringify(settings) },
@@ -126,7 +121,7 @@ describe('a Redis Stream consumer group with a consumer SIGKILLed while it holds
   it('frees the keys it held within its ttl and the keys handed to it within min(place TTL, ttl)', async () => {
     const stream = 'payments';
     const group = 'workers';
-    await admin.xgroup('CREATE', stream, group, '$', 'MKSTREAM');
+    await suite.admin.xgroup('CREATE', stream, group, '$', 'MKSTREAM');
     const consumers = ['c0', 'c1', 'c2'].map((name) => startConsumer(name, stream, group));
     const [victim, ...survivors] = consumers as [Consumer, Consumer, Consumer];
     let producing = true;
@@ -138,10 +133,10 @@ describe('a Redis Stream consumer group with a consumer SIGKILLed while it holds
       await Promise.all(consumers.map((c) => c.ready));
       // A backlog, then a steady flow a little above what three accounts can serve, so every
       // consumer has messages for every account and waits for the others.
-      for (let i = 0; i < 30; i++) await admin.xadd(stream, '*', 'account', String(i % ACCOUNTS));
+      for (let i = 0; i < 30; i++) await suite.admin.xadd(stream, '*', 'account', String(i % ACCOUNTS));
       producer = (async () => {
         while (producing) {
-          await admin.xadd(stream, '*', 'account', String(Math.floor(Math.random() * ACCOUNTS)));
+          await suite.admin.xadd(stream, '*', 'account', String(Math.floor(Math.random() * ACCOUNTS)));
           await sleep(10);
         }
       })();
@@ -178,18 +173,16 @@ describe('a Redis Stream consumer group with a consumer SIGKILLed while it holds
       const isLive = (h: string | null) => h !== null && liveTokens.has(h);
       const before = samples.filter((s) => s.at <= killAt).at(-1)!;
       const after = samples.filter((s) => s.at > killAt);
+      /** How long account `a` stayed blocked from `blockedAt` on (in `from`, the samples since then), and when a live consumer took it. */
+      const blocking = (a: number, from: readonly Sample[], blockedAt: number) => {
+        const freed = from.find((s) => !isDead(s.holders[a]!));
+        const taken = from.find((s) => isLive(s.holders[a]!));
+        return { blockedMs: freed && freed.at - blockedAt, sinceKillMs: freed && freed.at - killAt, takenMs: taken && taken.at - blockedAt };
+      };
       const fates: KeyFate[] = [];
       for (let a = 0; a < ACCOUNTS; a++) {
         if (isDead(before.holders[a]!)) {
-          const freed = after.find((s) => !isDead(s.holders[a]!));
-          const taken = after.find((s) => isLive(s.holders[a]!));
-          fates.push({
-            account: a,
-            kind: 'held at kill',
-            blockedMs: freed && freed.at - killAt,
-            sinceKillMs: freed && freed.at - killAt,
-            takenMs: taken && taken.at - killAt,
-          });
+          fates.push({ account: a, kind: 'held at kill', ...blocking(a, after, killAt) });
           continue;
         }
         const first = after.findIndex((s) => isDead(s.holders[a]!));
@@ -199,17 +192,7 @@ describe('a Redis Stream consumer group with a consumer SIGKILLed while it holds
         }
         // The hand-off happened after the last sample that did not show it.
         const handedAt = first > 0 ? after[first - 1]!.at : killAt;
-        const rest = after.slice(first);
-        const freed = rest.find((s) => !isDead(s.holders[a]!));
-        const taken = rest.find((s) => isLive(s.holders[a]!));
-        fates.push({
-          account: a,
-          kind: 'handed to the dead consumer',
-          blockedMs: freed && freed.at - handedAt,
-          sinceKillMs: freed && freed.at - killAt,
-          takenMs: taken && taken.at - handedAt,
-          pttlAtHandoff: after[first]!.pttls[a],
-        });
+        fates.push({ account: a, kind: 'handed to the dead consumer', ...blocking(a, after.slice(first), handedAt), pttlAtHandoff: after[first]!.pttls[a] });
       }
       report('stream consumers', { fates, samples: samples.length, killAt: Math.round(killAt) });
 

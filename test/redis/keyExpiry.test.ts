@@ -12,12 +12,13 @@
  */
 import type { Redis } from 'ioredis';
 import { firstValueFrom, lastValueFrom } from 'rxjs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { createLocker, isLockTimeoutError, type LockEvent, type Locker } from '../../src/index.js';
 import { RedisLockStore } from '../../src/redis.js';
 import type { LockEngine } from '../../src/engine/LockEngine.js';
 import { helperKey } from '../../src/backends/redis/protocol/keyLayout.js';
-import { connect, EmbeddedRedis } from '../support/redis.js';
+import { connect } from '../support/redis.js';
+import { redisSuite } from '../support/redisSuite.js';
 import { eventually, sleep } from '../support/timing.js';
 
 const DISTINCT_KEYS = 200_000;
@@ -26,25 +27,13 @@ const PLACE_TTL = 200;
 /** How far above its starting point used_memory may stay: a fraction of what the keys would take. */
 const MEMORY_SLACK = 1024 * 1024;
 
-let server: EmbeddedRedis;
-let admin: Redis;
+// A small replication backlog: Redis 7 fills a 1 MB one even without replicas, which would
+// blur the memory comparison.
+const suite = redisSuite({ args: ['--save', '', '--appendonly', 'no', '--repl-backlog-size', '16kb'], flush: false });
+/** Processes opened by the tests, closed after the last one. */
 const opened: Array<() => Promise<void> | void> = [];
-const unhandled: unknown[] = [];
-const onUnhandled = (reason: unknown) => unhandled.push(reason);
-
-beforeAll(async () => {
-  process.on('unhandledRejection', onUnhandled);
-  // A small replication backlog: Redis 7 fills a 1 MB one even without replicas, which would
-  // blur the memory comparison.
-  server = await EmbeddedRedis.start({ args: ['--save', '', '--appendonly', 'no', '--repl-backlog-size', '16kb'] });
-  admin = connect(server);
-});
 afterAll(async () => {
-  process.off('unhandledRejection', onUnhandled);
   for (const close of opened.reverse()) await close();
-  admin?.disconnect();
-  await server?.stop();
-  expect(unhandled).toEqual([]);
 });
 
 interface Process {
@@ -55,7 +44,7 @@ interface Process {
 }
 
 function newProcess(): Process {
-  const redis = connect(server);
+  const redis = connect(suite.server);
   const store = new RedisLockStore(redis, { placeTtl: PLACE_TTL, lingerMs: 0 });
   const locker = createLocker({ store, ttl: 10_000 });
   const events: LockEvent[] = [];
@@ -74,7 +63,7 @@ function newProcess(): Process {
 
 /** used_memory from INFO memory, in bytes. */
 async function usedMemory(): Promise<number> {
-  return Number(/^used_memory:(\d+)/m.exec(await admin.info('memory'))?.[1]);
+  return Number(/^used_memory:(\d+)/m.exec(await suite.admin.info('memory'))?.[1]);
 }
 
 describe('per-key state in Redis', () => {
@@ -84,7 +73,7 @@ describe('per-key state in Redis', () => {
     const p3 = newProcess();
     // Scripts loaded and connections open before the baseline.
     for (const p of [p1, p2, p3]) await lastValueFrom(p.locker.using('warm-up', async () => 0));
-    await eventually(async () => (await admin.dbsize()) === 0, 5000);
+    await eventually(async () => (await suite.admin.dbsize()) === 0, 5000);
     const memoryBefore = await usedMemory();
 
     // 200,000 distinct keys, taken and released.
@@ -105,7 +94,7 @@ describe('per-key state in Redis', () => {
         const key = `contended:${i}`;
         const holder = await firstValueFrom(p1.locker.acquire(key));
         const waiting = firstValueFrom(p2.locker.acquire(key, { waitTimeout: 10_000 }));
-        await eventually(async () => (await admin.zcard(helperKey(`lock:${key}`, 'line'))) === 1, 5000);
+        await eventually(async () => (await suite.admin.zcard(helperKey(`lock:${key}`, 'line'))) === 1, 5000);
         expect(await holder.release()).toBe(true);
         const next = await waiting;
         expect(next.fence).toBeGreaterThan(holder.fence);
@@ -131,13 +120,13 @@ describe('per-key state in Redis', () => {
     const deadKeys = Array.from({ length: 20 }, (_, i) => `dead:${i}`);
     const holders = await Promise.all(deadKeys.map((key) => firstValueFrom(p1.locker.acquire(key))));
     const doomed = deadKeys.map((key) => firstValueFrom(p3.locker.acquire(key, { waitTimeout: 10_000 })).catch(() => undefined));
-    await eventually(async () => (await Promise.all(deadKeys.map((key) => admin.zcard(helperKey(`lock:${key}`, 'line'))))).every((n) => n === 1), 5000);
+    await eventually(async () => (await Promise.all(deadKeys.map((key) => suite.admin.zcard(helperKey(`lock:${key}`, 'line'))))).every((n) => n === 1), 5000);
     p3.redis.disconnect();
     const handedToDead = await Promise.all(holders.map((holder) => holder.release()));
     expect(handedToDead).toEqual(handedToDead.map(() => true));
     // Keys handed to a dead waiter belong to it until its place would have lapsed (keys whose
     // place had lapsed already were simply deleted).
-    expect(await admin.exists(...deadKeys.map((key) => `lock:${key}`))).toBeGreaterThan(0);
+    expect(await suite.admin.exists(...deadKeys.map((key) => `lock:${key}`))).toBeGreaterThan(0);
     await p3.close();
     await Promise.all(doomed);
 
@@ -150,10 +139,10 @@ describe('per-key state in Redis', () => {
     // Redis holds nothing. (DBSIZE counts keys past their TTL until the active expiry cycle, ten
     // times a second, reaps them: give it time.)
     await sleep(2 * PLACE_TTL + 100);
-    await eventually(async () => (await admin.dbsize()) === 0, 10_000, 50);
+    await eventually(async () => (await suite.admin.dbsize()) === 0, 10_000, 50);
     // The expired leases' releases, late, find nothing and leave nothing.
     expect(await Promise.all(expiring.map((lease) => lease.release()))).toEqual(expiring.map(() => false));
-    expect(await admin.dbsize()).toBe(0);
+    expect(await suite.admin.dbsize()).toBe(0);
 
     // Memory back near where it started (Redis shrinks its emptied hash tables in the background).
     // 200,000 fence counters of ~74 B would be ~15 MB; what stays (a few hundred KB here, the same

@@ -9,33 +9,22 @@
 import type { Cluster, Redis } from 'ioredis';
 import { firstValueFrom } from 'rxjs';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createLocker, type Lease, type Locker } from '../../src/index.js';
-import { RedisLockStore } from '../../src/redis.js';
-import { helperKey, lockKeys, RESERVED_PREFIX, type HelperKind } from '../../src/backends/redis/protocol/keyLayout.js';
+import type { Lease, Locker } from '../../src/index.js';
+import { helperKey, lockKeys, RESERVED_PREFIX } from '../../src/backends/redis/protocol/keyLayout.js';
 import { EmbeddedRedisCluster } from '../../support/embeddedRedisCluster.js';
+import { BASES, helperKeyVariants, LOCKER_PREFIXES, processOn, type Process } from '../support/keyNamespace.js';
+import { liveKeysOf } from '../support/lockKeys.js';
 import { keySlot } from '../support/keySlot.js';
 import { eventually } from '../support/timing.js';
-
-const BASES = ['job{7}', 'job7', '{job}', 'a{b}c'];
-const SUFFIXES = [':fence', ':line', ':lapses', ':places'];
-const KINDS: HelperKind[] = ['fence', 'line', 'places'];
-const LOCKER_PREFIXES = ['', 'lock:'];
-
-function variantsOf(base: string): string[] {
-  const variants = new Set<string>(SUFFIXES.map((suffix) => base + suffix));
-  for (const prefix of LOCKER_PREFIXES) for (const kind of KINDS) variants.add(helperKey(prefix + base, kind));
-  return [...variants];
-}
+import { expectNoUnhandledRejections } from '../support/unhandled.js';
 
 let cluster: EmbeddedRedisCluster;
 /** A cluster client for reading keys wherever they live. */
 let reader: Cluster;
 let nodes: Redis[];
-const unhandled: unknown[] = [];
-const onUnhandled = (reason: unknown) => unhandled.push(reason);
 
+expectNoUnhandledRejections();
 beforeAll(async () => {
-  process.on('unhandledRejection', onUnhandled);
   cluster = await EmbeddedRedisCluster.start(3);
   reader = cluster.connect();
   nodes = cluster.nodeClients();
@@ -44,43 +33,17 @@ beforeEach(async () => {
   await Promise.all(nodes.map((node) => node.flushall()));
 });
 afterAll(async () => {
-  process.off('unhandledRejection', onUnhandled);
   reader?.disconnect();
   nodes?.forEach((node) => node.disconnect());
   await cluster?.stop();
-  expect(unhandled).toEqual([]);
 });
 
-/** Live keys on every node (EXISTS expires those whose TTL has passed but that KEYS still lists). */
+/** Live keys on every node. */
 async function liveKeys(): Promise<string[]> {
-  const perNode = await Promise.all(
-    nodes.map(async (node) => {
-      const keys = await node.keys('*');
-      const alive = await Promise.all(keys.map(async (key) => ((await node.exists(key)) === 1 ? key : undefined)));
-      return alive.filter((key): key is string => key !== undefined);
-    }),
-  );
-  return perNode.flat();
+  return (await Promise.all(nodes.map(liveKeysOf))).flat();
 }
 
-interface Process {
-  readonly locker: Locker;
-  close(): Promise<void>;
-}
-
-function newProcess(keyPrefix: string): Process {
-  const client = cluster.connect();
-  const store = new RedisLockStore(client);
-  const locker = createLocker({ store, keyPrefix, ttl: 20_000 });
-  return {
-    locker,
-    close: async () => {
-      await locker.close();
-      store.close();
-      client.disconnect();
-    },
-  };
-}
+const newProcess = (keyPrefix: string): Process => processOn(cluster.connect(), { keyPrefix, ttl: 20_000 });
 
 const take = (locker: Locker, key: string) => firstValueFrom(locker.acquire(key, { waitTimeout: 0 }));
 
@@ -98,7 +61,7 @@ describe.each(LOCKER_PREFIXES)("helper keys on a Redis Cluster with keyPrefix '%
   });
 
   const pairs = BASES.flatMap((base) =>
-    variantsOf(base)
+    helperKeyVariants(base)
       .filter((variant) => !(prefix + variant).includes(RESERVED_PREFIX))
       .map((variant) => ({ base, variant })),
   );

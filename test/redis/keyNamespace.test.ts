@@ -13,23 +13,19 @@
  * releases. A key in the reserved namespace (with its prefix) is refused at once with
  * `LockOptionsError` (option `key`) and nothing reaches Redis.
  */
-import type { Redis } from 'ioredis';
 import { firstValueFrom, lastValueFrom, of } from 'rxjs';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLocker, isLockOptionsError, type Lease, type Locker } from '../../src/index.js';
 import { RedisLockStore } from '../../src/redis.js';
 import { helperKey, RESERVED_PREFIX, type HelperKind } from '../../src/backends/redis/protocol/keyLayout.js';
 import { countingClient } from '../../support/countingClient.js';
-import { connect, EmbeddedRedis } from '../support/redis.js';
+import { BASES, helperKeyVariants, processOn, type Process } from '../support/keyNamespace.js';
+import { liveKeysOf } from '../support/lockKeys.js';
+import { connect } from '../support/redis.js';
+import { redisSuite } from '../support/redisSuite.js';
 import { eventually } from '../support/timing.js';
 
-/** Base keys: with a hash tag in the middle, none, a whole-key tag, a tag between two parts. */
-const BASES = ['job{7}', 'job7', '{job}', 'a{b}c'];
-/** The suffixes the old layout used for helper keys (and `:places`, the new kind's name). */
-const SUFFIXES = [':fence', ':line', ':lapses', ':places'];
-const KINDS: HelperKind[] = ['fence', 'line', 'places'];
-/** Locker prefixes and ioredis client prefixes the layout is computed for. */
-const LOCKER_PREFIXES = ['', 'lock:'];
+/** The ioredis client prefixes the layout is computed for (besides the locker prefixes). */
 const CLIENT_PREFIXES = ['', 'app:'];
 
 interface Config {
@@ -48,53 +44,23 @@ const CONFIGS: Config[] = [
 
 const prefixOf = (config: Config) => config.keyPrefix ?? 'lock:';
 
-/** Every key a user could try to reach `base`'s helpers with: old suffixes and exact helper names. */
-function variantsOf(base: string): string[] {
-  const variants = new Set<string>(SUFFIXES.map((suffix) => base + suffix));
-  for (const lockerPrefix of LOCKER_PREFIXES) {
-    for (const clientPrefix of CLIENT_PREFIXES) for (const kind of KINDS) variants.add(helperKey(lockerPrefix + base, kind, clientPrefix));
-  }
-  return [...variants];
-}
-
 /** Is `key`, under `config`, in the store's reserved namespace (so the locker must refuse it)? */
 const isReserved = (config: Config, key: string) => (config.clientPrefix + prefixOf(config) + key).includes(RESERVED_PREFIX);
 
-let server: EmbeddedRedis;
-/** A client without a key prefix: sees every key as Redis stores it. */
-let admin: Redis;
-const unhandled: unknown[] = [];
-const onUnhandled = (reason: unknown) => unhandled.push(reason);
-
-beforeAll(async () => {
-  process.on('unhandledRejection', onUnhandled);
-  server = await EmbeddedRedis.start();
-  admin = connect(server);
-});
-// Each case starts from an empty server, so one that fails leaves nothing to the next.
-beforeEach(async () => {
-  await admin.flushall();
-});
-afterAll(async () => {
-  process.off('unhandledRejection', onUnhandled);
-  admin?.disconnect();
-  await server?.stop();
-  expect(unhandled).toEqual([]);
-});
-
 /**
- * Keys still alive. KEYS also lists keys whose TTL has passed until Redis's active expiry (10 times
- * a second) reaps them; EXISTS on each expires those at once.
+ * `suite.admin` has no key prefix: it sees every key as Redis stores it. Each case starts from an
+ * empty server (FLUSHALL), so one that fails leaves nothing to the next.
  */
-async function liveKeys(): Promise<string[]> {
-  const keys = await admin.keys('*');
-  const alive = await Promise.all(keys.map(async (key) => ((await admin.exists(key)) === 1 ? key : undefined)));
-  return alive.filter((key): key is string => key !== undefined);
-}
+const suite = redisSuite();
+
+/** Every key a user could try to reach `base`'s helpers with: old suffixes and exact helper names. */
+const variantsOf = (base: string) => helperKeyVariants(base, CLIENT_PREFIXES);
+/** Keys still alive (with their TTL not passed). */
+const liveKeys = () => liveKeysOf(suite.admin);
 
 /** Calls per command the server has run so far, from INFO commandstats. */
 async function commandCalls(): Promise<Map<string, number>> {
-  const info = await admin.info('commandstats');
+  const info = await suite.admin.info('commandstats');
   return new Map([...info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)].map((m) => [m[1]!, Number(m[2])]));
 }
 
@@ -107,23 +73,9 @@ async function lockCommands(): Promise<number> {
 }
 
 /** One "process": its own connection, store and locker. */
-interface Process {
-  readonly locker: Locker;
-  close(): Promise<void>;
-}
-
 function newProcess(config: Config): Process {
-  const client = connect(server, config.clientPrefix === '' ? {} : { keyPrefix: config.clientPrefix });
-  const store = new RedisLockStore(client);
-  const locker = createLocker({ store, ttl: 20_000, ...(config.keyPrefix === undefined ? {} : { keyPrefix: config.keyPrefix }) });
-  return {
-    locker,
-    close: async () => {
-      await locker.close();
-      store.close();
-      client.disconnect();
-    },
-  };
+  const client = connect(suite.server, config.clientPrefix === '' ? {} : { keyPrefix: config.clientPrefix });
+  return processOn(client, { ttl: 20_000, ...(config.keyPrefix === undefined ? {} : { keyPrefix: config.keyPrefix }) });
 }
 
 /** Takes `key` with a single attempt: it must be free. */
@@ -155,8 +107,8 @@ describe.each(CONFIGS)('helper keys with $name', (config) => {
     const a = await take(p1.locker, first);
     const b = await take(p2.locker, second);
     expect(a.held && b.held).toBe(true);
-    expect(await admin.get(stored(first))).toBe(a.token);
-    expect(await admin.get(stored(second))).toBe(b.token);
+    expect(await suite.admin.get(stored(first))).toBe(a.token);
+    expect(await suite.admin.get(stored(second))).toBe(b.token);
     expect(await Promise.all([a.release(), b.release()])).toEqual([true, true]);
     // Fence counters expire a few ms after their grant; nothing else may stay.
     await eventually(async () => (await liveKeys()).length === 0, 2000);
@@ -171,20 +123,20 @@ describe.each(CONFIGS)('helper keys with $name', (config) => {
     let settled = false;
     const waiting = firstValueFrom(p3.locker.acquire(held, { waitTimeout: 15_000 })).finally(() => (settled = true));
     const line = storedHelper(held, 'line');
-    await eventually(async () => (await admin.zcard(line)) === 1, 5000);
+    await eventually(async () => (await suite.admin.zcard(line)) === 1, 5000);
 
     const intruder = await take(p2.locker, other);
-    expect(await admin.get(stored(other))).toBe(intruder.token);
-    expect(await admin.zcard(line)).toBe(1);
+    expect(await suite.admin.get(stored(other))).toBe(intruder.token);
+    expect(await suite.admin.zcard(line)).toBe(1);
     expect(await intruder.release()).toBe(true);
 
-    expect(await admin.get(stored(held))).toBe(holder.token);
-    expect(await admin.zcard(line)).toBe(1);
+    expect(await suite.admin.get(stored(held))).toBe(holder.token);
+    expect(await suite.admin.zcard(line)).toBe(1);
     expect(settled).toBe(false);
 
     expect(await holder.release()).toBe(true); // handed to the waiter in line
     const next: Lease = await waiting;
-    expect(await admin.get(stored(held))).toBe(next.token);
+    expect(await suite.admin.get(stored(held))).toBe(next.token);
     expect(next.fence).toBeGreaterThan(holder.fence);
     expect(await next.release()).toBe(true);
     await eventually(async () => (await liveKeys()).length === 0, 2000);
@@ -203,7 +155,7 @@ describe.each(CONFIGS)('helper keys with $name', (config) => {
   const reserved = BASES.flatMap((base) => variantsOf(base).filter((variant) => isReserved(config, variant)));
   if (reserved.length > 0) {
     it.each(reserved)('refuses %s (reserved namespace) at once, sending nothing to Redis', async (key) => {
-      const counting = countingClient(connect(server, config.clientPrefix === '' ? {} : { keyPrefix: config.clientPrefix }));
+      const counting = countingClient(connect(suite.server, config.clientPrefix === '' ? {} : { keyPrefix: config.clientPrefix }));
       const store = new RedisLockStore(counting.client, { lingerMs: 0 });
       const locker = createLocker({ store, ...(config.keyPrefix === undefined ? {} : { keyPrefix: config.keyPrefix }) });
       try {
@@ -245,7 +197,7 @@ describe('the reserved namespace, reached through the locker prefix', () => {
     { keyPrefix: '', key: 'rxjs-lock:inbox:0' },
   ];
   it.each(cases)("keyPrefix '$keyPrefix' + '$key' is refused at once, sending nothing to Redis", async ({ keyPrefix, key }) => {
-    const counting = countingClient(connect(server));
+    const counting = countingClient(connect(suite.server));
     const store = new RedisLockStore(counting.client, { lingerMs: 0 });
     const locker = createLocker({ store, keyPrefix });
     try {

@@ -6,40 +6,26 @@
  */
 import type { Redis } from 'ioredis';
 import { firstValueFrom, lastValueFrom, NEVER, Subject, tap, timer } from 'rxjs';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLocker, isLockLostError, isLockOptionsError, isLockTimeoutError, type Lease, type LockEvent, type LockLostError } from '../../src/index.js';
 import { RedisLockStore } from '../../src/redis.js';
 import { countingClient } from '../../support/countingClient.js';
 import type { LockEngine } from '../../src/engine/LockEngine.js';
-import { connect, EmbeddedRedis } from '../support/redis.js';
+import { connect } from '../support/redis.js';
+import { redisSuite } from '../support/redisSuite.js';
 import { lockKeyCount } from '../support/lockKeys.js';
 import { eventually as eventuallyEvery, sleep } from '../support/timing.js';
 
 const eventually = (check: () => Promise<boolean> | boolean, ms = 3000) => eventuallyEvery(check, ms, 5);
 
-let server: EmbeddedRedis;
+const suite = redisSuite({ unhandled: 'afterEach' });
 let client: Redis;
-let admin: Redis;
-const unhandled: unknown[] = [];
-const onUnhandled = (reason: unknown) => unhandled.push(reason);
 
-beforeAll(async () => {
-  process.on('unhandledRejection', onUnhandled);
-  server = await EmbeddedRedis.start();
-  client = connect(server, { maxRetriesPerRequest: null });
-  admin = connect(server);
+beforeAll(() => {
+  client = connect(suite.server, { maxRetriesPerRequest: null });
 });
-afterAll(async () => {
-  process.off('unhandledRejection', onUnhandled);
+afterAll(() => {
   client?.disconnect();
-  admin?.disconnect();
-  await server?.stop();
-});
-beforeEach(async () => {
-  await admin.flushall();
-});
-afterEach(() => {
-  expect(unhandled).toEqual([]);
 });
 
 /** A locker on the shared client, recording its events. */
@@ -51,7 +37,7 @@ function lockerWith(options: Parameters<typeof createLocker>[0] = {}) {
 }
 
 async function evalshaCalls(): Promise<number> {
-  const match = /^cmdstat_evalsha:calls=(\d+)/m.exec(await admin.info('commandstats'));
+  const match = /^cmdstat_evalsha:calls=(\d+)/m.exec(await suite.admin.info('commandstats'));
   return match ? Number(match[1]) : 0;
 }
 
@@ -59,7 +45,7 @@ async function evalshaCalls(): Promise<number> {
 describe('watchdog renewal', () => {
   it('a stream that runs 5× its TTL keeps the lock, and a competitor times out meanwhile', async () => {
     const { locker, events } = lockerWith({ ttl: 200 });
-    const rival = createLocker({ store: new RedisLockStore(admin), keyPrefix: '' });
+    const rival = createLocker({ store: new RedisLockStore(suite.admin), keyPrefix: '' });
     const holding = lastValueFrom(timer(1000).pipe(locker.withLock('long')));
     await eventually(() => events.some((e) => e.type === 'acquired'));
     const rivalError = await firstValueFrom(rival.acquire('long', { waitTimeout: 700 })).catch((e: unknown) => e);
@@ -72,7 +58,7 @@ describe('watchdog renewal', () => {
     expect(types.at(-1)).toBe('released');
     expect(types).not.toContain('lost');
     expect(events.at(-1)).toMatchObject({ type: 'released', outcome: 'released' });
-    expect(await lockKeyCount(admin)).toBe(0);
+    expect(await lockKeyCount(suite.admin)).toBe(0);
   });
 
   it('renews at the configured interval, and stops exactly at release', async () => {
@@ -82,7 +68,7 @@ describe('watchdog renewal', () => {
     const renewed = events.filter((e) => e.type === 'renewed').length;
     expect(renewed).toBeGreaterThanOrEqual(3);
     expect(renewed).toBeLessThanOrEqual(7);
-    expect(await admin.pttl('interval')).toBeGreaterThan(900);
+    expect(await suite.admin.pttl('interval')).toBeGreaterThan(900);
     await lease.release();
     const before = await evalshaCalls();
     await sleep(200);
@@ -113,7 +99,7 @@ describe('lease loss reaches the stream', () => {
     const result = lastValueFrom(source.pipe(locker.withLock('deleted'))).catch((e: unknown) => e);
     await eventually(() => events.some((e) => e.type === 'acquired'));
     expect(source.observed).toBe(true);
-    await admin.del('deleted');
+    await suite.admin.del('deleted');
     const deletedAt = performance.now();
     const error = (await result) as LockLostError;
     const noticedAfter = performance.now() - deletedAt;
@@ -129,7 +115,7 @@ describe('lease loss reaches the stream', () => {
     const { locker, events } = lockerWith({ ttl: 600 });
     const result = lastValueFrom(NEVER.pipe(locker.withLock('overwritten'))).catch((e: unknown) => e);
     await eventually(() => events.some((e) => e.type === 'acquired'));
-    await admin.set('overwritten', 'intruder', 'PX', 10_000);
+    await suite.admin.set('overwritten', 'intruder', 'PX', 10_000);
     const overwrittenAt = performance.now();
     const error = (await result) as LockLostError;
     expect(performance.now() - overwrittenAt).toBeLessThan(200 + 100);
@@ -138,7 +124,7 @@ describe('lease loss reaches the stream', () => {
     // holder gets no released event: `lost` told how its hold ended
     await sleep(100);
     expect(events.some((e) => e.type === 'released')).toBe(false);
-    expect(await admin.get('overwritten')).toBe('intruder');
+    expect(await suite.admin.get('overwritten')).toBe('intruder');
   });
 
   it("onLost: 'notify' keeps the work running and reports the loss on lease.lost$ and events$", async () => {
@@ -155,7 +141,7 @@ describe('lease loss reaches the stream', () => {
       })
       .subscribe({ error: (e: unknown) => errors.push(e) });
     await eventually(() => leaseSeen !== undefined);
-    await admin.set('notify', 'intruder');
+    await suite.admin.set('notify', 'intruder');
     await eventually(() => lost.length === 1);
     const countAtLoss = values.length;
     expect(lost[0]).toMatchObject({ reason: 'taken-over', key: 'notify', token: leaseSeen!.token });
@@ -166,7 +152,7 @@ describe('lease loss reaches the stream', () => {
     expect(errors).toEqual([]);
     subscription.unsubscribe();
     await sleep(100);
-    expect(await admin.get('notify')).toBe('intruder');
+    expect(await suite.admin.get('notify')).toBe('intruder');
   });
 
   it('a paused Redis (SIGSTOP past the TTL) → LockLostError at the local deadline, before the key can expire; all well after SIGCONT', async () => {
@@ -179,14 +165,14 @@ describe('lease loss reaches the stream', () => {
       }),
     ).catch((e: unknown) => e);
     await eventually(() => lease !== undefined);
-    server.pause();
+    suite.server.pause();
     let error: unknown;
     let erroredAt = 0;
     try {
       error = await result;
       erroredAt = performance.now();
     } finally {
-      server.resume();
+      suite.server.resume();
     }
     expect(isLockLostError(error)).toBe(true);
     expect(error).toMatchObject({ key: 'frozen', reason: 'store-unreachable' });
@@ -197,7 +183,7 @@ describe('lease loss reaches the stream', () => {
 
     // After SIGCONT: the release sent at the loss is answered, no renewal runs any more, and
     // the key can be taken again.
-    await eventually(async () => (await admin.exists('frozen')) === 0);
+    await eventually(async () => (await suite.admin.exists('frozen')) === 0);
     const before = await evalshaCalls();
     await sleep(400);
     expect(await evalshaCalls()).toBe(before);
@@ -205,7 +191,7 @@ describe('lease loss reaches the stream', () => {
     const again = await firstValueFrom(locker.acquire('frozen', { waitTimeout: 1000 }));
     expect(again.fence).toBeGreaterThan(lease!.fence);
     await again.release();
-    expect(await lockKeyCount(admin)).toBe(0);
+    expect(await lockKeyCount(suite.admin)).toBe(0);
   });
 });
 
@@ -233,7 +219,7 @@ describe('renewals share round trips', () => {
     expect(counting.batches - batchesAfterAcquire).toBeLessThanOrEqual(30);
     expect(leases.every((l) => l.held)).toBe(true);
     await Promise.all(leases.map((l) => l.release()));
-    expect(await lockKeyCount(admin)).toBe(0);
+    expect(await lockKeyCount(suite.admin)).toBe(0);
   }, 30_000);
 });
 
@@ -246,15 +232,15 @@ describe('lease.extend()', () => {
     expect(await lease.extend(5000)).toBe(true);
     expect(lease.ttl).toBe(5000);
     expect(lease.validUntil).toBeGreaterThan(firstDeadline + 4000);
-    expect(await admin.pttl('manual')).toBeGreaterThan(4500);
+    expect(await suite.admin.pttl('manual')).toBeGreaterThan(4500);
     await sleep(400); // past the first TTL: still held thanks to the extension
     expect(lease.held).toBe(true);
-    expect(await admin.get('manual')).toBe(lease.token);
+    expect(await suite.admin.get('manual')).toBe(lease.token);
 
     await expect(lease.extend(2)).rejects.toSatisfy((e: unknown) => isLockOptionsError(e) && e.option === 'ttl');
     await expect(lease.extend(-5)).rejects.toSatisfy(isLockOptionsError);
 
-    await admin.del('manual');
+    await suite.admin.del('manual');
     const lost = firstValueFrom(lease.lost$);
     expect(await lease.extend()).toBe(false);
     expect(await lost).toMatchObject({ reason: 'expired' });
@@ -272,6 +258,6 @@ describe('lease.extend()', () => {
     const seen: unknown[] = [];
     await new Promise<void>((resolve) => lease.lost$.subscribe({ next: (e) => seen.push(e), complete: resolve }));
     expect(seen).toEqual([]);
-    expect(await admin.exists('released')).toBe(0);
+    expect(await suite.admin.exists('released')).toBe(0);
   });
 });

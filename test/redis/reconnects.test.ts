@@ -16,43 +16,21 @@
 import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
 import { firstValueFrom, lastValueFrom, timer } from 'rxjs';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLocker, type AcquireOptions, type Locker } from '../../src/index.js';
 import { RedisLockStore, type RedisLockStoreOptions } from '../../src/redis.js';
 import { countingClient, type CountingClient } from '../../support/countingClient.js';
 import type { FrozenRetrierSettings, RetrierReport, RetrierSample } from '../fixtures/frozenRetrier.js';
 import { exitOf, forkFixture, killIfRunning, messagesOf, within } from '../support/children.js';
 import { connect, EmbeddedRedis } from '../support/redis.js';
+import { redisSuite } from '../support/redisSuite.js';
 import { eventually, sleep } from '../support/timing.js';
 
 const frozenRetrier = fileURLToPath(new URL('../fixtures/frozenRetrier.ts', import.meta.url));
 
-let server: EmbeddedRedis;
-let admin: Redis;
+const suite = redisSuite({ flush: false, unhandled: 'afterEach' });
 /** A second server, never dropped: a control pair runs on it during the same windows. */
-let controlServer: EmbeddedRedis;
-let controlAdmin: Redis;
-let opened: Array<() => void> = [];
-const unhandled: unknown[] = [];
-const onUnhandled = (reason: unknown) => unhandled.push(reason);
-
-beforeAll(async () => {
-  process.on('unhandledRejection', onUnhandled);
-  [server, controlServer] = await Promise.all([EmbeddedRedis.start(), EmbeddedRedis.start()]);
-  admin = connect(server);
-  controlAdmin = connect(controlServer);
-});
-afterAll(async () => {
-  process.off('unhandledRejection', onUnhandled);
-  admin?.disconnect();
-  controlAdmin?.disconnect();
-  await Promise.all([server?.stop(), controlServer?.stop()]);
-});
-afterEach(() => {
-  for (const close of opened.reverse()) close();
-  opened = [];
-  expect(unhandled).toEqual([]);
-});
+const controlSuite = redisSuite({ flush: false, unhandled: 'off' });
 
 const report = (what: string, figures: unknown) => {
   if (process.env.RECONNECTS_VERBOSE) console.log(what, JSON.stringify(figures));
@@ -65,7 +43,7 @@ interface Contender {
   acquisitions: number;
 }
 
-function contender(storeOptions: RedisLockStoreOptions = {}, on: EmbeddedRedis = server): Contender {
+function contender(storeOptions: RedisLockStoreOptions = {}, on: EmbeddedRedis = suite.server): Contender {
   const client = connect(on);
   const counting = countingClient(client);
   const store = new RedisLockStore(counting.client, storeOptions);
@@ -74,7 +52,7 @@ function contender(storeOptions: RedisLockStoreOptions = {}, on: EmbeddedRedis =
   locker.events$.subscribe((e) => {
     if (e.type === 'acquired') c.acquisitions++;
   });
-  opened.push(() => {
+  suite.closers.push(() => {
     store.close();
     client.disconnect();
   });
@@ -91,7 +69,7 @@ async function serverCalls(node: Redis): Promise<number> {
 
 /** The pub/sub connections on the server, by client id. */
 async function pubsubClients(): Promise<string[]> {
-  const list = String(await admin.call('CLIENT', 'LIST', 'TYPE', 'pubsub'));
+  const list = String(await suite.admin.call('CLIENT', 'LIST', 'TYPE', 'pubsub'));
   return [...list.matchAll(/^id=(\d+)/gm)].map((m) => m[1]!).sort();
 }
 
@@ -177,7 +155,7 @@ async function handOff(holder: Contender, waiter: Contender, key: string, waiter
     grantedAt = performance.now();
     return lease;
   });
-  await eventually(async () => (await admin.zcard(`rxjs-lock:line:{lock:${key}}`)) === 1, 3_000);
+  await eventually(async () => (await suite.admin.zcard(`rxjs-lock:line:{lock:${key}}`)) === 1, 3_000);
   const queued = waiter.counting.roundTrips;
   await sleep(waitMs);
   const waitRoundTrips = waiter.counting.roundTrips - queued;
@@ -215,8 +193,8 @@ describe('wake-ups after the subscriber connection drops', () => {
     it(`${drop}: wake-ups resume within a second; round trips per acquisition, throughput and hand-off latency return to their figures from before`, async () => {
       const a = contender();
       const b = contender();
-      const pair: Pair = { contenders: [a, b], node: admin };
-      const control: Pair = { contenders: [contender({}, controlServer), contender({}, controlServer)], node: controlAdmin };
+      const pair: Pair = { contenders: [a, b], node: suite.admin };
+      const control: Pair = { contenders: [contender({}, controlSuite.server), contender({}, controlSuite.server)], node: controlSuite.admin };
       const run = hotKey([a, b], 'hot', 4);
       const controlRun = hotKey(control.contenders, 'hot', 4);
       try {
@@ -227,12 +205,12 @@ describe('wake-ups after the subscriber connection drops', () => {
 
         const droppedAt = performance.now();
         if (drop === 'CLIENT KILL TYPE pubsub') {
-          expect(Number(await admin.call('CLIENT', 'KILL', 'TYPE', 'pubsub'))).toBe(2);
+          expect(Number(await suite.admin.call('CLIENT', 'KILL', 'TYPE', 'pubsub'))).toBe(2);
         } else {
-          await server.kill();
+          await suite.server.kill();
           await sleep(100);
-          await server.restart();
-          await eventually(async () => (await admin.ping().catch(() => 'down')) === 'PONG', 5_000);
+          await suite.server.restart();
+          await eventually(async () => (await suite.admin.ping().catch(() => 'down')) === 'PONG', 5_000);
         }
         // both inboxes are subscribed again, on new connections, within a second
         await eventually(async () => {
@@ -274,7 +252,7 @@ describe('wake-ups after the subscriber connection drops', () => {
 
 describe('a frozen Redis (SIGSTOP) while acquisitions retry', () => {
   it('failed acquisitions leave no timer behind; once Redis is back and everything is closed, the process exits by itself', async () => {
-    const child = forkFixture(frozenRetrier, 'FROZEN_RETRIER', { port: server.port } satisfies FrozenRetrierSettings);
+    const child = forkFixture(frozenRetrier, 'FROZEN_RETRIER', { port: suite.server.port } satisfies FrozenRetrierSettings);
     const exited = exitOf(child, 40_000);
     let paused = false;
     try {
@@ -287,13 +265,13 @@ describe('a frozen Redis (SIGSTOP) while acquisitions retry', () => {
         return within(message<RetrierSample>('sample'), 5_000, 'a sample from the retrier');
       };
       const running = await sample();
-      server.pause();
+      suite.server.pause();
       paused = true;
       await sleep(400);
       const frozen1 = await sample();
       await sleep(1_000);
       const frozen2 = await sample();
-      server.resume();
+      suite.server.resume();
       paused = false;
       await sleep(500);
       const thawed = await sample();
@@ -321,9 +299,9 @@ describe('a frozen Redis (SIGSTOP) while acquisitions retry', () => {
       expect(final.activeResources.filter((r) => r !== 'PipeWrap')).toEqual([]);
       expect(exit).toEqual({ code: 0, signal: null });
       expect(exitMs).toBeLessThan(5_000);
-      await eventually(async () => (await admin.keys('*')).filter((k) => !k.startsWith('rxjs-lock:fence:')).length === 0, 3_000);
+      await eventually(async () => (await suite.admin.keys('*')).filter((k) => !k.startsWith('rxjs-lock:fence:')).length === 0, 3_000);
     } finally {
-      if (paused) server.resume();
+      if (paused) suite.server.resume();
       killIfRunning(child);
     }
   });

@@ -5,9 +5,11 @@
  *   fail without reaching Redis, and check afterwards in what order calls were sent and settled;
  * - {@link hookCommands}: the same one level lower, on an ioredis client, for the commands ioredis
  *   sends for a script (EVALSHA, and the EVAL it re-sends after a NOSCRIPT answer);
+ * - {@link recordedLocker}: a locker whose events are recorded, closed after the test;
  * - helpers that read a lock's Redis line.
  */
 import type { Redis } from 'ioredis';
+import { createLocker, type LockerOptions, type LockEvent, type Locker } from '../../src/index.js';
 import type { RedisLockStore } from '../../src/redis.js';
 import { lockKeys } from '../../src/backends/redis/protocol/keyLayout.js';
 import { luaScripts } from '../../src/backends/redis/protocol/lua/scripts.generated.js';
@@ -198,4 +200,16 @@ export async function lineOf(admin: Redis, lockKey: string): Promise<Array<{ tok
 export function releaseByEval(admin: Redis, lockKey: string, token: string): Promise<unknown> {
   const { lock, fence, line, places } = keysOf(lockKey);
   return admin.eval(luaScripts.release.source, 4, lock, fence, line, places, token);
+}
+
+/** A locker whose events are recorded; `closers` (run after the test) close it. */
+export function recordedLocker(options: LockerOptions, closers: Array<() => unknown>): { locker: Locker; events: LockEvent[] } {
+  const locker = createLocker(options);
+  const events: LockEvent[] = [];
+  const subscription = locker.events$.subscribe((e) => events.push(e));
+  closers.push(
+    () => locker.close(),
+    () => subscription.unsubscribe(),
+  );
+  return { locker, events };
 }
