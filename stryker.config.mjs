@@ -16,7 +16,6 @@ export default {
     'src/engine/lease/StoreLease.ts',
     'src/engine/lease/HeldLease.ts',
     'src/engine/fencing/FenceBlock.ts',
-    'src/engine/handoff/HandoffPolicy.ts',
   ],
   concurrency: 2,
   timeoutMS: 20_000,
