@@ -32,6 +32,17 @@ export function jainIndex(counts: readonly number[]): number | null {
 const HOUSEKEEPING = new Set(['info', 'config', 'flushall', 'quit']);
 
 /** `calls` per command from `INFO commandstats` (subcommands folded into their command), housekeeping left out. */
+/** CPU seconds of the server's main thread (Redis ≥ 7 reports it apart from its I/O threads), from `INFO cpu`; null if absent. */
+export function parseServerCpuSec(info: string): number | null {
+  const field = (name: string) => {
+    const m = new RegExp(`^${name}:([0-9.]+)`, 'm').exec(info);
+    return m ? Number(m[1]) : null;
+  };
+  const user = field('used_cpu_user_main_thread') ?? field('used_cpu_user');
+  const sys = field('used_cpu_sys_main_thread') ?? field('used_cpu_sys');
+  return user === null || sys === null ? null : user + sys;
+}
+
 export function parseCommandStats(info: string): Record<string, number> {
   const calls: Record<string, number> = {};
   for (const match of info.matchAll(/^cmdstat_([^:|\r\n]+)(?:\|[^:\r\n]*)?:calls=(\d+)/gm)) {
@@ -125,6 +136,8 @@ export interface RunFacts {
   readonly commandsBefore: Record<string, number>;
   readonly commandsAfter: Record<string, number>;
   readonly orphanedKeys: number | null;
+  /** µs of CPU the server's main thread used during the run (null where not measured). */
+  readonly serverCpuUs: number | null;
   readonly noise: Noise | undefined;
   readonly env: RowEnv;
 }
@@ -139,6 +152,7 @@ function noFigures() {
     roundTripsPerAcquisition: null,
     serverCommands: null,
     serverCommandsPerAcquisition: null,
+    serverCpuUsPerAcquisition: null,
     commands: null,
     setCommands: null,
     setBefore: null,
@@ -252,6 +266,7 @@ export function buildRow(f: RunFacts): ResultRow {
     roundTripsPerAcquisition: perAcquisition(roundTrips, count),
     serverCommands,
     serverCommandsPerAcquisition: perAcquisition(serverCommands, count),
+    serverCpuUsPerAcquisition: f.serverCpuUs === null || count === 0 ? null : round(f.serverCpuUs / count, 2),
     commands,
     setCommands: commands.set ?? 0,
     setBefore: f.commandsBefore.set ?? 0,

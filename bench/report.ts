@@ -52,12 +52,12 @@ function scenarioTable(scenario: string, rows: readonly ResultRow[]): string {
   const best = bestPeer(rows, scenario);
   switch (scenario) {
     case 'uncontended': {
-      const h = ['library', 'pair p50 µs', 'pair p99 µs', '÷ baseline p50', 'acq/s', 'round trips/acq', 'server cmds/acq', 'wait p50 ms'];
-      return table(h, rs.map((r) => (r.status !== 'ok' ? notRun(r, h.length) : [labelCell(r), us(r.pairP50Ms), us(r.pairP99Ms), ratio(r.pairP50Ms, base?.pairP50Ms), int(r.acquisitionsPerSec), num(r.roundTripsPerAcquisition), num(r.serverCommandsPerAcquisition), num(r.waitP50Ms, 3)])));
+      const h = ['library', 'pair p50 µs', 'pair p99 µs', '÷ baseline p50', 'acq/s', 'round trips/acq', 'server cmds/acq', 'server CPU µs/acq', 'wait p50 ms'];
+      return table(h, rs.map((r) => (r.status !== 'ok' ? notRun(r, h.length) : [labelCell(r), us(r.pairP50Ms), us(r.pairP99Ms), ratio(r.pairP50Ms, base?.pairP50Ms), int(r.acquisitionsPerSec), num(r.roundTripsPerAcquisition), num(r.serverCommandsPerAcquisition), num(r.serverCpuUsPerAcquisition), num(r.waitP50Ms, 3)])));
     }
     case 'many-keys': {
-      const h = ['library', 'acq/s', '÷ baseline', 'round trips/acq', 'server cmds/acq', 'wait p50 ms', 'wait p99 ms', 'wait max ms', 'Jain', 'overlaps'];
-      return table(h, rs.map((r) => (r.status !== 'ok' ? notRun(r, h.length) : [labelCell(r), int(r.acquisitionsPerSec), ratio(r.acquisitionsPerSec, base?.acquisitionsPerSec), num(r.roundTripsPerAcquisition), num(r.serverCommandsPerAcquisition), num(r.waitP50Ms, 3), num(r.waitP99Ms, 3), num(r.waitMaxMs, 1), num(r.jain, 3), int(r.overlaps)])));
+      const h = ['library', 'acq/s', '÷ baseline', 'round trips/acq', 'server cmds/acq', 'server CPU µs/acq', 'wait p50 ms', 'wait p99 ms', 'wait max ms', 'Jain', 'overlaps'];
+      return table(h, rs.map((r) => (r.status !== 'ok' ? notRun(r, h.length) : [labelCell(r), int(r.acquisitionsPerSec), ratio(r.acquisitionsPerSec, base?.acquisitionsPerSec), num(r.roundTripsPerAcquisition), num(r.serverCommandsPerAcquisition), num(r.serverCpuUsPerAcquisition), num(r.waitP50Ms, 3), num(r.waitP99Ms, 3), num(r.waitMaxMs, 1), num(r.jain, 3), int(r.overlaps)])));
     }
     case 'hot-key-1ms':
     case 'hot-key-0ms': {

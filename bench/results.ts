@@ -51,6 +51,8 @@ export interface ResultRow {
   /** Sum of `calls` over `INFO commandstats` (including commands run inside Lua), bench housekeeping excluded. */
   readonly serverCommands: number | null;
   readonly serverCommandsPerAcquisition: number | null;
+  /** CPU time of the Redis server's main thread (`INFO cpu`) per acquisition, in µs: what the server pays for one acquire + release, network reads and writes included. */
+  readonly serverCpuUsPerAcquisition: number | null;
   readonly commands: Readonly<Record<string, number>> | null;
   /** `cmdstat_set` calls during the run (SETs inside scripts included). */
   readonly setCommands: number | null;

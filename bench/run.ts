@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { EmbeddedRedis } from '../support/embeddedRedis.js';
 import { entriesFor, entryLabel, type BenchEntry } from './libraries.js';
-import { buildProbeRow, buildRow, emptyProbeRow, emptyRow, parseCommandStats } from './metrics.js';
+import { buildProbeRow, buildRow, emptyProbeRow, emptyRow, parseCommandStats, parseServerCpuSec } from './metrics.js';
 import { cpuSnapshot, noiseBetween, type CpuSnapshot } from './noise.js';
 import { pinProcess, pinRedis, type Pinning } from './pinning.js';
 import { WorkerPool, type RunOrder } from './pool.js';
@@ -75,6 +75,7 @@ function describeRow(row: ResultRow): string {
     `${Math.round(row.acquisitionsPerSec ?? 0).toLocaleString('en-US')} acq/s`,
     `rt/acq ${row.roundTripsPerAcquisition ?? '-'}`,
     `srv/acq ${row.serverCommandsPerAcquisition ?? '-'}`,
+    `srv CPU/acq ${row.serverCpuUsPerAcquisition ?? '-'} µs`,
     `wait p50/p99/max ${row.waitP50Ms ?? '-'}/${row.waitP99Ms ?? '-'}/${row.waitMaxMs ?? '-'} ms`,
     ...(row.warmupCutSec !== null ? [`max wait after ${row.warmupCutSec} s ${row.waitMaxAfterWarmupMs ?? '-'} ms`] : []),
     `jain ${row.jain ?? '-'}`,
@@ -115,6 +116,7 @@ async function runOne(bench: Bench, spec: ScenarioSpec, entry: BenchEntry, runId
     setup: { runId, worker, entry, scenario: spec, redis: { host: server.host, port: server.port } },
   }));
   let commandsBefore: Record<string, number> = {};
+  let serverCpuBefore: number | null = null;
   const ourPids = () => [process.pid, server.pid, ...pool.pids()];
   let cpuBefore: CpuSnapshot | undefined;
   const result = await pool.run(
@@ -124,6 +126,7 @@ async function runOne(bench: Bench, spec: ScenarioSpec, entry: BenchEntry, runId
       await admin.flushall();
       await admin.config('RESETSTAT');
       commandsBefore = parseCommandStats(await admin.info('commandstats'));
+      serverCpuBefore = parseServerCpuSec(await admin.info('cpu'));
       cpuBefore = cpuSnapshot(ourPids());
       const startNs = nowNs() + GO_LEAD_NS;
       const seconds = spec.stop.kind === 'time' && !spec.storm ? spec.stop.seconds : 0;
@@ -135,6 +138,7 @@ async function runOne(bench: Bench, spec: ScenarioSpec, entry: BenchEntry, runId
   if (result.kind === 'failed') return emptyRow(spec, entry, 'failed', result.message, env);
   const noise = noiseBetween(cpuBefore, cpuSnapshot(ourPids()));
 
+  const serverCpuAfter = parseServerCpuSec(await admin.info('cpu'));
   const commandsAfter = parseCommandStats(await admin.info('commandstats'));
   let orphanedKeys: number | null = null;
   if (spec.storm) {
@@ -149,6 +153,7 @@ async function runOne(bench: Bench, spec: ScenarioSpec, entry: BenchEntry, runId
     commandsBefore,
     commandsAfter,
     orphanedKeys,
+    serverCpuUs: serverCpuBefore === null || serverCpuAfter === null ? null : (serverCpuAfter - serverCpuBefore) * 1e6,
     noise,
     env,
   });
