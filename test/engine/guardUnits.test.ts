@@ -1,0 +1,338 @@
+/**
+ * The guards of the lease and fence state machines, tested on the parts themselves: each test
+ * fails when its guard is deleted or inverted (the survivors of `npm run mutation` that guard
+ * validity, release-once, ownership and fence order). The parts are driven through the narrow
+ * interfaces they are built on (a StoreLease sees its keeper only as a `StoreLeaseOwner`), so the
+ * owner below records what the lease asks for; no store is imitated.
+ */
+import { firstValueFrom, lastValueFrom, of, toArray } from 'rxjs';
+import { describe, expect, it } from 'vitest';
+import { LockStoreError } from '../../src/errors/errors.js';
+import { FenceBlock, fencesToReserve } from '../../src/engine/fencing/FenceBlock.js';
+import type { HolderFacts } from '../../src/engine/events/EventReporter.js';
+import { StoreLease, type PassedHolder, type StoreLeaseOwner } from '../../src/engine/lease/StoreLease.js';
+import type { DueKind } from '../../src/engine/lease/LeaseTimers.js';
+import { createLocker, MemoryLockStore } from '../../src/index.js';
+import type { ExtendOutcome } from '../../src/store/LockStore.js';
+import { RecordingStore } from '../support/recordingStore.js';
+
+describe('FenceBlock: a block hands out exactly its fences, in order', () => {
+  it('take() gives first+1 … first+size−1, then undefined for good; left counts down to 0', () => {
+    const block = new FenceBlock(100, 4);
+    expect(block.left).toBe(3);
+    expect([block.take(), block.take(), block.take()]).toEqual([101, 102, 103]);
+    expect(block.left).toBe(0);
+    expect(block.take()).toBeUndefined();
+    expect(block.take()).toBeUndefined();
+    expect(block.left).toBe(0);
+  });
+
+  it('a block of one fence has nothing for a successor', () => {
+    const block = new FenceBlock(7, 1);
+    expect(block.left).toBe(0);
+    expect(block.take()).toBeUndefined();
+  });
+
+  it('fencesToReserve: 1 without passes; 1 + maxPasses with others waiting; else a spare of 16 in all, never more than 1 + maxPasses', () => {
+    expect(fencesToReserve(0, 0)).toBe(1);
+    expect(fencesToReserve(5, 0)).toBe(1);
+    expect(fencesToReserve(1, 64)).toBe(65);
+    expect(fencesToReserve(0, 64)).toBe(16);
+    expect(fencesToReserve(0, 3)).toBe(4);
+    expect(fencesToReserve(0, 15)).toBe(16);
+  });
+});
+
+/** Records what a StoreLease asks of its keeper. */
+class Keeper implements StoreLeaseOwner {
+  readonly scheduled: Array<{ kind: DueKind; dueAt: number }> = [];
+  readonly settled: Array<{ passes: readonly PassedHolder[]; outcome: 'passed' | 'gone' | LockStoreError }> = [];
+  extendAnswer: ExtendOutcome = 'extended';
+  extendCalls = 0;
+  renewedCount = 0;
+  async extendLease(): Promise<ExtendOutcome> {
+    this.extendCalls++;
+    return this.extendAnswer;
+  }
+  schedule(_lease: StoreLease, kind: DueKind, dueAt: number): void {
+    this.scheduled.push({ kind, dueAt });
+  }
+  unschedule(): void {}
+  renewed(): void {
+    this.renewedCount++;
+  }
+  renewFailed(): void {}
+  passesSettled(passes: readonly PassedHolder[], outcome: 'passed' | 'gone' | LockStoreError): void {
+    this.settled.push({ passes, outcome });
+  }
+}
+
+const holder = (n: number): HolderFacts => ({ key: 'k', token: 't', id: `t:${n}`, fence: n, acquiredAt: 0 });
+
+function lease(keeper: Keeper, ttl = 1000, renew: false | { interval: number | undefined } = { interval: undefined }, wantedTtl = ttl): StoreLease {
+  const l = new StoreLease(keeper, 'k', 'k', 't', ttl, performance.now(), wantedTtl, renew);
+  const lost: unknown[] = [];
+  l.onLost = (e) => lost.push(e);
+  return l;
+}
+
+describe('StoreLease: validity and ownership', () => {
+  it('a lease taken over (the store says so) is not valid any more, even well before its deadline', () => {
+    const keeper = new Keeper();
+    const l = lease(keeper);
+    const now = performance.now();
+    expect(l.valid(now)).toBe(true);
+    expect(l.extended('taken', now, 1000)).toBe(false);
+    expect(l.isHeld).toBe(false);
+    expect(l.valid(now)).toBe(false);
+    expect(l.checkValid(now)).toBe(false);
+  });
+
+  it('a lease given back is not valid any more, and due timers ask nothing of the store', () => {
+    const keeper = new Keeper();
+    const l = lease(keeper);
+    l.end();
+    const now = performance.now();
+    expect(l.valid(now)).toBe(false);
+    expect(l.checkValid(now)).toBe(false);
+    const renewals: unknown[] = [];
+    l.due('renew', now, renewals as never);
+    expect(renewals).toEqual([]);
+  });
+
+  it('an answer to an extend call is ignored once the lease is no longer held: it is not revived', () => {
+    const keeper = new Keeper();
+    const l = lease(keeper);
+    l.end();
+    expect(l.extended('extended', performance.now(), 5000)).toBe(false);
+    expect(l.isHeld).toBe(false);
+    expect(keeper.renewedCount).toBe(0);
+  });
+
+  it('extend() of a lease past its validity answers false and sends nothing', async () => {
+    const keeper = new Keeper();
+    const l = lease(keeper, 10, false);
+    await new Promise((r) => setTimeout(r, 15));
+    expect(await l.extend(1000)).toBe(false);
+    expect(keeper.extendCalls).toBe(0);
+    expect(l.isHeld).toBe(false);
+  });
+
+  it("extend() answered 'taken' or 'gone' resolves false and loses the lease", async () => {
+    for (const answer of ['taken', 'gone'] as const) {
+      const keeper = new Keeper();
+      const l = lease(keeper);
+      keeper.extendAnswer = answer;
+      expect(await l.extend(1000)).toBe(false);
+      expect(l.isHeld).toBe(false);
+    }
+  });
+
+  it('an extension sets the validity from when the call was sent, not from when it was answered', () => {
+    const keeper = new Keeper();
+    const l = lease(keeper);
+    const sentAt = performance.now() - 500;
+    expect(l.extended('extended', sentAt, 1000)).toBe(true);
+    expect(l.validUntil).toBeCloseTo(sentAt + 1000 - (10 + 2), 6);
+  });
+
+  it('a renewal that failed is retried while the lease is valid, then only its deadline is watched', () => {
+    const keeper = new Keeper();
+    const l = lease(keeper, 300);
+    keeper.scheduled.length = 0;
+    l.renewFailed(new LockStoreError('k', 'extend', 'down'));
+    expect(keeper.scheduled.at(-1)?.kind).toBe('renew');
+    expect(keeper.scheduled.at(-1)!.dueAt).toBeLessThan(l.validUntil);
+    // a retry that would come after the validity is no retry: the deadline is what is left
+    // (validity 988 ms from a grant 985 ms ago: 3 ms left, and a retry would come a third of the 333 ms interval later)
+    const short = new StoreLease(keeper, 'k', 'k', 't', 1000, performance.now() - 985, 1000, { interval: undefined });
+    keeper.scheduled.length = 0;
+    short.renewFailed(new LockStoreError('k', 'extend', 'down'));
+    expect(keeper.scheduled.map((s) => s.kind)).toEqual(['deadline']);
+  });
+
+  it('a lease whose key came with a TTL not its own, without renewal, is extended once at start', () => {
+    const keeper = new Keeper();
+    const l = lease(keeper, 200, false, 1000);
+    keeper.scheduled.length = 0;
+    l.start();
+    expect(keeper.scheduled).toEqual([{ kind: 'renew', dueAt: expect.any(Number) }]);
+    const plain = lease(keeper, 1000, false, 1000);
+    keeper.scheduled.length = 0;
+    plain.start();
+    expect(keeper.scheduled.map((s) => s.kind)).toEqual(['deadline']);
+  });
+
+  it('abandon() loses a held lease with the reason given, and does nothing to one already ended', () => {
+    const keeper = new Keeper();
+    const l = lease(keeper);
+    const lost: Array<{ reason: string }> = [];
+    l.onLost = (e) => lost.push(e);
+    l.abandon('locker-closed');
+    expect(l.isHeld).toBe(false);
+    expect(lost.map((e) => e.reason)).toEqual(['locker-closed']);
+    const ended = lease(keeper);
+    const told: unknown[] = [];
+    ended.onLost = (e) => told.push(e);
+    ended.end();
+    ended.abandon('locker-closed');
+    expect(told).toEqual([]);
+  });
+});
+
+describe('StoreLease: a pass is reported only as the store confirmed it', () => {
+  it('only answers to calls sent after a pass confirm it; an earlier call settles nothing', async () => {
+    const keeper = new Keeper();
+    const l = lease(keeper);
+    const before = performance.now();
+    await new Promise((r) => setTimeout(r, 2));
+    l.passed(holder(1), true);
+    await new Promise((r) => setTimeout(r, 2));
+    l.passed(holder(2), true);
+    const between = (l as unknown as { unconfirmed: PassedHolder[] }).unconfirmed[1]!.passedAt - 0.5;
+    l.extended('extended', before, 1000); // sent before both passes
+    expect(keeper.settled).toEqual([]);
+    l.extended('extended', between, 1000); // sent after the first pass only
+    expect(keeper.settled.map((s) => [s.passes.map((p) => p.holder.fence), s.outcome])).toEqual([[[1], 'passed']]);
+    l.released(true);
+    expect(keeper.settled.map((s) => [s.passes.map((p) => p.holder.fence), s.outcome])).toEqual([
+      [[1], 'passed'],
+      [[2], 'passed'],
+    ]);
+  });
+
+  it("the final release settles the passes: true → 'passed', false → 'gone', an error → that error", () => {
+    const error = new LockStoreError('k', 'release', 'down');
+    for (const [answer, outcome] of [
+      [true, 'passed'],
+      [false, 'gone'],
+      [error, error],
+    ] as const) {
+      const keeper = new Keeper();
+      const l = lease(keeper);
+      l.passed(holder(1), true);
+      l.passed(holder(2), true);
+      l.released(answer);
+      expect(keeper.settled).toHaveLength(1);
+      expect(keeper.settled[0]!.passes.map((p) => p.holder.fence)).toEqual([1, 2]);
+      expect(keeper.settled[0]!.outcome).toBe(outcome);
+      l.released(answer);
+      expect(keeper.settled).toHaveLength(1);
+    }
+  });
+
+  it('passes are not tracked when nobody observes events', () => {
+    const keeper = new Keeper();
+    const l = lease(keeper);
+    l.passed(holder(1), false);
+    l.released(true);
+    expect(keeper.settled).toEqual([]);
+  });
+
+  it("a loss settles the passes before it as 'gone', or with the renewal's error when the store was unreachable; a close leaves them to the final release", async () => {
+    const keeper = new Keeper();
+    const taken = lease(keeper);
+    taken.passed(holder(1), true);
+    taken.extended('taken', performance.now(), 1000);
+    expect(keeper.settled.map((s) => s.outcome)).toEqual(['gone']);
+
+    const unreachable = new Keeper();
+    const l = lease(unreachable, 10, { interval: 1000 });
+    l.passed(holder(2), true);
+    const error = new LockStoreError('k', 'extend', 'timed out');
+    l.renewFailed(error);
+    await new Promise((r) => setTimeout(r, 15));
+    expect(l.checkValid(performance.now())).toBe(false);
+    expect(unreachable.settled.map((s) => s.outcome)).toEqual([error]);
+
+    const silent = new Keeper();
+    const stalled = lease(silent, 10, { interval: 1000 });
+    stalled.passed(holder(3), true);
+    stalled.renewing();
+    await new Promise((r) => setTimeout(r, 15));
+    expect(stalled.checkValid(performance.now())).toBe(false);
+    expect(silent.settled).toHaveLength(1);
+    expect(silent.settled[0]!.outcome).toBeInstanceOf(LockStoreError);
+
+    const closing = new Keeper();
+    const closed = lease(closing);
+    closed.passed(holder(4), true);
+    closed.abandon('locker-closed');
+    expect(closing.settled).toEqual([]);
+    closed.released(true);
+    expect(closing.settled.map((s) => s.outcome)).toEqual(['passed']);
+  });
+});
+
+describe('HeldLease: release once, and a holder owns only its own hold', () => {
+  function setup() {
+    const store = new RecordingStore(new MemoryLockStore());
+    const locker = createLocker({ store, keyPrefix: '', ttl: 5000, cohort: { maxMs: 60_000 } });
+    return { store, locker };
+  }
+
+  it('a holder that passed the lock on cannot extend the lease its successor now holds', async () => {
+    const { store, locker } = setup();
+    const first = await firstValueFrom(locker.acquire('k'));
+    const second = firstValueFrom(locker.acquire('k'));
+    expect(await first.release()).toBe(true);
+    const successor = await second;
+    expect(successor.token).toBe(first.token); // passed locally: one store lease
+    const extendsBefore = store.count('extend');
+    expect(await first.extend()).toBe(false);
+    expect(store.count('extend')).toBe(extendsBefore);
+    expect(successor.held).toBe(true);
+    await successor.release();
+  });
+
+  it('released says whether release() was called; lost$ of a released holder completes without a value', async () => {
+    const { locker } = setup();
+    const lease = await firstValueFrom(locker.acquire('k'));
+    const seen = lastValueFrom(lease.lost$.pipe(toArray()));
+    expect(lease.released).toBe(false);
+    await lease.release();
+    expect(lease.released).toBe(true);
+    expect(await seen).toEqual([]);
+    expect(await lastValueFrom(lease.lost$.pipe(toArray()))).toEqual([]);
+  });
+
+  it('a holder that lost its lease keeps its loss on lost$ after release(): its subscribers get the error, not an empty completion', async () => {
+    const memory = new MemoryLockStore();
+    const locker = createLocker({ store: memory, keyPrefix: '', ttl: 5000, renew: { interval: 20 } });
+    const lease = await firstValueFrom(locker.acquire('k'));
+    await memory.release('k', lease.token); // the key is gone behind the holder's back
+    const reason = (await firstValueFrom(lease.lost$)).reason;
+    expect(reason).toBe('expired');
+    expect(await lease.release()).toBe(false);
+    expect(lease.held).toBe(false);
+    expect((await lastValueFrom(lease.lost$.pipe(toArray()))).map((e) => e.reason)).toEqual(['expired']);
+    expect(lease.lostWith?.reason).toBe('expired');
+    await locker.close();
+  });
+
+  it('a lost holder is told once, and a holder released before a loss is not told of it', async () => {
+    const memory = new MemoryLockStore();
+    const locker = createLocker({ store: memory, keyPrefix: '', ttl: 5000, renew: { interval: 20 }, cohort: { maxMs: 60_000 } });
+    const first = await firstValueFrom(locker.acquire('k'));
+    const firstLost: unknown[] = [];
+    first.lost$.subscribe((e) => firstLost.push(e));
+    const second = firstValueFrom(locker.acquire('k'));
+    await first.release();
+    const successor = await second;
+    const successorLost: unknown[] = [];
+    successor.lost$.subscribe((e) => successorLost.push(e));
+    await memory.release('k', successor.token);
+    await lastValueFrom(successor.lost$.pipe(toArray()));
+    expect(successorLost).toHaveLength(1);
+    expect(firstLost).toEqual([]);
+    expect(first.lostWith).toBeUndefined();
+    await locker.close();
+  });
+
+  it('withLock on a lease that came back from a pass still works (of() completes, lease given back once)', async () => {
+    const { store, locker } = setup();
+    const results = await Promise.all([1, 2, 3].map((n) => lastValueFrom(locker.withLock('k')(of(n)))));
+    expect(results).toEqual([1, 2, 3]);
+    expect(store.count('release')).toBe(1);
+  });
+});
