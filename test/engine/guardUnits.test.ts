@@ -329,6 +329,27 @@ describe('HeldLease: release once, and a holder owns only its own hold', () => {
     await locker.close();
   });
 
+  it("a holder whose lease was lost releases only its own: the locker's next holder of the key keeps the lock", async () => {
+    const memory = new MemoryLockStore();
+    const store = new RecordingStore(memory);
+    const locker = createLocker({ store, keyPrefix: '', ttl: 5000, renew: { interval: 20 }, cohort: { maxMs: 60_000 } });
+    const first = await firstValueFrom(locker.acquire('k'));
+    const waiting = firstValueFrom(locker.acquire('k')); // in the same gate, behind the holder
+    await memory.release('k', first.token); // the key is gone behind the holder's back
+    await firstValueFrom(first.lost$);
+    const next = await waiting; // the gate moved on to its next waiter: a new store lease
+    expect(next.token).not.toBe(first.token);
+    expect(await first.release()).toBe(false);
+    await new Promise((r) => setTimeout(r, 5));
+    expect(next.held).toBe(true);
+    // the key is still the new holder's in the store, and it is not passed or given back
+    expect(await memory.extend('k', next.token, 5000)).toBe('extended');
+    const third = firstValueFrom(locker.acquire('k', { waitTimeout: 0 })).catch((e: unknown) => e);
+    expect(await third).toMatchObject({ name: 'LockTimeoutError' });
+    expect(await next.release()).toBe(true);
+    await locker.close();
+  });
+
   it('withLock on a lease that came back from a pass still works (of() completes, lease given back once)', async () => {
     const { store, locker } = setup();
     const results = await Promise.all([1, 2, 3].map((n) => lastValueFrom(locker.withLock('k')(of(n)))));
