@@ -5,7 +5,7 @@
  * interfaces they are built on (a StoreLease sees its keeper only as a `StoreLeaseOwner`), so the
  * owner below records what the lease asks for; no store is imitated.
  */
-import { firstValueFrom, lastValueFrom, of, toArray } from 'rxjs';
+import { filter, firstValueFrom, lastValueFrom, of, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { LockStoreError } from '../../src/errors/errors.js';
 import { FenceBlock, fencesToReserve } from '../../src/engine/fencing/FenceBlock.js';
@@ -300,10 +300,12 @@ describe('HeldLease: release once, and a holder owns only its own hold', () => {
     const memory = new MemoryLockStore();
     const locker = createLocker({ store: memory, keyPrefix: '', ttl: 5000, renew: { interval: 20 } });
     const lease = await firstValueFrom(locker.acquire('k'));
+    const lostEvent = firstValueFrom(locker.events$.pipe(filter((e) => e.type === 'lost')));
     await memory.release('k', lease.token); // the key is gone behind the holder's back
-    const reason = (await firstValueFrom(lease.lost$)).reason;
-    expect(reason).toBe('expired');
+    await lostEvent;
     expect(await lease.release()).toBe(false);
+    // the first look at lost$ comes after release(): it still tells of the loss
+    expect((await lastValueFrom(lease.lost$.pipe(toArray()))).map((e) => e.reason)).toEqual(['expired']);
     expect(lease.held).toBe(false);
     expect((await lastValueFrom(lease.lost$.pipe(toArray()))).map((e) => e.reason)).toEqual(['expired']);
     expect(lease.lostWith?.reason).toBe('expired');
