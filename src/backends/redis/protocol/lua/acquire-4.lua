@@ -16,7 +16,6 @@
 --@include lib/numbers.lua
 --@include lib/clock.lua
 --@include lib/fences.lua
---@include lib/line.lua
 
 local lock, fenceKey, line, places = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local token, ttl, fences = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -42,6 +41,10 @@ if not inLine and redis.call('EXISTS', line) == 0 then
   local first, count = issueFences(fenceKey, fences, seed)
   return {1, first, redis.call('PTTL', lock), 0, count}
 end
+
+-- The line's pieces come after the common path, which does not need them: a script runs its
+-- `local function` statements on every call, and each costs the server a closure.
+--@include lib/line.lua
 
 local holder = redis.call('GET', lock)
 if holder == token then

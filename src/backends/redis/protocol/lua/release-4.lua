@@ -12,10 +12,6 @@
 -- lifetime at most), that one is told too, as 'behind <token> <ttl>': a grantee that died must not
 -- keep the key from the next one longer than its grant. Returns 2 when handed over, 1 when
 -- deleted, 0 when the key was not the caller's.
---@include lib/numbers.lua
---@include lib/clock.lua
---@include lib/fences.lua
---@include lib/line.lua
 
 local lock, fenceKey, line, places = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local token = ARGV[1]
@@ -29,6 +25,13 @@ if redis.call('EXISTS', line) == 0 then
   redis.call('DEL', lock, places)
   return 1
 end
+
+-- The shared pieces come after the common path, which needs none of them: a script runs its
+-- `local function` statements on every call, and each costs the server a closure.
+--@include lib/numbers.lua
+--@include lib/clock.lua
+--@include lib/fences.lua
+--@include lib/line.lua
 
 local now, seed = serverClock()
 local nextToken, nextTtl, nextFences, inbox, lapseAt = firstLive(line, places, now)
