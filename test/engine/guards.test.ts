@@ -56,13 +56,20 @@ describe('the local pass checks the lease is still valid', () => {
   });
 
   it('the next waiter must ask for the same lease: another TTL, or another renewal, goes to the store', async () => {
-    for (const other of [{ ttl: 5000 }, { renew: false as const }, { renew: { interval: 100 } }]) {
+    for (const [mine, other] of [
+      [{}, { ttl: 5000 }],
+      [{}, { renew: false as const }],
+      [{}, { renew: { interval: 100 } }],
+      // a lease nobody renews must not pass to a waiter that expects renewal (default or explicit)
+      [{ renew: false as const }, {}],
+      [{ renew: false as const }, { renew: { interval: 100 } }],
+    ] as const) {
       const { store, locker } = setup({ ttl: 3000, cohort: { maxMs: 60_000 } });
-      const first = await firstValueFrom(locker.acquire('k'));
+      const first = await firstValueFrom(locker.acquire('k', mine));
       const second = lastValueFrom(locker.using('k', (lease) => of(lease.fence), other));
       await first.release();
       expect(await second).toBeGreaterThan(first.fence);
-      expect(store.count('tryAcquire'), JSON.stringify(other)).toBe(2);
+      expect(store.count('tryAcquire'), JSON.stringify([mine, other])).toBe(2);
     }
   });
 });
