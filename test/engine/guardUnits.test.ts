@@ -163,6 +163,49 @@ describe('StoreLease: validity and ownership', () => {
     expect(keeper.scheduled.map((s) => s.kind)).toEqual(['deadline']);
   });
 
+  it("a lease renewed once and then left past its validity is lost as 'expired', not 'store-unreachable' (the renewal was answered)", async () => {
+    const keeper = new Keeper();
+    const l = lease(keeper, 20, { interval: 1000 });
+    const reasons: string[] = [];
+    l.onLost = (e) => reasons.push(e.reason);
+    l.renewing();
+    expect(l.extended('extended', performance.now(), 20)).toBe(true);
+    await new Promise((r) => setTimeout(r, 25));
+    expect(l.checkValid(performance.now())).toBe(false);
+    expect(reasons).toEqual(['expired']);
+    // and one whose renewal was never answered is lost as 'store-unreachable'
+    const pending = lease(keeper, 20, { interval: 1000 });
+    const why: string[] = [];
+    pending.onLost = (e) => why.push(e.reason);
+    pending.renewing();
+    await new Promise((r) => setTimeout(r, 25));
+    expect(pending.checkValid(performance.now())).toBe(false);
+    expect(why).toEqual(['store-unreachable']);
+  });
+
+  it('a deadline that comes due is no renewal: it asks nothing of the store and watches the deadline again', () => {
+    const keeper = new Keeper();
+    const l = lease(keeper, 1000);
+    keeper.scheduled.length = 0;
+    const renewals: unknown[] = [];
+    l.due('deadline', performance.now(), renewals as never);
+    expect(renewals).toEqual([]);
+    expect(keeper.scheduled.map((x) => x.kind)).toEqual(['deadline']);
+    l.due('renew', performance.now(), renewals as never);
+    expect(renewals).toEqual([l]);
+  });
+
+  it("a handed-over key's shorter TTL sets the renewal schedule (a third of it), not the TTL the holder asked for", () => {
+    const keeper = new Keeper();
+    const acquiredAt = performance.now();
+    const l = new StoreLease(keeper, 'k', 'k', 't', 300, acquiredAt, 3000, { interval: undefined });
+    keeper.scheduled.length = 0;
+    l.start(acquiredAt);
+    expect(keeper.scheduled).toHaveLength(1);
+    expect(keeper.scheduled[0]!.kind).toBe('renew');
+    expect(keeper.scheduled[0]!.dueAt).toBeLessThanOrEqual(acquiredAt + 100);
+  });
+
   it('abandon() loses a held lease with the reason given, and does nothing to one already ended', () => {
     const keeper = new Keeper();
     const l = lease(keeper);
