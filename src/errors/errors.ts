@@ -165,6 +165,11 @@ function describe(value: unknown): string {
 }
 
 /** Is `e` an error raised by rxjs-lock (any copy of it)? Optionally, of the given kind. */
+/** `value` if it is an Error, else an Error that says what was thrown (a store may reject with anything). */
+export function asError(value: unknown): Error {
+  return value instanceof Error ? value : new Error(String(value));
+}
+
 export function isLockError(e: unknown, name?: LockErrorName): e is LockError {
   if (typeof e !== 'object' || e === null || (e as Record<symbol, unknown>)[BRAND] !== true) return false;
   return name === undefined || (e as LockError).name === name;

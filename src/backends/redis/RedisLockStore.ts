@@ -6,7 +6,7 @@
  * wakes it by pub/sub.
  */
 import { v4 as uuidv4 } from 'uuid';
-import { LockOptionsError } from '../../errors/errors.js';
+import { asError, LockOptionsError } from '../../errors/errors.js';
 import { MAX_MS } from '../../options/limits.js';
 import type {
   BatchExtendStore,
@@ -195,7 +195,7 @@ export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStor
   async extendMany(requests: readonly ExtendRequest[]): Promise<Array<ExtendOutcome | Error>> {
     const client = this.client;
     if (client.isCluster === true || requests.length === 1) {
-      return Promise.all(requests.map((r) => this.extend(r.key, r.token, r.ttlMs).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error))))));
+      return Promise.all(requests.map((r) => this.extend(r.key, r.token, r.ttlMs).catch(asError)));
     }
     const pipeline = client.pipeline();
     for (const r of requests) queueScript(pipeline, 'extend', [r.key], [r.token, r.ttlMs]);

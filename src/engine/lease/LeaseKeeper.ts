@@ -4,7 +4,7 @@
  * what happened. Deadlines and loss live in each {@link StoreLease}; this part talks to the store
  * and to `events$` for them.
  */
-import { LockStoreError } from '../../errors/errors.js';
+import { asError, LockStoreError } from '../../errors/errors.js';
 import type { ExtendOutcome } from '../../store/LockStore.js';
 import type { StoreAccess } from '../calls/StoreAccess.js';
 import type { EventReporter } from '../events/EventReporter.js';
@@ -125,7 +125,7 @@ export class LeaseKeeper implements StoreLeaseOwner {
     const run =
       batch !== undefined && requests.length > 1
         ? () => batch.extendMany(requests)
-        : () => Promise.all(requests.map((r) => store.extend(r.key, r.token, r.ttlMs).catch((error: unknown) => toError(error))));
+        : () => Promise.all(requests.map((r) => store.extend(r.key, r.token, r.ttlMs).catch(asError)));
     const what = leases.length === 1 ? leases[0]!.key : `${leases[0]!.key} (and ${leases.length - 1} more leases)`;
     this.access.call('extend', what, run, {
       value: (outcomes) => {
@@ -141,8 +141,4 @@ export class LeaseKeeper implements StoreLeaseOwner {
       },
     });
   }
-}
-
-function toError(error: unknown): Error {
-  return error instanceof Error ? error : new Error(String(error));
 }

@@ -22,7 +22,7 @@
  */
 import { LockOptionsError } from '../../../errors/errors.js';
 
-/** The namespace of the store's own keys; lock keys may not start with it. */
+/** The namespace of the store's own keys; a lock key's name (as Redis sees it) may not contain it. */
 export const RESERVED_PREFIX = 'rxjs-lock:';
 
 /** What each helper key is for. */
