@@ -21,20 +21,17 @@ import {
   type LockStore,
 } from '../../src/index.js';
 import type { LockEngine } from '../../src/engine/LockEngine.js';
-import { RecordingStore } from '../support/recordingStore.js';
+import { recordingLocker } from '../support/recordingStore.js';
 import { sleep } from '../support/timing.js';
 import { expectNoUnhandledRejections } from '../support/unhandled.js';
 
 expectNoUnhandledRejections();
 
 function setup(options: Parameters<typeof createLocker>[0] = {}) {
-  const memory = new MemoryLockStore();
-  const store = new RecordingStore(memory);
-  const locker = createLocker({ store, keyPrefix: '', ...options });
-  const events: LockEvent[] = [];
+  const made = recordingLocker(options);
   let completed = false;
-  locker.events$.subscribe({ next: (e) => events.push(e), complete: () => (completed = true) });
-  return { memory, store, locker, events, engine: locker as unknown as LockEngine, completed: () => completed };
+  made.locker.events$.subscribe({ complete: () => (completed = true) });
+  return { ...made, engine: made.locker as unknown as LockEngine, completed: () => completed };
 }
 
 /** Subscribes and records how the stream ends. */

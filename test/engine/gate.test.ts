@@ -12,15 +12,11 @@ import { describe, expect, it } from 'vitest';
 import { createLocker, DEFAULTS, isLockTimeoutError, MemoryLockStore, type LockEvent, type LockerOptions, type LockStore } from '../../src/index.js';
 import type { LockEngine } from '../../src/engine/LockEngine.js';
 import { CohortPolicy } from '../../src/engine/handoff/HandoffPolicy.js';
-import { RecordingStore } from '../support/recordingStore.js';
+import { recordingLocker } from '../support/recordingStore.js';
 
 function setup(options: LockerOptions = {}) {
-  const memory = new MemoryLockStore();
-  const store = new RecordingStore(memory);
-  const locker = createLocker({ store, keyPrefix: '', ...options });
-  const events: LockEvent[] = [];
-  locker.events$.subscribe((e) => events.push(e));
-  return { memory, store, locker, events, engine: locker as unknown as LockEngine };
+  const made = recordingLocker(options);
+  return { ...made, engine: made.locker as unknown as LockEngine };
 }
 
 describe('local gate', () => {

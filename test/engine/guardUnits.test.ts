@@ -14,7 +14,7 @@ import { StoreLease, type PassedHolder, type StoreLeaseOwner } from '../../src/e
 import type { DueKind } from '../../src/engine/lease/LeaseTimers.js';
 import { createLocker, MemoryLockStore } from '../../src/index.js';
 import type { ExtendOutcome } from '../../src/store/LockStore.js';
-import { RecordingStore } from '../support/recordingStore.js';
+import { RecordingStore, recordingLocker } from '../support/recordingStore.js';
 
 describe('FenceBlock: a block hands out exactly its fences, in order', () => {
   it('take() gives first+1 … first+size−1, then undefined for good; left counts down to 0', () => {
@@ -308,11 +308,7 @@ describe('StoreLease: a pass is reported only as the store confirmed it', () => 
 });
 
 describe('HeldLease: release once, and a holder owns only its own hold', () => {
-  function setup() {
-    const store = new RecordingStore(new MemoryLockStore());
-    const locker = createLocker({ store, keyPrefix: '', ttl: 5000, cohort: { maxMs: 60_000 } });
-    return { store, locker };
-  }
+  const setup = () => recordingLocker({ ttl: 5000, cohort: { maxMs: 60_000 } });
 
   it('a holder that passed the lock on cannot extend the lease its successor now holds', async () => {
     const { store, locker } = setup();

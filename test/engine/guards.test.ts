@@ -7,9 +7,9 @@
  */
 import { firstValueFrom, lastValueFrom, of } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import { createLocker, MemoryLockStore, type Lease, type LockEvent, type LockStore } from '../../src/index.js';
+import { createLocker, MemoryLockStore, type Lease, type LockStore } from '../../src/index.js';
 import type { AcquireResult, ExtendOutcome } from '../../src/store/LockStore.js';
-import { RecordingStore } from '../support/recordingStore.js';
+import { RecordingStore, recordingLocker } from '../support/recordingStore.js';
 
 /** Blocks the event loop for `ms` (what a long synchronous computation or a GC pause does). */
 function block(ms: number): void {
@@ -19,14 +19,7 @@ function block(ms: number): void {
   }
 }
 
-function setup(options: Parameters<typeof createLocker>[0] = {}) {
-  const memory = new MemoryLockStore();
-  const store = new RecordingStore(memory);
-  const locker = createLocker({ store, keyPrefix: '', ...options });
-  const events: LockEvent[] = [];
-  locker.events$.subscribe((e) => events.push(e));
-  return { memory, store, locker, events };
-}
+const setup = recordingLocker;
 
 describe('the local pass checks the lease is still valid', () => {
   it('a holder that releases after its validity passed (loop blocked) does not pass the lock on: the next waiter goes to the store', async () => {

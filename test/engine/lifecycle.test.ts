@@ -18,18 +18,11 @@ import {
   type LockEvent,
   type LockStore,
 } from '../../src/index.js';
-import { RecordingStore } from '../support/recordingStore.js';
+import { recordingLocker } from '../support/recordingStore.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-function setup(options: Parameters<typeof createLocker>[0] = {}) {
-  const memory = new MemoryLockStore();
-  const store = new RecordingStore(memory);
-  const locker = createLocker({ store, keyPrefix: 'p:', ...options });
-  const events: LockEvent[] = [];
-  locker.events$.subscribe((e) => events.push(e));
-  return { memory, store, locker, events };
-}
+const setup = (options: Parameters<typeof createLocker>[0] = {}) => recordingLocker({ keyPrefix: 'p:', ...options });
 
 describe('acquire()', () => {
   it('is cold: nothing reaches the store before subscription, and each subscription uses a new token', async () => {

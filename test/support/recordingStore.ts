@@ -3,6 +3,7 @@
  * often and when the engine talked to the store. The calls still go to the real store. It offers
  * the inner store's core and batched extension only (no line, no wake-up): the engine then polls.
  */
+import { createLocker, MemoryLockStore, type LockerOptions, type LockEvent } from '../../src/index.js';
 import type { BatchExtendStore, ExtendRequest } from '../../src/store/capabilities.js';
 import type { AcquireResult, ExtendOutcome, LockStore } from '../../src/store/LockStore.js';
 
@@ -49,4 +50,17 @@ export class RecordingStore implements LockStore, BatchExtendStore {
     if (inner.extendMany !== undefined) return inner.extendMany(requests);
     return Promise.all(requests.map((r) => this.inner.extend(r.key, r.token, r.ttlMs)));
   }
+}
+
+/**
+ * A locker on an in-memory store seen through a {@link RecordingStore}, with its events collected:
+ * the usual set-up of the engine tests (`keyPrefix: ''` unless `options` says otherwise).
+ */
+export function recordingLocker(options: LockerOptions = {}) {
+  const memory = new MemoryLockStore();
+  const store = new RecordingStore(memory);
+  const locker = createLocker({ store, keyPrefix: '', ...options });
+  const events: LockEvent[] = [];
+  locker.events$.subscribe((e) => events.push(e));
+  return { memory, store, locker, events };
 }
