@@ -38,8 +38,14 @@ export interface LockStore {
    * Give `key` up only if it still holds `token` (delete it, or, in a store with a line, hand it
    * to the first live waiter). Resolves `true` when our key was given up, `false` when the key was
    * absent or held by another token.
+   *
+   * `reservedThrough`: the last fence the grant of `token` reserved (`fence + n − 1`), when the
+   * caller knows it. A store that does not record every grant's fences when it makes it needs it
+   * to keep the next grant's fences above them (the Redis store records them only at a release
+   * that comes before its clock has passed them); without it, such a store assumes the most a
+   * grant can have reserved. A store that records every grant ignores it.
    */
-  release(key: string, token: string): Promise<boolean>;
+  release(key: string, token: string, reservedThrough?: number): Promise<boolean>;
 }
 
 /** Outcome of {@link LockStore.tryAcquire}. */

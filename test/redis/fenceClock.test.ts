@@ -33,6 +33,8 @@ import { helperKey } from '../../src/backends/redis/protocol/keyLayout.js';
 import { BIG_COHORT, dataLossServers } from '../support/dataLossServers.js';
 import type { EmbeddedRedis } from '../support/redis.js';
 import { eventually, sleep } from '../support/timing.js';
+import { RecordingStore } from '../support/recordingStore.js';
+import { createLocker } from '../../src/index.js';
 
 /** Concurrent acquisitions of the hot key, each with its own TTL. */
 const LOOPS = 8;
@@ -181,5 +183,126 @@ describe('fences right after one grant of a block', () => {
     const end = a2.fence + (a2.fences ?? block) - 1;
     expect(b2.fence, `B's fence vs the end of A's block (${end})`).toBeGreaterThan(end);
     await store.release(key, 'B2');
+  });
+});
+
+describe('fences of a grant nobody else waits for (the common path records no counter)', () => {
+  // The acquire script does not write the fence counter when it takes a free key with nobody in
+  // line: the key is held, so the next grant comes after the release (or the TTL, ≥ 1 ms, by when
+  // the clock has passed any block). The release records the block when the clock has not passed
+  // it yet, from what the holder says it reserved, or, when it does not say, the most a grant can
+  // reserve (lua/lib/recordBlock.lua).
+  const warm = async (store: RedisLockStore) => {
+    // The scripts are known to the server afterwards, so pipelined calls run back to back.
+    await store.tryAcquire('warm-up', 'w', 1000);
+    await store.release('warm-up', 'w');
+  };
+  const newStore = () => {
+    const store = new RedisLockStore(client(servers.lockServer));
+    opened.push(() => store.close());
+    return store;
+  };
+
+  it('writes only the lock key: no counter beside it while held, nothing at all after the release once the clock has passed the block', async () => {
+    const admin = client(servers.lockServer);
+    const store = newStore();
+    const key = 'common:nothing';
+    const got = await store.tryAcquire(key, 'A', 30_000, 16);
+    expect(got).toMatchObject({ acquired: true });
+    expect(await admin.exists(helperKey(key, 'fence')), 'a fence counter written by the grant').toBe(0);
+    await sleep(2); // the clock passes A's 16 fences in 4 µs
+    if (!got.acquired) return;
+    expect(await store.release(key, 'A', got.fence + 15)).toBe(true);
+    expect(await admin.keys(`*${key}*`)).toEqual([]);
+  });
+
+  it('a release and a new grant right behind it: the new fence is above the whole released block', async () => {
+    const store = newStore();
+    await warm(store);
+    const key = 'common:back-to-back';
+    // Far more than the clock passes between the calls (a grant reserves at most 1,024 fences, 256
+    // µs of clock; the said end is taken as it is).
+    const a = await store.tryAcquire(key, 'A', 30_000, 1024);
+    if (!a.acquired) throw new Error('refused');
+    const said = a.fence + 40_000_000; // 10 s of clock ahead
+    const [released, b] = await Promise.all([store.release(key, 'A', said), store.tryAcquire(key, 'B', 30_000, 1)]);
+    expect(released).toBe(true);
+    expect(b).toMatchObject({ acquired: true });
+    if (b.acquired) expect(b.fence, 'the next grant vs the end the releasing holder said').toBeGreaterThan(said);
+    await store.release(key, 'B');
+  });
+
+  it('a release that does not say how far its grant reserved is taken to have reserved the most a grant can (1,024 fences)', async () => {
+    const store = newStore();
+    await warm(store);
+    const key = 'common:unsaid';
+    // Pipelined: the three scripts run back to back, well within A's block of 1,024 fences.
+    const [a, released, b] = await Promise.all([store.tryAcquire(key, 'A', 30_000, 1024), store.release(key, 'A'), store.tryAcquire(key, 'B', 30_000, 4)]);
+    expect(released).toBe(true);
+    if (!a.acquired || !b.acquired) throw new Error('refused');
+    expect(a.fences ?? 1024).toBe(1024);
+    expect(b.fence, "B's fence vs the end of A's block").toBeGreaterThan(a.fence + 1023);
+    await store.release(key, 'B');
+  });
+
+  it('a release that hands the key to a waiter in line gives it fences above the released block', async () => {
+    const store = newStore();
+    await warm(store);
+    const key = 'common:handoff';
+    const a = await store.tryAcquire(key, 'A', 30_000, 16);
+    if (!a.acquired) throw new Error('refused');
+    expect(await store.tryAcquireInLine(key, 'W', 30_000, 4, 'keep')).toMatchObject({ acquired: false, queued: true });
+    const said = a.fence + 40_000_000;
+    expect(await store.release(key, 'A', said)).toBe(true);
+    const w = await store.tryAcquireInLine(key, 'W', 30_000, 4, 'keep');
+    expect(w).toMatchObject({ acquired: true });
+    if (w.acquired) expect(w.fence, "the waiter's fence vs the end A said").toBeGreaterThan(said);
+    await store.release(key, 'W');
+
+    // And without saying: the most a grant reserves, from the release's clock.
+    const c = await store.tryAcquire(key, 'C', 30_000, 1024);
+    if (!c.acquired) throw new Error('refused');
+    const [queued, handed] = await Promise.all([store.tryAcquireInLine(key, 'V', 30_000, 4, 'keep'), store.release(key, 'C')]);
+    expect(queued).toMatchObject({ queued: true });
+    expect(handed).toBe(true);
+    const v = await store.tryAcquireInLine(key, 'V', 30_000, 4, 'keep');
+    if (!v.acquired) throw new Error('V was not handed the key');
+    // (C may have got fewer than 1,024: W's release did not say either, and its record ran ahead.)
+    expect(v.fence, "V's fence vs the end of C's block").toBeGreaterThan(c.fence + (c.fences ?? 1024) - 1);
+    await store.release(key, 'V');
+  });
+
+  it('a grant never reserves more than 1,024 fences, whatever it asks for', async () => {
+    const store = newStore();
+    const key = 'common:cap';
+    const a = await store.tryAcquire(key, 'A', 30_000, 100_000);
+    expect(a).toMatchObject({ acquired: true, fences: 1024 });
+    await store.release(key, 'A', a.acquired ? a.fence + 1023 : undefined);
+  });
+
+  it('the engine tells the store how far its grant reserved, and a grant sent beside its release lands above that', async () => {
+    const store = newStore();
+    await warm(store);
+    const recording = new RecordingStore(store);
+    const locker = createLocker({ store: recording, keyPrefix: '', cohort: BIG_COHORT });
+    opened.push(() => locker.close());
+    const key = 'common:engine';
+    for (let i = 0; i < 100; i++) {
+      // Others of this process wait at times (i % 3 === 0), so some grants reserve a big block.
+      const extra = i % 3 === 0 ? [firstValueFrom(locker.acquire(key, { ttl: 5000 })).then((l) => l.release())] : [];
+      const lease = await firstValueFrom(locker.acquire(key, { ttl: 5000 }));
+      await Promise.all(extra);
+      const grant = recording.calls.filter((c) => c.op === 'tryAcquire' && c.result?.acquired).at(-1)!.result!;
+      if (!grant.acquired) throw new Error('unreachable');
+      const end = grant.fence + (grant.fences ?? recording.calls.filter((c) => c.op === 'tryAcquire').at(-1)!.fences!) - 1;
+      // The holder releases, and another store's grant is sent at once.
+      const [, b] = await Promise.all([lease.release(), store.tryAcquire(key, `B${i}`, 5000, 1)]);
+      const release = recording.calls.filter((c) => c.op === 'release').at(-1)!;
+      expect(release.reservedThrough, 'what the engine told the store at the release').toBe(end);
+      if (b.acquired) {
+        expect(b.fence, `grant ${i} of another store vs the end of the locker's block`).toBeGreaterThan(end);
+        await store.release(key, `B${i}`, b.fence);
+      }
+    }
   });
 });

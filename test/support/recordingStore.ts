@@ -14,6 +14,10 @@ export interface StoreCallRecord {
   at: number;
   /** Fences asked for (tryAcquire). */
   fences?: number;
+  /** What the store answered (tryAcquire), once it did. */
+  result?: AcquireResult;
+  /** The last fence of the grant, as the engine told the store (release). */
+  reservedThrough?: number;
 }
 
 export class RecordingStore implements LockStore, BatchExtendStore {
@@ -28,13 +32,17 @@ export class RecordingStore implements LockStore, BatchExtendStore {
   }
 
   tryAcquire(key: string, token: string, ttlMs: number, fences?: number): Promise<AcquireResult> {
-    this.calls.push({ op: 'tryAcquire', key, token, at: this.now(), fences });
-    return this.inner.tryAcquire(key, token, ttlMs, fences);
+    const record: StoreCallRecord = { op: 'tryAcquire', key, token, at: this.now(), fences };
+    this.calls.push(record);
+    return this.inner.tryAcquire(key, token, ttlMs, fences).then((result) => {
+      record.result = result;
+      return result;
+    });
   }
 
-  release(key: string, token: string): Promise<boolean> {
-    this.calls.push({ op: 'release', key, token, at: this.now() });
-    return this.inner.release(key, token);
+  release(key: string, token: string, reservedThrough?: number): Promise<boolean> {
+    this.calls.push({ op: 'release', key, token, at: this.now(), reservedThrough });
+    return this.inner.release(key, token, reservedThrough);
   }
 
   extend(key: string, token: string, ttlMs: number): Promise<ExtendOutcome> {

@@ -19,7 +19,7 @@ import type {
   WakeSignal,
 } from '../../store/capabilities.js';
 import type { AcquireResult, ExtendOutcome, LockStore } from '../../store/LockStore.js';
-import { acquireArgs, decodeAcquire, decodeExtend, decodeInboxMessage, decodeLeave, decodeRelease } from './protocol/codec.js';
+import { acquireArgs, decodeAcquire, decodeExtend, decodeInboxMessage, decodeLeave, decodeRelease, releaseArgs } from './protocol/codec.js';
 import { defineCommands, queueScript, runScript } from './protocol/commands.js';
 import { checkLockKey, hashTag, isReserved, lockKeys, RESERVED_PREFIX, reservedKeyError, type LockKeys } from './protocol/keyLayout.js';
 import type { RedisClient, RedisSubscriber } from './RedisClient.js';
@@ -162,8 +162,8 @@ export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStor
     return runScript(this.client, 'acquire', this.keysOf(key), args).then((reply) => decodeAcquire(reply, ttlMs, this.placeTtl));
   }
 
-  release(key: string, token: string): Promise<boolean> {
-    return runScript(this.client, 'release', this.keysOf(key), [token]).then(decodeRelease);
+  release(key: string, token: string, reservedThrough?: number): Promise<boolean> {
+    return runScript(this.client, 'release', this.keysOf(key), releaseArgs(token, reservedThrough)).then(decodeRelease);
   }
 
   extend(key: string, token: string, ttlMs: number): Promise<ExtendOutcome> {

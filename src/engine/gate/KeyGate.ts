@@ -108,7 +108,8 @@ export class KeyGate implements SessionOwner, HolderOwner {
     const ctx = this.ctx;
     const head = this.head();
     const settings = head?.settings ?? ctx.defaults;
-    const storeLease = ctx.leases.open(this.key, this.storeKey, state.session.token, grant.ttl, grant.sentAt, settings.ttl, settings.renew);
+    const reservedThrough = grant.fence + grant.fences - 1;
+    const storeLease = ctx.leases.open(this.key, this.storeKey, state.session.token, grant.ttl, grant.sentAt, settings.ttl, settings.renew, reservedThrough);
     if (head === undefined) {
       // Nobody wants it any more.
       this.giveBack(storeLease, undefined);

@@ -27,9 +27,12 @@ export class LeaseKeeper implements StoreLeaseOwner {
     return this.timers.size;
   }
 
-  /** The store lease a session won: its validity counts from `sentAt`, with the key's `ttl`. */
-  open(key: string, storeKey: string, token: string, ttl: number, sentAt: number, wantedTtl: number, renew: RenewSetting): StoreLease {
-    return new StoreLease(this, key, storeKey, token, ttl, sentAt, wantedTtl, renew);
+  /**
+   * The store lease a session won: its validity counts from `sentAt`, with the key's `ttl`;
+   * `reservedThrough` is the last fence its grant reserved.
+   */
+  open(key: string, storeKey: string, token: string, ttl: number, sentAt: number, wantedTtl: number, renew: RenewSetting, reservedThrough?: number): StoreLease {
+    return new StoreLease(this, key, storeKey, token, ttl, sentAt, wantedTtl, renew, reservedThrough);
   }
 
   /**
@@ -43,7 +46,7 @@ export class LeaseKeeper implements StoreLeaseOwner {
     this.access.call(
       'release',
       lease.key,
-      () => this.access.store.release(lease.storeKey, lease.token),
+      () => this.access.store.release(lease.storeKey, lease.token, lease.reservedThrough),
       {
         value: (deleted) => {
           lease.released(deleted);

@@ -67,6 +67,11 @@ export class StoreLease implements Scheduled {
     private wantedTtl: number,
     /** `false` for no renewal, else the explicit interval (or undefined for ttl / 3). */
     readonly renew: false | { readonly interval: number | undefined },
+    /**
+     * The last fence the grant reserved, told to the store at the release (a store that records a
+     * grant's fences only then needs it, see `LockStore.release`); `undefined` when not known.
+     */
+    readonly reservedThrough?: number,
   ) {
     this.currentTtl = ttl;
     this.until = acquiredAt + leaseValidity(ttl);

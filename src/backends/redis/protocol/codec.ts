@@ -27,6 +27,14 @@ export function decodeAcquire(reply: unknown, ttlMs: number, placeTtl: number): 
   return pttl < 0 ? NOT_ACQUIRED : { acquired: false, holderTtl: pttl };
 }
 
+/**
+ * Arguments of the release script: the token, and the last fence its grant reserved when known
+ * (a safe integer; anything else is left out, and the script assumes the most a grant reserves).
+ */
+export function releaseArgs(token: string, reservedThrough: number | undefined): Array<string | number> {
+  return reservedThrough !== undefined && Number.isSafeInteger(reservedThrough) && reservedThrough >= 0 ? [token, reservedThrough] : [token];
+}
+
 /** The release script's reply: 2 handed over, 1 deleted, 0 not ours. */
 export function decodeRelease(reply: unknown): boolean {
   return typeof reply === 'number' && reply > 0;

@@ -1,7 +1,8 @@
 -- acquire: set-if-absent with a time-to-live and fencing tokens, fair to waiters in line.
 -- KEYS[1] the lock key (its value: the owner's token); KEYS[2] its fence counter; KEYS[3] the
 -- line; KEYS[4] the places (see lib/line.lua). All in the lock key's hash slot.
--- ARGV[1] the caller's token; ARGV[2] the time-to-live in ms; ARGV[3] how many fences to reserve.
+-- ARGV[1] the caller's token; ARGV[2] the time-to-live in ms; ARGV[3] how many fences to reserve
+-- (at most MAX_BLOCK, see lib/fences.lua).
 -- For a caller in line only: ARGV[4] how long its place lasts without a refresh, in ms; ARGV[5]
 -- 'keep' (take or refresh the place when refused) or 'leave' (give it up when refused: the last
 -- attempt); ARGV[6] the caller's inbox channel, where a hand-off is announced ('' for none).
@@ -15,6 +16,7 @@
 -- queued]}.
 --@include lib/numbers.lua
 --@include lib/clock.lua
+--@include lib/maxBlock.lua
 --@include lib/fences.lua
 
 local lock, fenceKey, line, places = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -25,8 +27,9 @@ local inLine = placeTtl > 0
 -- The common case, nobody in line: set-if-absent, then the fences.
 if not inLine and redis.call('EXISTS', line) == 0 then
   if redis.call('SET', lock, token, 'NX', 'PX', ttl) then
+    -- not recorded: the release records the block if the clock has not passed it by then
     local _, seed = serverClock()
-    local first, count = issueFences(fenceKey, fences, seed)
+    local first, count = issueFences(fenceKey, fences, seed, nil, true)
     if count == fences then
       return first
     end

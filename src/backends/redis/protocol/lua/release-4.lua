@@ -1,5 +1,6 @@
 -- release: compare-and-delete, or hand the key straight to the first live waiter in line.
--- KEYS as for acquire (lock, fence counter, line, places). ARGV[1] the caller's token.
+-- KEYS as for acquire (lock, fence counter, line, places). ARGV[1] the caller's token; ARGV[2] the
+-- last fence its grant reserved, when the caller knows it (else the most it can have reserved).
 --
 -- Only while the key still holds the caller's token (so a holder whose lease expired cannot
 -- touch the key of whoever took it next). If a waiter is in line, the key becomes theirs at once,
@@ -20,26 +21,33 @@ if redis.call('GET', lock) ~= token then
   return 0
 end
 
+--@include lib/numbers.lua
+--@include lib/clock.lua
+--@include lib/maxBlock.lua
+--@include lib/recordBlock.lua
+
+local now, seed = serverClock()
+-- The caller's block ends here: the next grant must start above it (see lib/fences.lua).
+local reserved = reservedBy(ARGV[2], seed)
+
 if redis.call('EXISTS', line) == 0 then
   -- nobody in line: the places hold at most the record of the hand-off to the caller
   redis.call('DEL', lock, places)
+  recordBlock(fenceKey, reserved, seed)
   return 1
 end
 
--- The shared pieces come after the common path, which needs none of them: a script runs its
+-- The line's pieces come after the common path, which does not need them: a script runs its
 -- `local function` statements on every call, and each costs the server a closure.
---@include lib/numbers.lua
---@include lib/clock.lua
 --@include lib/fences.lua
 --@include lib/line.lua
 
-local now, seed = serverClock()
 local nextToken, nextTtl, nextFences, inbox, lapseAt = firstLive(line, places, now)
 if nextToken then
   leaveLine(line, places, nextToken)
   local grantTtl = math.max(1, math.min(lapseAt - now, nextTtl))
   redis.call('SET', lock, nextToken, 'PX', int(grantTtl))
-  local fence, count = issueFences(fenceKey, nextFences, seed)
+  local fence, count = issueFences(fenceKey, nextFences, seed, reserved)
   redis.call('HSET', places, 'grant', nextToken .. ' ' .. int(fence) .. ' ' .. int(count))
   if redis.call('PTTL', places) < grantTtl then
     redis.call('PEXPIRE', places, int(grantTtl))
@@ -57,4 +65,5 @@ end
 
 redis.call('DEL', lock)
 redis.call('HDEL', places, 'grant')
+recordBlock(fenceKey, reserved, seed)
 return 1

@@ -1,25 +1,43 @@
 -- Fences: every grant reserves consecutive fences above every fence issued or reserved for the key
--- before, and returns the first and how many. The counter (the fence key) holds the last one
--- reserved; the clock's seed (see clock.lua) is the floor. A counter lost with the server's data
--- (a restart without persistence, FLUSHALL, eviction) or found stale (a failover to a replica
--- that missed the last writes) is therefore no step back: the seed has passed every fence issued
--- before, except for what the counter led the clock by. That lead is kept to at most one block —
--- a grant takes fewer fences than asked when the counter is ahead of the clock — so a new holder's
--- fence can fall below its predecessor's block only if the data was lost and the key granted again
--- within (that block's size) / 4 microseconds of the predecessor's grant. Because the seed catches
--- up with the counter so fast, the counter only has to live until it does: it expires 2 ms after.
--- (Assumes the servers' clocks do not go back.)
--- Needs numbers.lua.
-local function issueFences(fenceKey, n, seed)
+-- before, and returns the first and how many. The clock's seed (see clock.lua) is the floor; the
+-- counter (the fence key) records a reservation the clock has not passed yet. A counter lost with
+-- the server's data (a restart without persistence, FLUSHALL, eviction) or found stale (a failover
+-- to a replica that missed the last writes) is therefore no step back: the seed has passed every
+-- fence issued before, except for what a block led the clock by. That lead is kept to at most one
+-- block — a grant takes fewer fences than asked when the counter is ahead of the clock, and never
+-- more than MAX_BLOCK — so a new holder's fence can fall below its predecessor's block only if the
+-- data was lost and the key granted again within (that block's size) / 4 microseconds of the
+-- predecessor's grant. Because the seed catches up so fast, the counter only has to live until it
+-- does: it expires 2 ms after. (Assumes the servers' clocks do not go back.)
+--
+-- Where the counter is written: a grant with nobody in line (the common path) does not write it
+-- when its block starts at the clock — the key is taken, and the next grant comes only after its
+-- release or its TTL (≥ 1 ms, by when the clock has passed any block). The release records the
+-- block (recordBlock) when the clock has not passed it yet. Every other grant (a hand-off, a grant
+-- from the line, a common-path grant above a block still ahead of the clock) writes it at once.
+-- Needs numbers.lua and maxBlock.lua.
+
+-- Reserves up to `n` fences above the counter, the seed and `floor` (fences a releasing holder
+-- reserved, which the counter may not record); records them unless `unrecorded` (the common path
+-- only). Returns the first and how many.
+local function issueFences(fenceKey, n, seed, floor, unrecorded)
   local base = tonumber(redis.call('GET', fenceKey) or '0')
   if seed > base then
     base = seed
   end
+  if floor and floor > base then
+    base = floor
+  end
+  n = math.min(n, MAX_BLOCK)
   local count = math.min(n, seed + n - base)
   if count < 1 then
     count = 1
   end
   local last = base + count
-  redis.call('SET', fenceKey, int(last), 'PX', math.floor((last - seed) / 4000) + 2)
+  -- (Unrecorded only while the block starts at the clock: it then ends within MAX_BLOCK of it, as
+  -- a release that does not say assumes. A block above an earlier one still ahead is recorded.)
+  if not unrecorded or base > seed then
+    redis.call('SET', fenceKey, int(last), 'PX', math.floor((last - seed) / 4000) + 2)
+  end
   return base + 1, count
 end
