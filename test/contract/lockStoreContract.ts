@@ -132,6 +132,19 @@ export function lockStoreContract(name: string, open: () => Promise<StoreUnderTe
       await store.release(key, 'holder');
     });
 
+    it('a release that says how far its grant reserved, right before the next grant: that grant starts above the whole block', async () => {
+      const key = fresh('fence-said');
+      let previousEnd = 0;
+      for (const n of [1024, 16, 1024, 1]) {
+        const result = await store.tryAcquire(key, `s${n}`, 10_000, n);
+        if (!result.acquired) throw new Error('refused');
+        expect(result.fence).toBeGreaterThan(previousEnd);
+        previousEnd = result.fence + (result.fences ?? n) - 1;
+        // no pause: the release and the next grant come as fast as the store answers
+        expect(await store.release(key, `s${n}`, previousEnd)).toBe(true);
+      }
+    });
+
     it('concurrent grants of one key over time get distinct, growing fences', async () => {
       const key = fresh('fence-race');
       const seen: number[] = [];
