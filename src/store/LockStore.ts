@@ -39,13 +39,25 @@ export interface LockStore {
    * to the first live waiter). Resolves `true` when our key was given up, `false` when the key was
    * absent or held by another token.
    *
-   * `reservedThrough`: the last fence the grant of `token` reserved (`fence + n − 1`), when the
-   * caller knows it. A store that does not record every grant's fences when it makes it needs it
-   * to keep the next grant's fences above them (the Redis store records them only at a release
-   * that comes before its clock has passed them); without it, such a store assumes the most a
-   * grant can have reserved. A store that records every grant ignores it.
+   * `grant`: the grant being given up, when the caller knows it — its fences as the store answered
+   * them, and when that answer reached the caller. A store that does not record every grant's
+   * fences when it makes it needs this to keep the next grant's fences above them (the Redis store
+   * records them only at a release that comes before its clock has passed them); without it, such
+   * a store assumes the most a grant can have reserved. A store that records every grant ignores
+   * it. It must be what the store answered: a caller that says fewer fences, or an earlier answer,
+   * can make the next grant's fences overlap the block.
    */
-  release(key: string, token: string, reservedThrough?: number): Promise<boolean>;
+  release(key: string, token: string, grant?: ReleasedGrant): Promise<boolean>;
+}
+
+/** The grant a release gives up, as its holder knows it (see {@link LockStore.release}). */
+export interface ReleasedGrant {
+  /** The first fence the grant reserved. */
+  readonly fence: number;
+  /** How many fences it reserved. */
+  readonly fences: number;
+  /** `performance.now()` at, or after, the moment the grant's answer reached the caller. */
+  readonly answeredAt: number;
 }
 
 /** Outcome of {@link LockStore.tryAcquire}. */

@@ -145,7 +145,7 @@ export function coreOnly(store: LockStore): LockStore {
   return {
     tryAcquire: (key, token, ttlMs, fences) => store.tryAcquire(key, token, ttlMs, fences),
     extend: (key, token, ttlMs) => store.extend(key, token, ttlMs),
-    release: (key, token, reservedThrough) => store.release(key, token, reservedThrough),
+    release: (key, token, grant) => store.release(key, token, grant),
   };
 }
 

@@ -29,6 +29,7 @@ import type { Redis } from 'ioredis';
 import { firstValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { FencedResource, RedisLockStore } from '../../src/redis.js';
+import type { AcquireResult, ReleasedGrant } from '../../src/store/LockStore.js';
 import { helperKey } from '../../src/backends/redis/protocol/keyLayout.js';
 import { BIG_COHORT, dataLossServers } from '../support/dataLossServers.js';
 import type { EmbeddedRedis } from '../support/redis.js';
@@ -187,11 +188,12 @@ describe('fences right after one grant of a block', () => {
 });
 
 describe('fences of a grant nobody else waits for (the common path records no counter)', () => {
-  // The acquire script does not write the fence counter when it takes a free key with nobody in
-  // line: the key is held, so the next grant comes after the release (or the TTL, ≥ 1 ms, by when
-  // the clock has passed any block). The release records the block when the clock has not passed
-  // it yet, from what the holder says it reserved, or, when it does not say, the most a grant can
-  // reserve (lua/lib/recordBlock.lua).
+  // The acquire script does not write the fence counter when it takes a free key with nothing
+  // beside it: the key is held, so the next grant comes after the release (or the TTL, ≥ 1 ms, by
+  // when the clock has passed any block). The release records the block when the clock has not
+  // passed it yet, from what the holder says of its grant, or, when it does not say, the most a
+  // grant can reserve (lua/lib/recordBlock.lua); when the holder knows the clock has passed it
+  // (more time since the grant's answer than the block spans), the release reads no clock at all.
   const warm = async (store: RedisLockStore) => {
     // The scripts are known to the server afterwards, so pipelined calls run back to back.
     await store.tryAcquire('warm-up', 'w', 1000);
@@ -202,37 +204,46 @@ describe('fences of a grant nobody else waits for (the common path records no co
     opened.push(() => store.close());
     return store;
   };
+  /** The grant as its holder tells the store at the release, answered `agoMs` ago. */
+  const held = (r: AcquireResult, asked: number, agoMs = 0): ReleasedGrant => {
+    if (!r.acquired) throw new Error('refused');
+    return { fence: r.fence, fences: r.fences ?? asked, answeredAt: performance.now() - agoMs };
+  };
+  const calls = async (command: string) => Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(await client(servers.lockServer).info('commandstats'))?.[1] ?? 0);
 
-  it('writes only the lock key: no counter beside it while held, nothing at all after the release once the clock has passed the block', async () => {
+  it('writes only the lock key; a release after the clock passed the block reads no clock and leaves nothing', async () => {
     const admin = client(servers.lockServer);
     const store = newStore();
+    await warm(store);
     const key = 'common:nothing';
     const got = await store.tryAcquire(key, 'A', 30_000, 16);
-    expect(got).toMatchObject({ acquired: true });
+    const grant = held(got, 16);
     expect(await admin.exists(helperKey(key, 'fence')), 'a fence counter written by the grant').toBe(0);
     await sleep(2); // the clock passes A's 16 fences in 4 µs
-    if (!got.acquired) return;
-    expect(await store.release(key, 'A', got.fence + 15)).toBe(true);
+    await admin.config('RESETSTAT');
+    expect(await store.release(key, 'A', grant)).toBe(true);
+    expect(await calls('time'), 'TIME run by the release').toBe(0);
     expect(await admin.keys(`*${key}*`)).toEqual([]);
   });
 
-  it('a release and a new grant right behind it: the new fence is above the whole released block', async () => {
+  it('a release right behind its grant reads the clock and records the block: the next grant starts above it', async () => {
+    const admin = client(servers.lockServer);
     const store = newStore();
     await warm(store);
     const key = 'common:back-to-back';
-    // Far more than the clock passes between the calls (a grant reserves at most 1,024 fences, 256
-    // µs of clock; the said end is taken as it is).
-    const a = await store.tryAcquire(key, 'A', 30_000, 1024);
-    if (!a.acquired) throw new Error('refused');
-    const said = a.fence + 40_000_000; // 10 s of clock ahead
-    const [released, b] = await Promise.all([store.release(key, 'A', said), store.tryAcquire(key, 'B', 30_000, 1)]);
-    expect(released).toBe(true);
-    expect(b).toMatchObject({ acquired: true });
-    if (b.acquired) expect(b.fence, 'the next grant vs the end the releasing holder said').toBeGreaterThan(said);
-    await store.release(key, 'B');
+    for (let i = 0; i < 20; i++) {
+      const a = await store.tryAcquire(key, `A${i}`, 30_000, 1024);
+      await admin.config('RESETSTAT');
+      const [released, b] = await Promise.all([store.release(key, `A${i}`, held(a, 1024)), store.tryAcquire(key, `B${i}`, 30_000, 1)]);
+      expect(released).toBe(true);
+      expect(await calls('time'), 'TIME: the release and the next grant').toBeGreaterThanOrEqual(2);
+      if (!a.acquired || !b.acquired) throw new Error('refused');
+      expect(b.fence, "the next grant vs the end of A's block").toBeGreaterThan(a.fence + (a.fences ?? 1024) - 1);
+      await store.release(key, `B${i}`, held(b, 1));
+    }
   });
 
-  it('a release that does not say how far its grant reserved is taken to have reserved the most a grant can (1,024 fences)', async () => {
+  it('a release that does not say what its grant reserved is taken to have reserved the most a grant can (1,024 fences)', async () => {
     const store = newStore();
     await warm(store);
     const key = 'common:unsaid';
@@ -245,31 +256,36 @@ describe('fences of a grant nobody else waits for (the common path records no co
     await store.release(key, 'B');
   });
 
-  it('a release that hands the key to a waiter in line gives it fences above the released block', async () => {
+  it('what the release says is used: a small block said right away leaves the next grant all its fences; unsaid, it gets fewer', async () => {
+    const store = newStore();
+    await warm(store);
+    const key = 'common:said-small';
+    const a = await store.tryAcquire(key, 'A', 30_000, 1);
+    const [, b] = await Promise.all([store.release(key, 'A', held(a, 1)), store.tryAcquire(key, 'B', 30_000, 1024)]);
+    expect(b, 'said: the counter is at most at A\'s one fence, behind the clock').toMatchObject({ acquired: true });
+    if (b.acquired) expect(b.fences ?? 1024).toBe(1024);
+    const [, c] = await Promise.all([store.release(key, 'B'), store.tryAcquire(key, 'C', 30_000, 1024)]);
+    if (!c.acquired || !b.acquired) throw new Error('refused');
+    expect(c.fences ?? 1024, 'unsaid: the counter is 1,024 ahead of the clock').toBeLessThan(1024);
+    expect(c.fence).toBeGreaterThan(b.fence + 1023);
+    await store.release(key, 'C');
+  });
+
+  it('a release that hands the key to a waiter in line gives it fences above the released block, said or not', async () => {
     const store = newStore();
     await warm(store);
     const key = 'common:handoff';
-    const a = await store.tryAcquire(key, 'A', 30_000, 16);
-    if (!a.acquired) throw new Error('refused');
-    expect(await store.tryAcquireInLine(key, 'W', 30_000, 4, 'keep')).toMatchObject({ acquired: false, queued: true });
-    const said = a.fence + 40_000_000;
-    expect(await store.release(key, 'A', said)).toBe(true);
-    const w = await store.tryAcquireInLine(key, 'W', 30_000, 4, 'keep');
-    expect(w).toMatchObject({ acquired: true });
-    if (w.acquired) expect(w.fence, "the waiter's fence vs the end A said").toBeGreaterThan(said);
-    await store.release(key, 'W');
-
-    // And without saying: the most a grant reserves, from the release's clock.
-    const c = await store.tryAcquire(key, 'C', 30_000, 1024);
-    if (!c.acquired) throw new Error('refused');
-    const [queued, handed] = await Promise.all([store.tryAcquireInLine(key, 'V', 30_000, 4, 'keep'), store.release(key, 'C')]);
-    expect(queued).toMatchObject({ queued: true });
-    expect(handed).toBe(true);
-    const v = await store.tryAcquireInLine(key, 'V', 30_000, 4, 'keep');
-    if (!v.acquired) throw new Error('V was not handed the key');
-    // (C may have got fewer than 1,024: W's release did not say either, and its record ran ahead.)
-    expect(v.fence, "V's fence vs the end of C's block").toBeGreaterThan(c.fence + (c.fences ?? 1024) - 1);
-    await store.release(key, 'V');
+    for (const say of [true, false]) {
+      const a = await store.tryAcquire(key, 'A', 30_000, 1024);
+      const [queued, handed] = await Promise.all([store.tryAcquireInLine(key, 'W', 30_000, 4, 'keep'), store.release(key, 'A', say ? held(a, 1024) : undefined)]);
+      expect(queued).toMatchObject({ queued: true });
+      expect(handed).toBe(true);
+      const w = await store.tryAcquireInLine(key, 'W', 30_000, 4, 'keep');
+      if (!a.acquired || !w.acquired) throw new Error('W was not handed the key');
+      expect(w.fence, `the waiter's fence vs the end of A's block (${say ? 'said' : 'unsaid'})`).toBeGreaterThan(a.fence + (a.fences ?? 1024) - 1);
+      await store.release(key, 'W');
+      await sleep(2);
+    }
   });
 
   it('a grant never reserves more than 1,024 fences, whatever it asks for', async () => {
@@ -277,10 +293,10 @@ describe('fences of a grant nobody else waits for (the common path records no co
     const key = 'common:cap';
     const a = await store.tryAcquire(key, 'A', 30_000, 100_000);
     expect(a).toMatchObject({ acquired: true, fences: 1024 });
-    await store.release(key, 'A', a.acquired ? a.fence + 1023 : undefined);
+    await store.release(key, 'A', held(a, 100_000));
   });
 
-  it('the engine tells the store how far its grant reserved, and a grant sent beside its release lands above that', async () => {
+  it('the engine tells the store its grant as answered, and a grant sent beside its release lands above the block', async () => {
     const store = newStore();
     await warm(store);
     const recording = new RecordingStore(store);
@@ -292,16 +308,18 @@ describe('fences of a grant nobody else waits for (the common path records no co
       const extra = i % 3 === 0 ? [firstValueFrom(locker.acquire(key, { ttl: 5000 })).then((l) => l.release())] : [];
       const lease = await firstValueFrom(locker.acquire(key, { ttl: 5000 }));
       await Promise.all(extra);
-      const grant = recording.calls.filter((c) => c.op === 'tryAcquire' && c.result?.acquired).at(-1)!.result!;
-      if (!grant.acquired) throw new Error('unreachable');
-      const end = grant.fence + (grant.fences ?? recording.calls.filter((c) => c.op === 'tryAcquire').at(-1)!.fences!) - 1;
+      const asked = recording.calls.filter((c) => c.op === 'tryAcquire').at(-1)!;
+      const grant = recording.calls.filter((c) => c.op === 'tryAcquire' && c.result?.acquired).at(-1)!;
+      if (!grant.result?.acquired) throw new Error('unreachable');
+      const end = grant.result.fence + (grant.result.fences ?? asked.fences!) - 1;
       // The holder releases, and another store's grant is sent at once.
       const [, b] = await Promise.all([lease.release(), store.tryAcquire(key, `B${i}`, 5000, 1)]);
       const release = recording.calls.filter((c) => c.op === 'release').at(-1)!;
-      expect(release.reservedThrough, 'what the engine told the store at the release').toBe(end);
+      expect(release.grant, 'what the engine told the store at the release').toMatchObject({ fence: grant.result.fence, fences: end - grant.result.fence + 1 });
+      expect(release.grant!.answeredAt, 'answered after the call was sent').toBeGreaterThanOrEqual(grant.at);
       if (b.acquired) {
         expect(b.fence, `grant ${i} of another store vs the end of the locker's block`).toBeGreaterThan(end);
-        await store.release(key, `B${i}`, b.fence);
+        await store.release(key, `B${i}`, held(b, 1));
       }
     }
   });

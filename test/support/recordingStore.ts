@@ -5,7 +5,7 @@
  */
 import { createLocker, MemoryLockStore, type LockerOptions, type LockEvent } from '../../src/index.js';
 import type { BatchExtendStore, ExtendRequest } from '../../src/store/capabilities.js';
-import type { AcquireResult, ExtendOutcome, LockStore } from '../../src/store/LockStore.js';
+import type { AcquireResult, ExtendOutcome, LockStore, ReleasedGrant } from '../../src/store/LockStore.js';
 
 export interface StoreCallRecord {
   op: 'tryAcquire' | 'release' | 'extend' | 'extendMany';
@@ -16,8 +16,8 @@ export interface StoreCallRecord {
   fences?: number;
   /** What the store answered (tryAcquire), once it did. */
   result?: AcquireResult;
-  /** The last fence of the grant, as the engine told the store (release). */
-  reservedThrough?: number;
+  /** The grant, as the engine told the store (release). */
+  grant?: ReleasedGrant;
 }
 
 export class RecordingStore implements LockStore, BatchExtendStore {
@@ -40,9 +40,9 @@ export class RecordingStore implements LockStore, BatchExtendStore {
     });
   }
 
-  release(key: string, token: string, reservedThrough?: number): Promise<boolean> {
-    this.calls.push({ op: 'release', key, token, at: this.now(), reservedThrough });
-    return this.inner.release(key, token, reservedThrough);
+  release(key: string, token: string, grant?: ReleasedGrant): Promise<boolean> {
+    this.calls.push({ op: 'release', key, token, at: this.now(), grant });
+    return this.inner.release(key, token, grant);
   }
 
   extend(key: string, token: string, ttlMs: number): Promise<ExtendOutcome> {

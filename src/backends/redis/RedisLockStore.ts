@@ -18,7 +18,7 @@ import type {
   StoreWatch,
   WakeSignal,
 } from '../../store/capabilities.js';
-import type { AcquireResult, ExtendOutcome, LockStore } from '../../store/LockStore.js';
+import type { AcquireResult, ExtendOutcome, LockStore, ReleasedGrant } from '../../store/LockStore.js';
 import { acquireArgs, decodeAcquire, decodeExtend, decodeInboxMessage, decodeLeave, decodeRelease, releaseArgs } from './protocol/codec.js';
 import { defineCommands, queueScript, runScript } from './protocol/commands.js';
 import { checkLockKey, hashTag, isReserved, lockKeys, RESERVED_PREFIX, reservedKeyError, type LockKeys } from './protocol/keyLayout.js';
@@ -153,20 +153,25 @@ export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStor
     // (The locker checks every key once, with checkKey; a caller using the store directly must not
     // reach the helper keys of another lock either.)
     if (isReserved(key, this.clientPrefix)) return Promise.reject(reservedKeyError(key));
+    if (!isStoreTtl(ttlMs)) return Promise.reject(storeTtlError(ttlMs));
     return runScript(this.client, 'acquire', this.keysOf(key), acquireArgs(token, ttlMs, fences)).then((reply) => decodeAcquire(reply, ttlMs, this.placeTtl));
   }
 
   tryAcquireInLine(key: string, token: string, ttlMs: number, fences: number, place: 'keep' | 'leave'): Promise<AcquireResult> {
     if (isReserved(key, this.clientPrefix)) return Promise.reject(reservedKeyError(key));
+    if (!isStoreTtl(ttlMs)) return Promise.reject(storeTtlError(ttlMs));
     const args = acquireArgs(token, ttlMs, fences, { placeTtl: this.placeTtl, place, inbox: this.wake === undefined ? '' : this.inbox });
     return runScript(this.client, 'acquire', this.keysOf(key), args).then((reply) => decodeAcquire(reply, ttlMs, this.placeTtl));
   }
 
-  release(key: string, token: string, reservedThrough?: number): Promise<boolean> {
-    return runScript(this.client, 'release', this.keysOf(key), releaseArgs(token, reservedThrough)).then(decodeRelease);
+  release(key: string, token: string, grant?: ReleasedGrant): Promise<boolean> {
+    return runScript(this.client, 'release', this.keysOf(key), releaseArgs(token, grant, performance.now())).then(decodeRelease);
   }
 
   extend(key: string, token: string, ttlMs: number): Promise<ExtendOutcome> {
+    // (PEXPIRE 0 would delete the key without the release that records its fences; the script
+    // refuses it too, for a caller of another version.)
+    if (!isStoreTtl(ttlMs)) return Promise.reject(storeTtlError(ttlMs));
     return runScript(this.client, 'extend', [key], [token, ttlMs]).then(decodeExtend);
   }
 
@@ -238,4 +243,13 @@ export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStor
   private keysOf(key: string): LockKeys {
     return lockKeys(key, this.clientPrefix);
   }
+}
+
+/** A TTL the scripts accept: an integer from 1 ms to MAX_MS. */
+function isStoreTtl(ttlMs: number): boolean {
+  return Number.isInteger(ttlMs) && ttlMs >= 1 && ttlMs <= MAX_MS;
+}
+
+function storeTtlError(ttlMs: unknown): LockOptionsError {
+  return new LockOptionsError('ttlMs', `an integer from 1 to ${MAX_MS} (ms)`, ttlMs);
 }

@@ -108,8 +108,10 @@ export class KeyGate implements SessionOwner, HolderOwner {
     const ctx = this.ctx;
     const head = this.head();
     const settings = head?.settings ?? ctx.defaults;
-    const reservedThrough = grant.fence + grant.fences - 1;
-    const storeLease = ctx.leases.open(this.key, this.storeKey, state.session.token, grant.ttl, grant.sentAt, settings.ttl, settings.renew, reservedThrough);
+    // (now: after the store's answer reached us, as the release must be told)
+    const now = performance.now();
+    const answered = { fence: grant.fence, fences: grant.fences, answeredAt: now };
+    const storeLease = ctx.leases.open(this.key, this.storeKey, state.session.token, grant.ttl, grant.sentAt, settings.ttl, settings.renew, answered);
     if (head === undefined) {
       // Nobody wants it any more.
       this.giveBack(storeLease, undefined);
@@ -117,7 +119,6 @@ export class KeyGate implements SessionOwner, HolderOwner {
     }
     // (A lease too short to have any validity, ttl ≤ 2 ms without renewal, is granted and lost at
     // once, as asked for.)
-    const now = performance.now();
     if (!storeLease.valid(now) && leaseValidity(storeLease.renewTtl) > 0) {
       // The answer came too late to leave any validity (a slow store and a short TTL): do not
       // hand out a lease that is lost already. Give the key back and try again — unless the wait

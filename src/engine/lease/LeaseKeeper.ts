@@ -4,6 +4,7 @@
  * what happened. Deadlines and loss live in each {@link StoreLease}; this part talks to the store
  * and to `events$` for them.
  */
+import type { ReleasedGrant } from '../../store/LockStore.js';
 import { asError, LockStoreError } from '../../errors/errors.js';
 import type { ExtendOutcome } from '../../store/LockStore.js';
 import type { StoreAccess } from '../calls/StoreAccess.js';
@@ -29,10 +30,10 @@ export class LeaseKeeper implements StoreLeaseOwner {
 
   /**
    * The store lease a session won: its validity counts from `sentAt`, with the key's `ttl`;
-   * `reservedThrough` is the last fence its grant reserved.
+   * `grant` is the grant as the store answered it.
    */
-  open(key: string, storeKey: string, token: string, ttl: number, sentAt: number, wantedTtl: number, renew: RenewSetting, reservedThrough?: number): StoreLease {
-    return new StoreLease(this, key, storeKey, token, ttl, sentAt, wantedTtl, renew, reservedThrough);
+  open(key: string, storeKey: string, token: string, ttl: number, sentAt: number, wantedTtl: number, renew: RenewSetting, grant?: ReleasedGrant): StoreLease {
+    return new StoreLease(this, key, storeKey, token, ttl, sentAt, wantedTtl, renew, grant);
   }
 
   /**
@@ -46,7 +47,7 @@ export class LeaseKeeper implements StoreLeaseOwner {
     this.access.call(
       'release',
       lease.key,
-      () => this.access.store.release(lease.storeKey, lease.token, lease.reservedThrough),
+      () => this.access.store.release(lease.storeKey, lease.token, lease.grant),
       {
         value: (deleted) => {
           lease.released(deleted);

@@ -9,6 +9,7 @@
  * answer about this lease (a renewal sent after the pass, or the final release) confirms or denies
  * that its hold was protected to the end, and only then is its `released` event reported.
  */
+import type { ReleasedGrant } from '../../store/LockStore.js';
 import { LockLostError, LockStoreError, type LockLostReason } from '../../errors/errors.js';
 import { leaseValidity, renewIntervalFor } from '../../options/validity.js';
 import type { ExtendOutcome } from '../../store/LockStore.js';
@@ -68,10 +69,10 @@ export class StoreLease implements Scheduled {
     /** `false` for no renewal, else the explicit interval (or undefined for ttl / 3). */
     readonly renew: false | { readonly interval: number | undefined },
     /**
-     * The last fence the grant reserved, told to the store at the release (a store that records a
+     * The grant as the store answered it, told to the store at the release (a store that records a
      * grant's fences only then needs it, see `LockStore.release`); `undefined` when not known.
      */
-    readonly reservedThrough?: number,
+    readonly grant?: ReleasedGrant,
   ) {
     this.currentTtl = ttl;
     this.until = acquiredAt + leaseValidity(ttl);

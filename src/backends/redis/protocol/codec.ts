@@ -3,7 +3,7 @@
  * one place that knows the scripts' argument order and reply shapes (see ./lua).
  */
 import type { LeaveResult } from '../../../store/capabilities.js';
-import { NOT_ACQUIRED, type AcquireResult, type ExtendOutcome } from '../../../store/LockStore.js';
+import { NOT_ACQUIRED, type AcquireResult, type ExtendOutcome, type ReleasedGrant } from '../../../store/LockStore.js';
 import type { RedisReplies } from '../RedisClient.js';
 
 /** Arguments of the acquire script; `line` only for a caller waiting in line. */
@@ -27,12 +27,33 @@ export function decodeAcquire(reply: unknown, ttlMs: number, placeTtl: number): 
   return pttl < 0 ? NOT_ACQUIRED : { acquired: false, holderTtl: pttl };
 }
 
+/** Fences the server clock's seed grows by each microsecond (lua/lib/clock.lua). */
+export const FENCES_PER_MICROSECOND = 4;
+
 /**
- * Arguments of the release script: the token, and the last fence its grant reserved when known
- * (a safe integer; anything else is left out, and the script assumes the most a grant reserves).
+ * Time added to a block's span before the caller may say the server's clock has passed it, in
+ * µs. The grant's answer left the server after its clock was read, and the release leaves the
+ * caller after `now`, so the server's clock has gone on by at least the caller's elapsed time, give
+ * or take the two clocks' rates (NTP slews by at most 500 ppm: 0.15 µs over a 256 µs block) and
+ * TIME's 1 µs resolution: 5 µs covers both several times over. Assumes, as the fences do, that the
+ * server's clock is not set back.
  */
-export function releaseArgs(token: string, reservedThrough: number | undefined): Array<string | number> {
-  return reservedThrough !== undefined && Number.isSafeInteger(reservedThrough) && reservedThrough >= 0 ? [token, reservedThrough] : [token];
+export const CLOCK_MARGIN_US = 5;
+
+/**
+ * Arguments of the release script: the token, and what the caller knows of its grant's fences —
+ * 'passed' when more time went by since the grant's answer than its block spans on the server's
+ * clock (the script then reads no clock and records nothing), else the block's last fence; the
+ * token alone when the grant is not known or not well-formed (the script assumes the most a grant
+ * reserves).
+ */
+export function releaseArgs(token: string, grant: ReleasedGrant | undefined, now: number): Array<string | number> {
+  if (grant === undefined) return [token];
+  const { fence, fences, answeredAt } = grant;
+  if (!Number.isSafeInteger(fence) || !Number.isSafeInteger(fences) || !Number.isSafeInteger(fence + fences) || fences < 1 || fence < 0) return [token];
+  const last = fence + fences - 1;
+  const elapsedUs = (now - answeredAt) * 1000;
+  return elapsedUs >= fences / FENCES_PER_MICROSECOND + CLOCK_MARGIN_US ? [token, 'passed'] : [token, last];
 }
 
 /** The release script's reply: 2 handed over, 1 deleted, 0 not ours. */

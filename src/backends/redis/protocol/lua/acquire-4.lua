@@ -14,52 +14,49 @@
 -- got; a release handed it over while it waited, and ttl is what the key has left; or it was first
 -- in line for a free key); else {0, holder's pttl, queued (1/0)[, the server clock's seed when
 -- queued]}.
---@include lib/numbers.lua
 --@include lib/clock.lua
 --@include lib/maxBlock.lua
---@include lib/fences.lua
 
 local lock, fenceKey, line, places = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local token, ttl, fences = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local placeTtl = tonumber(ARGV[4] or '0')
 local inLine = placeTtl > 0
 
--- The common case, nobody in line: set-if-absent, then the fences.
-if not inLine and redis.call('EXISTS', line) == 0 then
-  if redis.call('SET', lock, token, 'NX', 'PX', ttl) then
-    -- not recorded: the release records the block if the clock has not passed it by then
-    local _, seed = serverClock()
-    local first, count = issueFences(fenceKey, fences, seed, nil, true)
-    if count == fences then
-      return first
-    end
-    return {1, first, ttl, 0, count}
-  end
-  if redis.call('GET', lock) ~= token then
-    return {0, redis.call('PTTL', lock), 0}
-  end
-  -- The caller's own key: this call was sent again (the client re-sends a command whose answer
-  -- was lost with its connection), and the first run took it. Say so, with new fences.
+-- The common case: nobody in line, no record of fences or of a hand-off beside the key, and the
+-- key free. Its block starts at the clock and is not recorded: the key is held, so the next grant
+-- comes after its release, which records the block if the clock has not passed it by then, or
+-- after its TTL (≥ 1 ms: the clock has passed any block). See lib/fences.lua.
+if not inLine and redis.call('EXISTS', line, places, fenceKey) == 0 and redis.call('SET', lock, token, 'NX', 'PX', ttl) then
   local _, seed = serverClock()
-  local first, count = issueFences(fenceKey, fences, seed)
-  return {1, first, redis.call('PTTL', lock), 0, count}
+  local count = math.max(1, math.min(fences, MAX_BLOCK))
+  if count == fences then
+    return seed + 1
+  end
+  return {1, seed + 1, ttl, 0, count}
 end
 
--- The line's pieces come after the common path, which does not need them: a script runs its
+-- The rest comes after the common path, which does not need it: a script runs its
 -- `local function` statements on every call, and each costs the server a closure.
+--@include lib/numbers.lua
+--@include lib/fences.lua
 --@include lib/line.lua
 
 local holder = redis.call('GET', lock)
 if holder == token then
   -- The key is the caller's: a release handed it over while the caller waited in line (the
-  -- hand-off recorded its fences), or an earlier run of this very call took it (sent again).
+  -- hand-off recorded its fences), or an earlier run of this very call took it (the client sent
+  -- it again, its answer lost with the connection). The earlier run's block, unrecorded if it
+  -- took the common path, ends at most MAX_BLOCK above the clock: the new one starts above that.
   leaveLine(line, places, token)
   local fence, reserved = grantOf(places, token)
   if not fence then
     local _, seed = serverClock()
-    fence, reserved = issueFences(fenceKey, fences, seed)
+    fence, reserved = issueFences(fenceKey, fences, seed, seed + MAX_BLOCK)
   end
   return {1, fence, redis.call('PTTL', lock), redis.call('ZCARD', line), reserved}
+end
+if holder and not inLine then
+  return {0, redis.call('PTTL', lock), 0}
 end
 
 local now, seed = serverClock()

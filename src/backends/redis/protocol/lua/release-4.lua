@@ -1,6 +1,8 @@
 -- release: compare-and-delete, or hand the key straight to the first live waiter in line.
 -- KEYS as for acquire (lock, fence counter, line, places). ARGV[1] the caller's token; ARGV[2] the
--- last fence its grant reserved, when the caller knows it (else the most it can have reserved).
+-- last fence its grant reserved, when the caller knows it (else the most it can have reserved), or
+-- 'passed' when the caller knows the server's clock has passed that fence (see lib/fences.lua; the
+-- Redis store says so when more time went by since the grant's answer than its block spans).
 --
 -- Only while the key still holds the caller's token (so a holder whose lease expired cannot
 -- touch the key of whoever took it next). If a waiter is in line, the key becomes theirs at once,
@@ -20,6 +22,14 @@ local token = ARGV[1]
 if redis.call('GET', lock) ~= token then
   return 0
 end
+local said = ARGV[2]
+local queued = redis.call('EXISTS', line) == 1
+if not queued and said == 'passed' then
+  -- Nobody in line, and the clock has passed the caller's fences: nothing to record. (The places
+  -- hold at most the record of the hand-off to the caller.)
+  redis.call('DEL', lock, places)
+  return 1
+end
 
 --@include lib/numbers.lua
 --@include lib/clock.lua
@@ -28,10 +38,9 @@ end
 
 local now, seed = serverClock()
 -- The caller's block ends here: the next grant must start above it (see lib/fences.lua).
-local reserved = reservedBy(ARGV[2], seed)
+local reserved = said == 'passed' and 0 or reservedBy(said, seed)
 
-if redis.call('EXISTS', line) == 0 then
-  -- nobody in line: the places hold at most the record of the hand-off to the caller
+if not queued then
   redis.call('DEL', lock, places)
   recordBlock(fenceKey, reserved, seed)
   return 1

@@ -10,17 +10,18 @@
 -- predecessor's grant. Because the seed catches up so fast, the counter only has to live until it
 -- does: it expires 2 ms after. (Assumes the servers' clocks do not go back.)
 --
--- Where the counter is written: a grant with nobody in line (the common path) does not write it
--- when its block starts at the clock — the key is taken, and the next grant comes only after its
--- release or its TTL (≥ 1 ms, by when the clock has passed any block). The release records the
--- block (recordBlock) when the clock has not passed it yet. Every other grant (a hand-off, a grant
--- from the line, a common-path grant above a block still ahead of the clock) writes it at once.
+-- Where the counter is written: a grant on the common path (a free key with nothing beside it,
+-- see acquire-4.lua) does not write it — its block starts at the clock, so it ends at most
+-- MAX_BLOCK above the clock; the key is held, so the next grant comes after its release or its
+-- TTL (≥ 1 ms, by when the clock has passed any block), and the release records the block
+-- (recordBlock.lua) if the clock has not passed it yet. Every other grant (a hand-off, a grant
+-- from the line or next to a record, a call sent again) writes it at once, here.
 -- Needs numbers.lua and maxBlock.lua.
 
--- Reserves up to `n` fences above the counter, the seed and `floor` (fences a releasing holder
--- reserved, which the counter may not record); records them unless `unrecorded` (the common path
--- only). Returns the first and how many.
-local function issueFences(fenceKey, n, seed, floor, unrecorded)
+-- Reserves up to `n` fences (at most MAX_BLOCK, at least 1) above the counter, the seed and
+-- `floor` (the last fence of a block the counter may not record), and records them. Returns the
+-- first and how many.
+local function issueFences(fenceKey, n, seed, floor)
   local base = tonumber(redis.call('GET', fenceKey) or '0')
   if seed > base then
     base = seed
@@ -34,10 +35,6 @@ local function issueFences(fenceKey, n, seed, floor, unrecorded)
     count = 1
   end
   local last = base + count
-  -- (Unrecorded only while the block starts at the clock: it then ends within MAX_BLOCK of it, as
-  -- a release that does not say assumes. A block above an earlier one still ahead is recorded.)
-  if not unrecorded or base > seed then
-    redis.call('SET', fenceKey, int(last), 'PX', math.floor((last - seed) / 4000) + 2)
-  end
+  redis.call('SET', fenceKey, int(last), 'PX', math.floor((last - seed) / 4000) + 2)
   return base + 1, count
 end
