@@ -28,6 +28,8 @@ describe('releaseArgs', () => {
 
   it('says nothing of a grant that is not known or not well-formed', () => {
     expect(releaseArgs('t', undefined, 5)).toEqual(['t']);
+    // an answer time that is no time: the block is not known to be passed
+    for (const answeredAt of [Number.NaN, Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY]) expect(releaseArgs('t', grant(16, answeredAt), 1e9)).toEqual(['t', 5_015]);
     for (const bad of [
       { fence: Number.NaN, fences: 1, answeredAt: 0 },
       { fence: -1, fences: 1, answeredAt: 0 },

@@ -154,12 +154,14 @@ export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStor
     // reach the helper keys of another lock either.)
     if (isReserved(key, this.clientPrefix)) return Promise.reject(reservedKeyError(key));
     if (!isStoreTtl(ttlMs)) return Promise.reject(storeTtlError(ttlMs));
+    if (!isFenceCount(fences)) return Promise.reject(fenceCountError(fences));
     return runScript(this.client, 'acquire', this.keysOf(key), acquireArgs(token, ttlMs, fences)).then((reply) => decodeAcquire(reply, ttlMs, this.placeTtl));
   }
 
   tryAcquireInLine(key: string, token: string, ttlMs: number, fences: number, place: 'keep' | 'leave'): Promise<AcquireResult> {
     if (isReserved(key, this.clientPrefix)) return Promise.reject(reservedKeyError(key));
     if (!isStoreTtl(ttlMs)) return Promise.reject(storeTtlError(ttlMs));
+    if (!isFenceCount(fences)) return Promise.reject(fenceCountError(fences));
     const args = acquireArgs(token, ttlMs, fences, { placeTtl: this.placeTtl, place, inbox: this.wake === undefined ? '' : this.inbox });
     return runScript(this.client, 'acquire', this.keysOf(key), args).then((reply) => decodeAcquire(reply, ttlMs, this.placeTtl));
   }
@@ -252,4 +254,13 @@ function isStoreTtl(ttlMs: number): boolean {
 
 function storeTtlError(ttlMs: unknown): LockOptionsError {
   return new LockOptionsError('ttlMs', `an integer from 1 to ${MAX_MS} (ms)`, ttlMs);
+}
+
+/** A number of fences to reserve: a safe integer from 1 (the scripts grant at most 1,024). */
+function isFenceCount(fences: number): boolean {
+  return Number.isSafeInteger(fences) && fences >= 1;
+}
+
+function fenceCountError(fences: unknown): LockOptionsError {
+  return new LockOptionsError('fences', 'an integer from 1 (a grant reserves at most 1,024)', fences);
 }

@@ -51,6 +51,8 @@ export function releaseArgs(token: string, grant: ReleasedGrant | undefined, now
   if (grant === undefined) return [token];
   const { fence, fences, answeredAt } = grant;
   if (!Number.isSafeInteger(fence) || !Number.isSafeInteger(fences) || !Number.isSafeInteger(fence + fences) || fences < 1 || fence < 0) return [token];
+  // (an answer time that is no time at all says nothing: the block is taken as not passed)
+  if (!Number.isFinite(answeredAt)) return [token, fence + fences - 1];
   const last = fence + fences - 1;
   const elapsedUs = (now - answeredAt) * 1000;
   return elapsedUs >= fences / FENCES_PER_MICROSECOND + CLOCK_MARGIN_US ? [token, 'passed'] : [token, last];

@@ -8,7 +8,7 @@
 -- more than MAX_BLOCK — so a new holder's fence can fall below its predecessor's block only if the
 -- data was lost and the key granted again within (that block's size) / 4 microseconds of the
 -- predecessor's grant. Because the seed catches up so fast, the counter only has to live until it
--- does: it expires 2 ms after. (Assumes the servers' clocks do not go back.)
+-- does: it expires 2 ms after. (Assumes the servers' wall clocks never step back.)
 --
 -- Where the counter is written: a grant on the common path (a free key with nothing beside it,
 -- see acquire-4.lua) does not write it — its block starts at the clock, so it ends at most
