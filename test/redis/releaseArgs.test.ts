@@ -21,6 +21,10 @@ describe('releaseArgs', () => {
       expect(releaseArgs('t', grant(fences), after(span + 0.01))).toEqual(['t', 'passed']);
       expect(releaseArgs('t', grant(fences), after(10_000_000))).toEqual(['t', 'passed']);
     }
+    // exactly at the span (4 fences: 1 µs + the margin), the block counts as passed
+    expect(releaseArgs('t', grant(4, 0), (1 + CLOCK_MARGIN_US) / 1000)).toEqual(['t', 'passed']);
+    // fence 0 is a fence (a store may start there)
+    expect(releaseArgs('t', { fence: 0, fences: 2, answeredAt: 0 }, 0)).toEqual(['t', 1]);
     // a release at the very moment of the answer (or a clock read before it) says the end
     expect(releaseArgs('t', grant(16), after(0))).toEqual(['t', 5_015]);
     expect(releaseArgs('t', grant(16), after(-5))).toEqual(['t', 5_015]);

@@ -50,7 +50,8 @@ export const CLOCK_MARGIN_US = 5;
 export function releaseArgs(token: string, grant: ReleasedGrant | undefined, now: number): Array<string | number> {
   if (grant === undefined) return [token];
   const { fence, fences, answeredAt } = grant;
-  if (!Number.isSafeInteger(fence) || !Number.isSafeInteger(fences) || !Number.isSafeInteger(fence + fences) || fences < 1 || fence < 0) return [token];
+  // (fence + fences a safe integer with fences one: fence is an integer too)
+  if (!Number.isSafeInteger(fences) || fences < 1 || fence < 0 || !Number.isSafeInteger(fence + fences)) return [token];
   // (an answer time that is no time at all says nothing: the block is taken as not passed)
   if (!Number.isFinite(answeredAt)) return [token, fence + fences - 1];
   const last = fence + fences - 1;
