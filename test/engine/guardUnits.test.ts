@@ -397,3 +397,60 @@ describe('HeldLease: release once, and a holder owns only its own hold', () => {
     expect(store.count('release')).toBe(1);
   });
 });
+
+describe('KeyGate.won: what a grant hands on', () => {
+  it('the release tells the store the grant as it answered it: its fences, and a moment after the answer', async () => {
+    const { store, locker } = recordingLocker();
+    for (let i = 0; i < 3; i++) {
+      const lease = await firstValueFrom(locker.acquire('won:grant'));
+      await lease.release();
+    }
+    const acquires = store.calls.filter((c) => c.op === 'tryAcquire');
+    const releases = store.calls.filter((c) => c.op === 'release');
+    expect(releases).toHaveLength(3);
+    releases.forEach((release, i) => {
+      const asked = acquires[i]!;
+      if (!asked.result?.acquired) throw new Error('refused');
+      expect(release.grant).toEqual({ fence: asked.result.fence, fences: asked.result.fences ?? asked.fences, answeredAt: expect.any(Number) });
+      expect(release.grant!.answeredAt, 'after the call was sent').toBeGreaterThanOrEqual(asked.at);
+      expect(release.grant!.answeredAt, 'before the release was sent').toBeLessThanOrEqual(release.at);
+    });
+    await locker.close();
+  });
+
+  it('a lease too short to have any validity (ttl 2 ms, no renewal) is granted and lost at once, as asked for — not given back and retried until the wait ends', async () => {
+    const { store, locker } = recordingLocker();
+    const lease = await firstValueFrom(locker.acquire('won:short', { ttl: 2, renew: false, waitTimeout: 1000 }));
+    expect(store.count('tryAcquire')).toBe(1);
+    expect(lease.held).toBe(false);
+    const lost = await firstValueFrom(lease.lost$);
+    expect(lost.reason).toBe('expired');
+    await lease.release();
+    await locker.close();
+  });
+});
+
+describe('KeyGate.won: a grant for a session that is not the gate\'s current one', () => {
+  it('is ignored: no holder, no store call, the gate stays as it was (idle, or acquiring with its own session)', async () => {
+    const { store, locker } = recordingLocker();
+    type Gate = { stateName: string; won(session: object, grant: object): void };
+    const lineFor = (locker as unknown as { lineFor(key: string, storeKey: string): Gate }).lineFor.bind(locker);
+    const grant = { fence: 1, fences: 1, sentAt: performance.now(), ttl: 30_000, waiting: 0 };
+    // idle: nobody asked
+    const idle = lineFor('won:stale', 'won:stale');
+    expect(idle.stateName).toBe('idle');
+    idle.won({}, grant);
+    expect(idle.stateName).toBe('idle');
+    // acquiring for someone else's session: a stranger's grant changes nothing
+    const held = store.inner.tryAcquire('won:busy', 'another', 30_000);
+    await held;
+    const waiting = firstValueFrom(locker.acquire('won:busy', { waitTimeout: 200 })).catch((error: Error) => error);
+    const busy = lineFor('won:busy', 'won:busy');
+    expect(busy.stateName).toBe('acquiring');
+    busy.won({}, grant);
+    expect(busy.stateName).toBe('acquiring');
+    expect(await waiting).toMatchObject({ name: 'LockTimeoutError' });
+    expect(store.count('release')).toBe(0);
+    await locker.close();
+  });
+});
