@@ -242,7 +242,9 @@ export function countOf(report: FuzzReport): string {
  */
 export function watchProblems(): string[] {
   const problems: string[] = [];
-  const onUnhandled = (reason: unknown) => problems.push(`unhandledRejection: ${String(reason)}`);
+  // (with the first frames of the stack: where the promise was made is what a fix needs)
+  const describe = (reason: unknown) => (reason instanceof Error && reason.stack ? reason.stack.split('\n').slice(0, 8).join(' | ') : String(reason));
+  const onUnhandled = (reason: unknown) => problems.push(`unhandledRejection: ${describe(reason)}`);
   const onUncaught = (error: unknown) => problems.push(`uncaughtException: ${String(error)}`);
   beforeAll(() => {
     process.on('unhandledRejection', onUnhandled);

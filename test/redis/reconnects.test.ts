@@ -306,3 +306,24 @@ describe('a frozen Redis (SIGSTOP) while acquisitions retry', () => {
     }
   });
 });
+
+describe("the store's own subscriber connection", () => {
+  // ioredis re-subscribes a subscriber that comes back by itself, dropping the promise of that
+  // SUBSCRIBE: a connection closed before Redis answers it (the store closed, a frozen Redis)
+  // leaves an unhandled rejection, which ends a Node process by default — seen once in several
+  // runs of attackFuzz.test.ts under load. The inbox subscribes again itself (with the rejection
+  // handled; the tests above show wake-ups coming back), so the connection the store makes has
+  // ioredis' re-subscription off. (A subscriber you pass in is yours: set it off there too.)
+  it('is made with ioredis autoResubscribe off', async () => {
+    const client = connect(suite.server);
+    const store = new RedisLockStore(client);
+    const watch = store.watch!('k', 't', () => undefined);
+    await watch.ready;
+    const subscriber = (store as unknown as { wake: { subscriber: Redis } }).wake.subscriber;
+    expect(subscriber.options.autoResubscribe).toBe(false);
+    expect(client.options.autoResubscribe).toBe(true);
+    watch.stop();
+    store.close();
+    client.disconnect();
+  });
+});

@@ -145,7 +145,17 @@ export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStor
     defineCommands(client);
     if (wakeUp) {
       if (subscriber !== undefined) this.wake = new WakeInbox(this.inbox, () => subscriber, lingerMs, false);
-      else if (typeof client.duplicate === 'function') this.wake = new WakeInbox(this.inbox, () => client.duplicate!(), lingerMs, true);
+      // The inbox subscribes again by itself when its connection comes back (WakeInbox, on 'ready',
+      // with the answer handled). ioredis' own re-subscription drops its promise: a connection
+      // closed before Redis answers it (the store closed, a frozen Redis) leaves an unhandled
+      // rejection, which ends a Node process by default (seen in attackFuzz.test.ts). So the
+      // connection the store makes for itself has it off; a Cluster re-subscribes on its own
+      // terms and is duplicated as it is.
+      else if (typeof client.duplicate === 'function') {
+        // (a Redis takes override options; the type says a Cluster's signature, start-up nodes first)
+        const duplicate = client.duplicate.bind(client) as (override?: { autoResubscribe: boolean }) => RedisSubscriber;
+        this.wake = new WakeInbox(this.inbox, () => (client.isCluster === true ? duplicate() : duplicate({ autoResubscribe: false })), lingerMs, true);
+      }
     }
   }
 
