@@ -20,71 +20,29 @@
  * Pipelined calls: the scripts are warmed first, so Promise.all of store calls on one connection
  * runs back to back on the server, well within one block (1,024 fences = 256 µs of clock).
  */
-import { Redis } from 'ioredis';
 import { firstValueFrom, type Subscription } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { createLocker, type LockEvent } from '../../src/index.js';
-import { FencedResource, RedisLockStore } from '../../src/redis.js';
+import { FencedResource } from '../../src/redis.js';
 import type { AcquireResult, ReleasedGrant } from '../../src/store/LockStore.js';
 import { luaScripts } from '../../src/backends/redis/protocol/lua/scripts.generated.js';
 import { lockKeys } from '../../src/backends/redis/protocol/keyLayout.js';
 import { connect } from '../support/redis.js';
 import { redisSuite } from '../support/redisSuite.js';
+import { blockOf, expectIncreasing, storeOn, warmScripts, type Block } from '../support/fenceBlocks.js';
 import { sleep } from '../support/timing.js';
 
 const suite = redisSuite({ args: ['--save', '', '--appendonly', 'no'] });
-
-interface Block {
-  readonly who: string;
-  readonly first: number;
-  readonly last: number;
-}
-
-function blockOf(who: string, r: AcquireResult, asked: number): Block {
-  if (!r.acquired) throw new Error(`${who} was refused: ${JSON.stringify(r)}`);
-  const n = r.fences ?? asked;
-  return { who, first: r.fence, last: r.fence + n - 1 };
-}
 
 /** What a holder of `block` tells the store at its release: the grant, answered just now. */
 function saying(block: Block, extra = 0): ReleasedGrant {
   return { fence: block.first, fences: block.last - block.first + 1 + extra, answeredAt: performance.now() };
 }
 
-/** Every block's first fence above every fence of every earlier block (in grant order). */
-function expectIncreasing(blocks: readonly Block[]): void {
-  let highest: Block | undefined;
-  for (const b of blocks) {
-    expect(Number.isSafeInteger(b.first), `${b.who}'s fence ${b.first} is a safe integer`).toBe(true);
-    if (highest !== undefined) {
-      expect(b.first, `${b.who}'s first fence ${b.first} vs ${highest.who}'s block end ${highest.last} (by ${highest.last - b.first + 1})`).toBeGreaterThan(highest.last);
-    }
-    if (highest === undefined || b.last > highest.last) highest = b;
-  }
-}
-
-function newStore(options: ConstructorParameters<typeof RedisLockStore>[1] = {}, client?: Redis): { store: RedisLockStore; redis: Redis } {
-  const redis = client ?? connect(suite.server);
-  const store = new RedisLockStore(redis, options);
-  suite.closers.push(() => {
-    store.close();
-    redis.disconnect();
-  });
-  return { store, redis };
-}
-
-async function warm(store: RedisLockStore): Promise<void> {
-  await store.tryAcquire('warm-up', 'w', 1000);
-  await store.tryAcquireInLine('warm-up', 'v', 1000, 1, 'keep');
-  await store.release('warm-up', 'w');
-  await store.release('warm-up', 'v');
-  await store.extend('warm-up', 'x', 10);
-}
-
 describe('store calls, pipelined', () => {
   it('baseline: acquire 1024 / release (said, unsaid, said late) / acquire, back to back, 300 rounds', async () => {
-    const { store } = newStore();
-    await warm(store);
+    const { store } = storeOn(suite);
+    await warmScripts(store);
     const key = 'base';
     const blocks: Block[] = [];
     for (let i = 0; i < 300; i++) {
@@ -102,8 +60,8 @@ describe('store calls, pipelined', () => {
   });
 
   it('TTL expiry right after the grant (ttl 1-3 ms): the next grant is above the unrecorded block', async () => {
-    const { store } = newStore();
-    await warm(store);
+    const { store } = storeOn(suite);
+    await warmScripts(store);
     const blocks: Block[] = [];
     for (let i = 0; i < 30; i++) {
       const key = `ttl:${i}`;
@@ -127,24 +85,24 @@ describe('store calls, pipelined', () => {
   });
 
   it('a grant re-sent after a lost reply (same token twice, common path): the second grant is above the first block', async () => {
-    const { store } = newStore();
-    await warm(store);
+    const { store } = storeOn(suite);
+    await warmScripts(store);
     const key = 'resent';
     const [a1, a2] = await Promise.all([store.tryAcquire(key, 'A', 30_000, 1024), store.tryAcquire(key, 'A', 30_000, 1024)]);
     expectIncreasing([blockOf('A (1st run)', a1, 1024), blockOf('A (re-sent)', a2, 1024)]);
   });
 
   it('same token: a common-path grant, then the same token asks in line (keep)', async () => {
-    const { store } = newStore();
-    await warm(store);
+    const { store } = storeOn(suite);
+    await warmScripts(store);
     const key = 'resent:line';
     const [a1, a2] = await Promise.all([store.tryAcquire(key, 'A', 30_000, 1024), store.tryAcquireInLine(key, 'A', 30_000, 1024, 'keep')]);
     expectIncreasing([blockOf('A (try)', a1, 1024), blockOf('A (in line)', a2, 1024)]);
   });
 
   it('extend to 0 ms (PEXPIRE 0 would delete the key without recording its block) is refused, by the store and by the script', async () => {
-    const { store, redis } = newStore();
-    await warm(store);
+    const { store, redis } = storeOn(suite);
+    await warmScripts(store);
     const key = 'extend0';
     const a = blockOf('A', await store.tryAcquire(key, 'A', 30_000, 1024), 1024);
     for (const ttl of [0, -1, 0.5, Number.NaN]) await expect(store.extend(key, 'A', ttl)).rejects.toMatchObject({ name: 'LockOptionsError', option: 'ttlMs' });
@@ -156,8 +114,8 @@ describe('store calls, pipelined', () => {
   });
 
   it('a release that says its block ends at Number.MAX_SAFE_INTEGER (sent to the script itself): capped, later fences stay safe and increasing', async () => {
-    const { store, redis } = newStore();
-    await warm(store);
+    const { store, redis } = storeOn(suite);
+    await warmScripts(store);
     const key = 'said-max';
     const a = await store.tryAcquire(key, 'A', 30_000, 1);
     const blocks = [blockOf('A', a, 1)];
@@ -173,8 +131,8 @@ describe('store calls, pipelined', () => {
   });
 
   it('hand-off: to a waiter whose place lapsed (none), to one that never claims (TTL 1 ms), unsaid releases', async () => {
-    const { store } = newStore({ placeTtl: 100 });
-    await warm(store);
+    const { store } = storeOn(suite, { placeTtl: 100 });
+    await warmScripts(store);
     const key = 'lapse';
     const blocks: Block[] = [];
     // A holds; W queues; W's place lapses; A's unsaid release deletes; B right behind.
@@ -207,8 +165,8 @@ describe('store calls, pipelined', () => {
   });
 
   it('a stale hand-off record (kept alive by a waiter that left): the same token asks in line after a newer common-path grant', async () => {
-    const { store } = newStore({ placeTtl: 5000 });
-    await warm(store);
+    const { store } = storeOn(suite, { placeTtl: 5000 });
+    await warmScripts(store);
     const key = 'stale-record';
     const x = await store.tryAcquire(key, 'X', 30_000, 1);
     expect(await store.tryAcquireInLine(key, 'T', 2, 1, 'keep')).toMatchObject({ queued: true });
@@ -229,7 +187,7 @@ describe('the engine: two lockers on two connections', () => {
   it('cohorts, concurrent acquisitions, cancellations, waitTimeout 0: acquired fences strictly increase per key and every holder write is accepted', async () => {
     const log: Array<LockEvent & { by: string }> = [];
     const lockers = ['L1', 'L2'].map((name, i) => {
-      const { store } = newStore();
+      const { store } = storeOn(suite);
       const locker = createLocker({ store, keyPrefix: '', ttl: 2000, cohort: i === 0 ? { maxPasses: 1023, maxMs: 40 } : { maxPasses: 5, maxMs: 5 }, retry: { minDelay: 0, jitter: 2 } });
       locker.events$.subscribe((e) => log.push({ ...e, by: name }));
       suite.closers.push(() => locker.close());

@@ -12,7 +12,6 @@
  * Releases say their grant exactly as the engine does: `answeredAt` is read right after the
  * grant's answer reached the caller, so 'passed' is sent only when codec.ts's rule allows it.
  */
-import type { Redis } from 'ioredis';
 import { firstValueFrom, type Subscription } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { createLocker, type LockEvent } from '../../src/index.js';
@@ -23,52 +22,10 @@ import { CLOCK_MARGIN_US, FENCES_PER_MICROSECOND, releaseArgs } from '../../src/
 import { lockKeys } from '../../src/backends/redis/protocol/keyLayout.js';
 import { connect } from '../support/redis.js';
 import { redisSuite } from '../support/redisSuite.js';
+import { blockOf, expectIncreasing, storeOn, warmScripts, type Block } from '../support/fenceBlocks.js';
 import { sleep } from '../support/timing.js';
 
 const suite = redisSuite({ args: ['--save', '', '--appendonly', 'no'] });
-
-interface Block {
-  readonly who: string;
-  readonly first: number;
-  readonly last: number;
-}
-
-function blockOf(who: string, r: AcquireResult, asked: number): Block {
-  if (!r.acquired) throw new Error(`${who} was refused: ${JSON.stringify(r)}`);
-  const n = r.fences ?? asked;
-  return { who, first: r.fence, last: r.fence + n - 1 };
-}
-
-/** Every block's first fence above every fence of every earlier block (in grant order). */
-function expectIncreasing(blocks: readonly Block[]): void {
-  let highest: Block | undefined;
-  for (const b of blocks) {
-    expect(Number.isSafeInteger(b.first), `${b.who}'s fence ${b.first} is a safe integer`).toBe(true);
-    expect(Number.isSafeInteger(b.last), `${b.who}'s last fence ${b.last} is a safe integer`).toBe(true);
-    if (highest !== undefined) {
-      expect(b.first, `${b.who}'s first fence ${b.first} vs ${highest.who}'s block end ${highest.last} (by ${highest.last - b.first + 1})`).toBeGreaterThan(highest.last);
-    }
-    if (highest === undefined || b.last > highest.last) highest = b;
-  }
-}
-
-function newStore(options: ConstructorParameters<typeof RedisLockStore>[1] = {}): { store: RedisLockStore; redis: Redis } {
-  const redis = connect(suite.server);
-  const store = new RedisLockStore(redis, options);
-  suite.closers.push(() => {
-    store.close();
-    redis.disconnect();
-  });
-  return { store, redis };
-}
-
-async function warm(store: RedisLockStore): Promise<void> {
-  await store.tryAcquire('warm-up', 'w', 1000);
-  await store.tryAcquireInLine('warm-up', 'v', 1000, 1, 'keep');
-  await store.release('warm-up', 'w');
-  await store.release('warm-up', 'v');
-  await store.extend('warm-up', 'x', 10);
-}
 
 /** A grant with its answer time, taken the moment the answer is seen (as KeyGate.won does). */
 async function grant(p: Promise<AcquireResult>, who: string, asked: number): Promise<{ block: Block; said: ReleasedGrant; r: AcquireResult }> {
@@ -90,8 +47,8 @@ const threshold = (fences: number) => fences / FENCES_PER_MICROSECOND + CLOCK_MA
 
 describe("'passed' at the edge of the rule", () => {
   it("common-path grant, release right at the 'passed' threshold (±), next grant pipelined behind: above the block (fences 1, 16, 1024; 600 rounds)", async () => {
-    const { store } = newStore();
-    await warm(store);
+    const { store } = storeOn(suite);
+    await warmScripts(store);
     const key = 'edge';
     const blocks: Block[] = [];
     let passedCount = 0;
@@ -116,8 +73,8 @@ describe("'passed' at the edge of the rule", () => {
   });
 
   it("common-path holder, a waiter queues, holder releases 'passed' (hand-off with floor 0): the waiter's fence is above the holder's block; then the waiter releases 'passed' to a second waiter", async () => {
-    const { store } = newStore();
-    await warm(store);
+    const { store } = storeOn(suite);
+    await warmScripts(store);
     for (let i = 0; i < 60; i++) {
       const key = `handoff-passed:${i}`;
       const n = i % 2 === 0 ? 1024 : 1;
@@ -143,8 +100,8 @@ describe("'passed' at the edge of the rule", () => {
   });
 
   it("a hand-off block that leads the clock (the counter ahead: unsaid release before it), released 'passed' by the rule: the next grant stays above it", async () => {
-    const { store } = newStore();
-    await warm(store);
+    const { store } = storeOn(suite);
+    await warmScripts(store);
     for (let i = 0; i < 40; i++) {
       const key = `lead:${i}`;
       const a = await grant(store.tryAcquire(key, 'A', 30_000, 1024), 'A', 1024);
@@ -177,8 +134,8 @@ describe('common path vs general path', () => {
   }
 
   it('places without a line (a ghost place, a stale grant record), a counter ahead, a bare line: each sends the grant down the general path, above every block', async () => {
-    const { store } = newStore();
-    await warm(store);
+    const { store } = storeOn(suite);
+    await warmScripts(store);
     const admin = suite.admin;
     const setups: Array<[string, (keys: string[]) => Promise<unknown>]> = [
       ['ghost place', ([, , , places]) => admin.hset(places!, 'w:ghost', `${Date.now() + 60_000} 30000 1024 3000 `)],
@@ -212,8 +169,8 @@ describe('common path vs general path', () => {
   });
 
   it("a line created while a common-path holder holds, the waiter gives up (leave), the holder releases 'passed' to nobody: next common-path grant above", async () => {
-    const { store } = newStore({ placeTtl: 100 });
-    await warm(store);
+    const { store } = storeOn(suite, { placeTtl: 100 });
+    await warmScripts(store);
     for (let i = 0; i < 40; i++) {
       const key = `line-mid:${i}`;
       const a = await grant(store.tryAcquire(key, 'A', 30_000, 1024), 'A', 1024);
@@ -232,8 +189,8 @@ describe('odd fence counts through the store API', () => {
   const odd = [0, -1, -1024, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 0.5, 1.5, 1023.5, 1025, 2047, 4096, 2 ** 31, Number.MAX_SAFE_INTEGER, 1e300];
 
   it('tryAcquire on the common path: a safe fence and 1 to 1,024 fences, and the next grant above them', async () => {
-    const { store } = newStore();
-    await warm(store);
+    const { store } = storeOn(suite);
+    await warmScripts(store);
     const problems: string[] = [];
     for (const n of odd) {
       const key = `odd:common:${n}`;
@@ -258,8 +215,8 @@ describe('odd fence counts through the store API', () => {
   });
 
   it('tryAcquire and tryAcquireInLine on the general path (a counter beside the key): a safe fence and count, or a refusal that leaves the key free', async () => {
-    const { store, redis } = newStore();
-    await warm(store);
+    const { store, redis } = storeOn(suite);
+    await warmScripts(store);
     const problems: string[] = [];
     for (const n of odd) {
       for (const mode of ['try', 'keep'] as const) {
@@ -292,8 +249,8 @@ describe('odd fence counts through the store API', () => {
   });
 
   it('a waiter in line asking odd counts is handed fences above the released block (or loses its place), never an overlap', async () => {
-    const { store } = newStore();
-    await warm(store);
+    const { store } = storeOn(suite);
+    await warmScripts(store);
     for (const n of odd) {
       const key = `odd:line:${n}`;
       const a = await grant(store.tryAcquire(key, 'A', 30_000, 1024), 'A', 1024);
@@ -317,8 +274,8 @@ describe('odd fence counts through the store API', () => {
 
 describe('the same token twice', () => {
   it('try, keep, leave, try with one token, pipelined, on a free key and on a key with a counter: each new block above the last', async () => {
-    const { store } = newStore();
-    await warm(store);
+    const { store } = storeOn(suite);
+    await warmScripts(store);
     for (const counterFirst of [false, true]) {
       const key = `same:${counterFirst}`;
       if (counterFirst) {
@@ -340,8 +297,8 @@ describe('the same token twice', () => {
   });
 
   it('a hand-off asked for again by its grantee (try, keep, leave) answers the same recorded grant, and the next holder is above it', async () => {
-    const { store } = newStore();
-    await warm(store);
+    const { store } = storeOn(suite);
+    await warmScripts(store);
     const key = 'same:handoff';
     const a = await grant(store.tryAcquire(key, 'A', 30_000, 1024), 'A', 1024);
     expect(await store.tryAcquireInLine(key, 'W', 30_000, 64, 'keep')).toMatchObject({ queued: true });
@@ -376,8 +333,8 @@ describe('TTL 1 ms', () => {
   }
 
   it('common-path grant with TTL 1 ms, then a hand-off with TTL 1 ms, then extend to 1 ms: each regrant right after expiry is above', async () => {
-    const { store } = newStore({ placeTtl: 100 });
-    await warm(store);
+    const { store } = storeOn(suite, { placeTtl: 100 });
+    await warmScripts(store);
     for (let i = 0; i < 15; i++) {
       const key = `ttl1:${i}`;
       const blocks: Block[] = [];
@@ -421,7 +378,7 @@ describe('the engine: three lockers on three connections (one core-only), hammer
     ];
     const seen = { passed: 0, said: 0, unsaid: 0, leaveGranted: 0 };
     const lockers = configs.map(({ name, core, cohort }) => {
-      const { store } = newStore({ placeTtl: 300 });
+      const { store } = storeOn(suite, { placeTtl: 300 });
       // count what the releases say, and the grants taken by leave()
       const release = store.release.bind(store);
       store.release = (key, token, g) => {

@@ -4,9 +4,8 @@
  * what happened. Deadlines and loss live in each {@link StoreLease}; this part talks to the store
  * and to `events$` for them.
  */
-import type { ReleasedGrant } from '../../store/LockStore.js';
 import { asError, LockStoreError } from '../../errors/errors.js';
-import type { ExtendOutcome } from '../../store/LockStore.js';
+import type { ExtendOutcome, ReleasedGrant } from '../../store/LockStore.js';
 import type { StoreAccess } from '../calls/StoreAccess.js';
 import type { EventReporter } from '../events/EventReporter.js';
 import { LeaseTimers, type DueKind } from './LeaseTimers.js';

@@ -9,10 +9,9 @@
  * answer about this lease (a renewal sent after the pass, or the final release) confirms or denies
  * that its hold was protected to the end, and only then is its `released` event reported.
  */
-import type { ReleasedGrant } from '../../store/LockStore.js';
 import { LockLostError, LockStoreError, type LockLostReason } from '../../errors/errors.js';
 import { leaseValidity, renewIntervalFor } from '../../options/validity.js';
-import type { ExtendOutcome } from '../../store/LockStore.js';
+import type { ExtendOutcome, ReleasedGrant } from '../../store/LockStore.js';
 import type { HolderFacts } from '../events/EventReporter.js';
 import type { DueKind, Scheduled, TimerEntry } from './LeaseTimers.js';
 

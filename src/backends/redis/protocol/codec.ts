@@ -52,9 +52,9 @@ export function releaseArgs(token: string, grant: ReleasedGrant | undefined, now
   const { fence, fences, answeredAt } = grant;
   // (fence + fences a safe integer with fences one: fence is an integer too)
   if (!Number.isSafeInteger(fences) || fences < 1 || fence < 0 || !Number.isSafeInteger(fence + fences)) return [token];
-  // (an answer time that is no time at all says nothing: the block is taken as not passed)
-  if (!Number.isFinite(answeredAt)) return [token, fence + fences - 1];
   const last = fence + fences - 1;
+  // (an answer time that is no time at all says nothing: the block is taken as not passed)
+  if (!Number.isFinite(answeredAt)) return [token, last];
   const elapsedUs = (now - answeredAt) * 1000;
   return elapsedUs >= fences / FENCES_PER_MICROSECOND + CLOCK_MARGIN_US ? [token, 'passed'] : [token, last];
 }
