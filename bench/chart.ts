@@ -83,7 +83,7 @@ export function renderChart(allRows: readonly ResultRow[]): string {
   // The probes (engine-cpu, floor) measure no acquisitions per second or waits: tables only.
   const rows = allRows.filter((r) => !isProbeName(r.scenario));
   const scenarios = [...new Set(rows.map((r) => r.scenario))];
-  const order = (r: ResultRow) => (r.library === 'rxjs-lock' ? (r.variant === 'default' ? 0 : 1) : 2 + ['redlock', 'redis-semaphore', 'baseline'].indexOf(r.library));
+  const order = (r: ResultRow) => (r.library === 'rxjs-lock' ? (r.variant === 'default' ? 0 : 1) : 2 + ['redlock', 'redis-semaphore', 'baseline', 'store-only', 'script-floor'].indexOf(r.library));
   const labels = [...new Map(rows.map((r) => [r.label, r] as const)).values()].sort((a, b) => order(a) - order(b));
   const width = Math.max(900, MARGIN.left + scenarios.length * PANEL_W + (scenarios.length - 1) * GAP_X + MARGIN.right);
   const height = MARGIN.top + METRICS.length * PANEL_H + (METRICS.length - 1) * GAP_Y + MARGIN.bottom;

@@ -7,9 +7,19 @@
  */
 import type { ScenarioName } from './scenarios.js';
 
-export const LIBRARY_NAMES = ['rxjs-lock', 'redlock', 'redis-semaphore', 'baseline'] as const;
+export const LIBRARY_NAMES = ['rxjs-lock', 'redlock', 'redis-semaphore', 'baseline', 'store-only', 'script-floor'] as const;
 export type LibraryName = (typeof LIBRARY_NAMES)[number];
 export const PEERS: readonly LibraryName[] = ['redlock', 'redis-semaphore', 'baseline'];
+
+/**
+ * References, not peers (./adapters/references.ts): rxjs-lock's store with no engine, and one
+ * trivial script per call in the store's shape. They say how much of a gap to the baseline is the
+ * engine, the store's protocol, or the cost of any script-based lock; never the best peer.
+ */
+export const REFERENCES: ReadonlyArray<{ readonly library: LibraryName; readonly scenarios: readonly ScenarioName[] }> = [
+  { library: 'store-only', scenarios: ['uncontended', 'many-keys'] },
+  { library: 'script-floor', scenarios: ['uncontended', 'many-keys'] },
+];
 
 export interface BenchEntry {
   readonly library: LibraryName;
@@ -38,7 +48,7 @@ export const RXJS_LOCK_VARIANTS: readonly RxjsLockVariant[] = [
   // { variant: 'wakeUp-off', options: {}, storeOptions: { wakeUp: false }, scenarios: ['hot-key-1ms', 'hot-key-0ms'] },
 ];
 
-/** The runs of one scenario, in the order they run: rxjs-lock and its variants first, then the peers. */
+/** The runs of one scenario, in the order they run: rxjs-lock and its variants first, then the peers, then the references. */
 export function entriesFor(scenario: ScenarioName, only: readonly string[] | undefined): BenchEntry[] {
   const wanted = (library: LibraryName) => only === undefined || only.includes(library);
   const entries: BenchEntry[] = [];
@@ -50,6 +60,7 @@ export function entriesFor(scenario: ScenarioName, only: readonly string[] | und
     }
   }
   for (const peer of PEERS) if (wanted(peer)) entries.push({ library: peer, variant: 'default', options: {} });
+  for (const ref of REFERENCES) if (wanted(ref.library) && ref.scenarios.includes(scenario)) entries.push({ library: ref.library, variant: 'default', options: {} });
   return entries;
 }
 

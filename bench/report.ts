@@ -251,7 +251,7 @@ export function renderReport(rows: readonly ResultRow[]): string {
         ['`BENCH_FLOOR_SECONDS`', '2', 'measured time of each half of floor (PING, then pub/sub hop)'],
         ['`BENCH_ENGINE_SECONDS`', '1.5', 'measured time of each method in engine-cpu (after a 1 s warm-up)'],
         ['`BENCH_SCENARIOS`', 'all', 'comma-separated subset, e.g. `floor,hot-key-0ms` (the hand-off target needs both)'],
-        ['`BENCH_LIBRARIES`', 'all', 'comma-separated subset of `rxjs-lock,redlock,redis-semaphore,baseline` (engine-cpu runs only with rxjs-lock)'],
+        ['`BENCH_LIBRARIES`', 'all', 'comma-separated subset of `rxjs-lock,redlock,redis-semaphore,baseline,store-only,script-floor` (engine-cpu runs only with rxjs-lock; the last two are references, run in uncontended and many-keys only)'],
         ['`BENCH_NO_PIN`', 'unset', '`1`: do not pin with taskset'],
       ],
       3,
@@ -309,6 +309,8 @@ export function renderReport(rows: readonly ResultRow[]): string {
   out.push('- **redlock 5.0.0-beta.2**: `new Redlock([redis])` with its default settings (retry every 200 ± 100 ms). It has no wait limit in milliseconds, so each call passes `retryCount = round(waitTimeout / 200)` (50 for a 10 s wait, 5 for 1 s); nothing else is changed. `acquire([key], ttl)` then `lock.release()`; a failed acquire (`ExecutionError`) counts as a timeout.');
   out.push('- **redis-semaphore 5.x**: `new Mutex(redis, key, { acquireTimeout: waitTimeout, lockTimeout: ttl })` (both 10 s, its defaults, except in seed-000 and cancel-storm where the wait is 1 s); retry every 10 ms; `acquire()` then `release()`. Keys `mutex:<name>`.');
   out.push('- **baseline**: `SET key token NX PX ttl`; after a failed attempt a fixed 10 ms sleep (cut to what is left of the wait); release by a compare-and-delete Lua script called with `EVALSHA` (`EVAL` once on `NOSCRIPT`).');
+  out.push('- **store-only** (a reference, not a peer; uncontended and many-keys only): rxjs-lock\'s `RedisLockStore` called directly, no engine: `store.tryAcquire(key, token, ttl)`, the baseline\'s 10 ms sleep after a refusal, then `store.release(key, token, grant)`. Between it and rxjs-lock lies the engine\'s cost; between it and the baseline, the store\'s protocol (its scripts\' work on the server, their calls on the client).');
+  out.push('- **script-floor** (a reference, not a peer; uncontended and many-keys only): the baseline\'s loop, but acquire and release are each one Lua script called with `EVALSHA`, in the store\'s shape (the four keys of a lock, the same arguments), doing only what the baseline does (`SET NX PX`; compare-and-delete). The least a lock pays whose acquire and release are one script call each. A target it misses too is out of reach of any script-based lock in this layout.');
   out.push('');
   out.push('Every library gets new connections for each run (one ioredis connection per process, plus any the library opens itself), a warm-up on a private key before the measurement, and the same lease (10 s) and wait limit (10 s; 1 s in seed-000 and cancel-storm). Scenarios run in the order shown, libraries in the order of the tables. Worker processes are forked once and serve every run in turn.');
   out.push('');

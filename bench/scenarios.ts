@@ -11,7 +11,7 @@
  *   BENCH_FLOOR_SECONDS       measured time of each half of floor, PING and pub/sub hop (default 2; quick 0.5)
  *   BENCH_ENGINE_SECONDS      measured time of engine-cpu, per method (default 1.5; quick 0.15)
  *   BENCH_SCENARIOS           comma-separated subset of scenario names to run
- *   BENCH_LIBRARIES           comma-separated subset of libraries (rxjs-lock, redlock, redis-semaphore, baseline)
+ *   BENCH_LIBRARIES           comma-separated subset of libraries (rxjs-lock, redlock, redis-semaphore, baseline, store-only, script-floor)
  */
 import { numberFromEnv } from '../support/env.js';
 

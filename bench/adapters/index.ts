@@ -16,6 +16,10 @@ export async function createAdapter(entry: BenchEntry, ctx: AdapterContext): Pro
       return (await import('./redisSemaphore.js')).createRedisSemaphore(ctx);
     case 'baseline':
       return (await import('./baseline.js')).createBaseline(ctx);
+    case 'store-only':
+      return (await import('./references.js')).createStoreOnly(ctx);
+    case 'script-floor':
+      return (await import('./references.js')).createScriptFloor(ctx);
   }
 }
 
@@ -25,5 +29,5 @@ export async function createAdapter(entry: BenchEntry, ctx: AdapterContext): Pro
  * fails to load fails again, with the same error, when its run builds it.
  */
 export async function preloadAdapters(): Promise<void> {
-  await Promise.allSettled([import('./rxjsLock.js'), import('./redlock.js'), import('./redisSemaphore.js'), import('./baseline.js')]);
+  await Promise.allSettled([import('./rxjsLock.js'), import('./redlock.js'), import('./redisSemaphore.js'), import('./baseline.js'), import('./references.js')]);
 }
