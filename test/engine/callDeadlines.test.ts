@@ -1,6 +1,8 @@
 /**
  * The shared time limit of store calls: one timer for the whole FIFO of a locker's calls.
  */
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { CallDeadlines, type Tracked } from '../../src/engine/calls/CallDeadlines.js';
 
@@ -54,5 +56,65 @@ describe('CallDeadlines', () => {
     calls.forEach((call, i) => i % 3 !== 0 && deadlines.settle(call));
     await sleep(50);
     expect(fired).toEqual(Array.from({ length: 100 }, (_, i) => i).filter((i) => i % 3 === 0));
+  });
+});
+
+describe('CallDeadlines holds no call it is done with', () => {
+  it('a call that left the queue (answered or expired) points nowhere, so an old call held elsewhere keeps no later call alive', async () => {
+    const deadlines = new CallDeadlines(20);
+    const a = track(deadlines, () => undefined);
+    const b = track(deadlines, () => undefined);
+    const c = track(deadlines, () => undefined);
+    const d = track(deadlines, () => undefined);
+    // Answered out of order: b waits behind a, then both leave together.
+    deadlines.settle(b);
+    expect(a.next).toBe(b);
+    deadlines.settle(a);
+    expect(a.next).toBeUndefined();
+    expect(b.next).toBeUndefined();
+    // c expires; d, answered meanwhile, leaves with it.
+    deadlines.settle(d);
+    await sleep(50);
+    expect(c.settled).toBe(true);
+    expect(c.next).toBeUndefined();
+    expect(d.next).toBeUndefined();
+    // The queue starts afresh: a new call is not linked from any old one.
+    const e = track(deadlines, () => undefined);
+    expect([a, b, c, d].some((call) => call.next === e)).toBe(false);
+    deadlines.settle(e);
+  });
+});
+
+describe('CallDeadlines keeps no answered call alive', () => {
+  setFlagsFromString('--expose-gc');
+  const collect = runInNewContext('gc') as () => void;
+
+  /** Runs `n` calls two at a time, answered in turn; returns weak references to them. */
+  function runCalls(deadlines: CallDeadlines, n: number): Array<WeakRef<Tracked>> {
+    const refs: Array<WeakRef<Tracked>> = [];
+    let previous = track(deadlines, () => undefined);
+    for (let i = 0; i < n; i++) {
+      const call = track(deadlines, () => undefined);
+      refs.push(new WeakRef(call));
+      deadlines.settle(previous);
+      previous = call;
+    }
+    deadlines.settle(previous);
+    return refs;
+  }
+
+  it('an old call that something still holds (a session, a handler) does not keep every later call alive', async () => {
+    const deadlines = new CallDeadlines(60_000);
+    // Two calls in flight: the first is answered while the second waits, then leaves the queue.
+    const old = track(deadlines, () => undefined);
+    const second = track(deadlines, () => undefined);
+    deadlines.settle(old);
+    const refs = runCalls(deadlines, 2_000);
+    deadlines.settle(second);
+    await new Promise((resolve) => setImmediate(resolve));
+    collect();
+    const alive = refs.filter((r) => r.deref() !== undefined).length;
+    expect(old.settled).toBe(true);
+    expect(alive).toBe(0);
   });
 });

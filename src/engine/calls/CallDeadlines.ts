@@ -45,9 +45,23 @@ export class CallDeadlines {
   settle(call: Tracked): void {
     call.settled = true;
     let head = this.head;
-    while (head !== undefined && head.settled) head = head.next;
+    while (head !== undefined && head.settled) head = this.unlink(head);
     this.head = head;
     if (head === undefined) this.tail = undefined;
+  }
+
+  /**
+   * Takes `call` (the head) off the queue and returns the next one. A call off the queue must
+   * not point into it: anything that still holds an old call (a session, a lease's handlers)
+   * would otherwise hold every call made since, with their handlers and leases, through the
+   * chain of `next` — at tens of thousands of calls a second that kept a fifth of all the
+   * engine allocated alive past each young-generation collection, and collecting it cost more
+   * CPU than the rest of the engine.
+   */
+  private unlink(call: Tracked): Tracked | undefined {
+    const next = call.next;
+    call.next = undefined;
+    return next;
   }
 
   private arm(delay: number): void {
@@ -63,11 +77,12 @@ export class CallDeadlines {
     let call = this.head;
     // Drop answered calls, expire overdue ones, stop at the first call still within its limit.
     while (call !== undefined && (call.settled || call.dueAt <= now)) {
-      if (!call.settled) {
-        call.settled = true;
-        call.expire();
+      const expired = call;
+      call = this.unlink(expired);
+      if (!expired.settled) {
+        expired.settled = true;
+        expired.expire();
       }
-      call = call.next;
     }
     this.head = call;
     if (call === undefined) this.tail = undefined;

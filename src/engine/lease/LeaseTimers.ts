@@ -7,7 +7,10 @@
  *
  * A lease has at most one live entry; rescheduling or cancelling leaves the old entry in the heap
  * as stale (it is skipped when it surfaces), and the heap is rebuilt without stale entries when
- * they outnumber the live ones, so memory stays bounded by the leases held. The timer is unref'd:
+ * they outnumber the live ones, so memory stays bounded by the leases held. A stale entry lets go
+ * of its lease at once: a released lease (its session, gate and subscribers) must not live on in
+ * the heap until the rebuild — at tens of thousands of acquisitions a second, a thousand of them
+ * survived each young-generation collection and made garbage collection most of the engine's CPU. The timer is unref'd:
  * it never keeps the process alive by itself, and it is left armed when the heap empties (it
  * fires once and finds nothing) rather than being cleared and re-created on every lease.
  */
@@ -25,7 +28,8 @@ export interface Scheduled {
 }
 
 export interface TimerEntry {
-  readonly lease: Scheduled;
+  /** The lease, while this is its live entry; `undefined` once the entry is stale. */
+  lease: Scheduled | undefined;
   readonly kind: DueKind;
   readonly dueAt: number;
   /** How early the entry may be taken, to join a batch (renewals only). */
@@ -46,7 +50,7 @@ export class LeaseTimers {
 
   /** Replaces `lease`'s entry by one due at `dueAt` (`performance.now()` time). */
   schedule(lease: Scheduled, kind: DueKind, dueAt: number, slack = 0): void {
-    if (lease.timerEntry !== undefined) this.stale++;
+    if (lease.timerEntry !== undefined) this.retire(lease.timerEntry);
     const entry: TimerEntry = { lease, kind, dueAt, slack };
     lease.timerEntry = entry;
     this.heap.push(entry);
@@ -64,9 +68,15 @@ export class LeaseTimers {
   /** Drops `lease`'s entry. */
   cancel(lease: Scheduled): void {
     if (lease.timerEntry === undefined) return;
+    this.retire(lease.timerEntry);
     lease.timerEntry = undefined;
-    this.stale++;
     this.compact();
+  }
+
+  /** Makes `entry` stale: it stays in the heap until it surfaces or a rebuild, holding nothing. */
+  private retire(entry: TimerEntry): void {
+    entry.lease = undefined;
+    this.stale++;
   }
 
   /** Entries in the heap, live and stale (for tests). */
@@ -88,15 +98,17 @@ export class LeaseTimers {
     const renewals: Scheduled[] = [];
     let head: TimerEntry | undefined;
     while ((head = this.heap.peek()) !== undefined) {
-      if (head.lease.timerEntry !== head) {
+      const lease = head.lease;
+      if (lease === undefined) {
         this.heap.pop();
         this.stale--;
         continue;
       }
       if (head.dueAt > now + head.slack) break;
       this.heap.pop();
-      head.lease.timerEntry = undefined;
-      head.lease.due(head.kind, now, renewals);
+      head.lease = undefined;
+      lease.timerEntry = undefined;
+      lease.due(head.kind, now, renewals);
     }
     // `due` may have scheduled entries (and armed the timer) already.
     const next = this.heap.peek();
@@ -106,7 +118,7 @@ export class LeaseTimers {
 
   private compact(): void {
     if (this.stale < MIN_STALE_FOR_REBUILD || this.stale * 2 < this.heap.size()) return;
-    this.heap.init(this.heap.toArray().filter((entry) => entry.lease.timerEntry === entry));
+    this.heap.init(this.heap.toArray().filter((entry) => entry.lease !== undefined));
     this.stale = 0;
   }
 }
