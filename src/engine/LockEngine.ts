@@ -10,12 +10,12 @@
  * - calls/: store calls bounded by `commandTimeout`, and the store's capabilities;
  * - acquisition/: an acquisition as an Observable, and the work run while a lease is held.
  */
-import { defer, mergeMap, type MonoTypeOperatorFunction, type Observable, type ObservableInput } from 'rxjs';
+import { defer, type MonoTypeOperatorFunction, type Observable, type ObservableInput } from 'rxjs';
 import type { AcquireOptions } from '../options/LockerOptions.js';
 import { resolveAcquireOptions, validateKey, type AcquireSettings, type LockerSettings } from '../options/validate.js';
 import { closerOf } from '../store/capabilities.js';
 import { acquisition, type AcquisitionContext, type WaitingLine } from './acquisition/acquisition.js';
-import { whileHeld } from './acquisition/whileHeld.js';
+import { runWhileHeld } from './acquisition/whileHeld.js';
 import { StoreAccess } from './calls/StoreAccess.js';
 import type { LockEvent } from './events/events.js';
 import { EventReporter } from './events/EventReporter.js';
@@ -83,13 +83,13 @@ export class LockEngine implements Locker, AcquisitionContext {
   withLock<T>(key: string, options?: AcquireOptions): MonoTypeOperatorFunction<T> {
     const settings = this.settingsOf(options);
     const lease$ = this.acquisitionOf(key, settings);
-    return (source) => lease$.pipe(mergeMap((lease) => whileHeld(lease, source, settings.onLost)));
+    return (source) => runWhileHeld(lease$, () => source, settings.onLost);
   }
 
   using<R>(key: string, work: (lease: Lease) => ObservableInput<R>, options?: AcquireOptions): Observable<R> {
     const settings = this.settingsOf(options);
     const lease$ = this.acquisitionOf(key, settings);
-    return lease$.pipe(mergeMap((lease) => whileHeld(lease, defer(() => work(lease)), settings.onLost)));
+    return runWhileHeld(lease$, (lease) => defer(() => work(lease)), settings.onLost);
   }
 
   get closed(): boolean {

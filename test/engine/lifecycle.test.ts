@@ -17,6 +17,7 @@ import {
   type ExtendOutcome,
   type LockEvent,
   type LockStore,
+  type Lease,
 } from '../../src/index.js';
 import { recordingLocker } from '../support/recordingStore.js';
 
@@ -95,6 +96,34 @@ describe('withLock()', () => {
     await expect(lastValueFrom(throwError(() => boom).pipe(locker.withLock('k')))).rejects.toBe(boom);
     await sleep(0);
     expect(store.count('release')).toBe(1);
+    expect(memory.size).toBe(0);
+  });
+
+  it('releases when the stream is unsubscribed from inside the work, while the work is being subscribed', async () => {
+    const { memory, store, locker } = setup();
+    const subscription = defer(() => {
+      subscription.unsubscribe();
+      return NEVER;
+    })
+      .pipe(locker.withLock('k'))
+      .subscribe();
+    await sleep(5);
+    expect(subscription.closed).toBe(true);
+    expect(store.count('release')).toBe(1);
+    expect(memory.size).toBe(0);
+
+    // the same through using(), whose work function gets the lease
+    let held: Lease | undefined;
+    const viaUsing = locker
+      .using('k', (lease) => {
+        held = lease;
+        viaUsing.unsubscribe();
+        return NEVER;
+      })
+      .subscribe();
+    await sleep(5);
+    expect(held?.released).toBe(true);
+    expect(store.count('release')).toBe(2);
     expect(memory.size).toBe(0);
   });
 

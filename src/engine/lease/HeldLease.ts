@@ -22,6 +22,8 @@ export class HeldLease implements Lease, HolderFacts {
   private releasing: Promise<boolean> | undefined;
   private lostSubject: AsyncSubject<LockLostError> | undefined;
   private lostError: LockLostError | undefined;
+  /** The engine's own listener for a loss (whileHeld's), cheaper than a `lost$` subscription. */
+  private lossListener: ((error: LockLostError) => void) | undefined;
 
   constructor(
     private readonly owner: HolderOwner,
@@ -62,6 +64,20 @@ export class HeldLease implements Lease, HolderFacts {
     return (this.lostSubject ??= this.newLostSubject()).asObservable();
   }
 
+  /**
+   * Sets the one engine-side listener that hears of a loss (called at once if the lease is lost
+   * already), before any `lost$` subscriber. Released leases never call it.
+   */
+  watchLoss(listener: (error: LockLostError) => void): void {
+    if (this.state === 'lost') listener(this.lostError!);
+    else if (this.state === 'held') this.lossListener = listener;
+  }
+
+  /** Drops the listener set with {@link HeldLease.watchLoss}. */
+  unwatchLoss(): void {
+    this.lossListener = undefined;
+  }
+
   /** The loss, once the lease is lost. */
   get lostWith(): LockLostError | undefined {
     return this.lostError;
@@ -71,6 +87,7 @@ export class HeldLease implements Lease, HolderFacts {
     if (this.releasing !== undefined) return this.releasing;
     const wasHeld = this.state === 'held';
     if (wasHeld) this.state = 'released';
+    this.lossListener = undefined;
     // The release is under way before anyone hears of it: a lost$ subscriber that calls release()
     // again gets this same promise.
     const releasing = (this.releasing = this.owner.releaseHolder(this));
@@ -89,6 +106,9 @@ export class HeldLease implements Lease, HolderFacts {
     if (this.state !== 'held') return;
     this.state = 'lost';
     this.lostError = error;
+    const listener = this.lossListener;
+    this.lossListener = undefined;
+    listener?.(error);
     const subject = this.lostSubject;
     if (subject !== undefined) {
       subject.next(error);
