@@ -166,6 +166,32 @@ describe.each<Platform>(['express', 'fastify'])('@WithLock on %s', (platform) =>
     void b;
   });
 
+  it('answers 500 with a clear message when the lease is lost while the handler runs, and stops the handler', async () => {
+    const probe = new Probe();
+    const a = await start('a', probe);
+    const lost = await request(a.url).get('/lost/8');
+    expect(lost.status).toBe(500);
+    expect(lost.body.message).toMatch(/"lost:8" was lost \(expired\) while the handler ran; its work was stopped/);
+    await probe.waitFor('unsubscribed', 'lost:8');
+  });
+
+  it('answers 503 with Retry-After when the store does not answer', async () => {
+    const probe = new Probe();
+    const a = await start('a', probe, { locker: { commandTimeout: 150 } });
+    probe.open('order:11:warm');
+    expect((await request(a.url).post('/now/orders/11/warm')).status).toBe(201); // connected and working
+    suite.server.pause();
+    let unavailable: request.Response;
+    try {
+      unavailable = await request(a.url).post('/now/orders/12/paused');
+    } finally {
+      suite.server.resume();
+    }
+    expect([unavailable.status, unavailable.headers['retry-after']]).toEqual([503, '1']);
+    expect(unavailable.body.message).toMatch(/lock service is unavailable/);
+    expect(probe.notes.filter((n) => n.key === 'order:12')).toEqual([]);
+  });
+
   it('answers 400 when a key template names a value the request lacks, and locks the value when present', async () => {
     const probe = new Probe();
     const a = await start('a', probe);
