@@ -1,6 +1,13 @@
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
+  // examples/ import the package by name, as a user would: run them on the sources.
+  resolve: {
+    alias: [
+      { find: /^rxjs-lock$/, replacement: `${import.meta.dirname}/src/index.ts` },
+      { find: /^rxjs-lock\/(nestjs|redis|testing)$/, replacement: `${import.meta.dirname}/src/$1.ts` },
+    ],
+  },
   test: {
     include: ['test/**/*.test.ts'],
     pool: 'forks',
