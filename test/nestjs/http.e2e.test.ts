@@ -74,7 +74,7 @@ describe.each<Platform>(['express', 'fastify'])('@WithLock on %s', (platform) =>
     expect(await suite.admin.exists('lock:order:1')).toBe(0);
   });
 
-  it('answers 409 Conflict to a request on a busy key with waitTimeout 0, 423 or 503 + Retry-After as configured', async () => {
+  it('answers 409 Conflict to a request on a busy key with waitTimeout 0; 423, 503 + Retry-After or a custom mapping as configured', async () => {
     const probe = new Probe();
     const [a, b] = [await start('a', probe), await start('b', probe)];
     const first = request(a.url).post('/orders/7/first').then((r) => r);
@@ -85,6 +85,8 @@ describe.each<Platform>(['express', 'fastify'])('@WithLock on %s', (platform) =>
     expect((await request(b.url).post('/locked/orders/7/third')).status).toBe(423);
     const unavailable = await request(b.url).post('/unavailable/orders/7/fourth');
     expect([unavailable.status, unavailable.headers['retry-after']]).toEqual([503, '7']);
+    const mapped = await request(b.url).post('/mapped/orders/7/sixth');
+    expect([mapped.status, mapped.body]).toEqual([429, { busyKey: 'order:7' }]);
     // the same instance's second request is refused too (its local line)
     expect((await request(a.url).post('/now/orders/7/fifth')).status).toBe(409);
     probe.open('order:7:first');

@@ -32,13 +32,18 @@ export interface LockModuleOptions {
   /**
    * A lock store of yours (`new RedisLockStore(redis)`, `new MemoryLockStore()`…). The module
    * never closes it.
+   * @example `{ store: new RedisLockStore(redis) }`
    */
   store?: LockStore;
-  /** An ioredis client (`Redis` or `Cluster`) of yours; the module never closes it. */
+  /**
+   * An ioredis client (`Redis` or `Cluster`) of yours; the module never closes it.
+   * @example `{ client: new Redis(process.env.REDIS_URL) }`
+   */
   client?: RedisClient;
   /**
    * ioredis connection options, or a `redis://` URL: the module creates the client (and so needs
    * `ioredis` installed) and closes it on application shutdown.
+   * @example `{ redis: { host: 'redis', port: 6379, password: process.env.REDIS_PASSWORD } }`
    */
   redis?: string | RedisOptions;
   /**
@@ -59,7 +64,14 @@ export interface LockModuleOptions {
   errors?: LockErrorOptions;
 }
 
-/** Extras of `forRoot` / `forRootAsync` that shape the module rather than the locker. */
+/**
+ * Extras of `forRoot` / `forRootAsync` that shape the module rather than the locker.
+ *
+ * @example
+ * ```ts
+ * LockModule.forRoot({ store, isGlobal: true });
+ * ```
+ */
 export interface LockModuleExtras {
   /**
    * Register the module globally: `@WithLock` and `@InjectLocker()` work in every module without

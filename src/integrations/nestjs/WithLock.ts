@@ -10,7 +10,21 @@ import { LockInterceptor } from './LockInterceptor.js';
 import type { LockSpec } from './lockSpec.js';
 import { WITH_LOCK_METADATA } from './tokens.js';
 
-/** Options of one `@WithLock`: the locker's acquisition options, and how failures are answered. */
+/**
+ * Options of one `@WithLock`: the locker's acquisition options (`ttl`, `waitTimeout`, `retry`,
+ * `renew`, `onLost`; the module's `locker` options by default), how failures are answered, and
+ * what a client disconnect does.
+ *
+ * @example
+ * ```ts
+ * @WithLock('export:{params.id}', {
+ *   ttl: 60_000,                                  // lease length, renewed while the export runs
+ *   waitTimeout: 0,                               // one attempt: busy → answered at once
+ *   errors: { busyStatus: 503, retryAfter: 30 },  // 503 + Retry-After: 30
+ *   onDisconnect: 'finish',                       // a started export runs to its end
+ * })
+ * ```
+ */
 export interface WithLockOptions extends AcquireOptions {
   /**
    * How lock failures of this handler are answered; each field overrides the module's `errors`.

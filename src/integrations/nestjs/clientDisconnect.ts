@@ -13,6 +13,15 @@ import { Observable, type MonoTypeOperatorFunction } from 'rxjs';
  * - `'auto'`: `'cancel'` for a handler declared to return an `Observable` (its decorator
  *   metadata says so) and not `async`; `'finish'` for every other handler, whose work (a Promise)
  *   unsubscribing could not stop. `@Sse()` handlers are always cancelled (Nest does it).
+ *
+ * @example
+ * ```ts
+ * @Get(':id/report')
+ * @WithLock('report:{params.id}', { onDisconnect: 'cancel' }) // build$ stops when unsubscribed
+ * report(@Param('id') id: string) {
+ *   return lastValueFrom(this.reports.build$(id)); // a Promise, but one that cancelling stops
+ * }
+ * ```
  */
 export type OnDisconnect = 'auto' | 'cancel' | 'finish';
 
@@ -40,7 +49,16 @@ interface RawResponse {
   removeListener(event: 'close', listener: () => void): unknown;
 }
 
-/** The status Nest answers a request whose client left (nginx's "client closed request"). */
+/**
+ * The status of the `HttpException` a cancelled handler's stream ends with when its client left
+ * (nginx's "client closed request"); nobody receives it, and Nest does not log it.
+ *
+ * @example
+ * ```ts
+ * // in an exception filter of yours: ignore requests whose client is gone
+ * if (exception instanceof HttpException && exception.getStatus() === CLIENT_CLOSED_REQUEST) return;
+ * ```
+ */
 export const CLIENT_CLOSED_REQUEST = 499;
 
 /**

@@ -13,7 +13,15 @@ import {
 import { isLockError, LockOptionsError, type LockError } from '../../errors/errors.js';
 import { MissingKeyValueError } from './lockKey.js';
 
-/** The status of a lock still busy after `waitTimeout`: 409 Conflict, 423 Locked or 503 Service Unavailable. */
+/**
+ * The status of a lock still busy after `waitTimeout`: 409 Conflict, 423 Locked or 503 Service
+ * Unavailable (with `Retry-After`).
+ *
+ * @example
+ * ```ts
+ * LockModule.forRoot({ store, errors: { busyStatus: 423 } });
+ * ```
+ */
 export type BusyStatus = 409 | 423 | 503;
 
 /**
@@ -21,6 +29,19 @@ export type BusyStatus = 409 | 423 | 503;
  * or `undefined` to keep the default mapping. Called for every rxjs-lock error the handler's
  * stream ends with (also those from locks the handler takes itself) and for a template value the
  * request lacks.
+ *
+ * @example
+ * ```ts
+ * import { HttpException } from '@nestjs/common';
+ * import { isLockTimeoutError } from 'rxjs-lock';
+ *
+ * const errors: LockErrorOptions = {
+ *   map: (error) =>
+ *     isLockTimeoutError(error)
+ *       ? new HttpException({ message: 'Another change of this order is in progress', key: error.key }, 409)
+ *       : undefined, // the default answer for the others
+ * };
+ * ```
  */
 export type LockErrorMapper = (error: LockError, context: ExecutionContext) => unknown;
 

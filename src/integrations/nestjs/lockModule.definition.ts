@@ -14,10 +14,27 @@ const built = new ConfigurableModuleBuilder<LockModuleOptions>({ moduleName: 'Lo
 export const ConfigurableLockModule = built.ConfigurableModuleClass;
 /** @internal Token of the options given to `forRoot` or made by `forRootAsync`'s factory. */
 export const LOCK_MODULE_OPTIONS = built.MODULE_OPTIONS_TOKEN;
-/** The argument of `LockModule.forRoot()`: {@link LockModuleOptions} and `isGlobal`. */
+/**
+ * The argument of `LockModule.forRoot()`: {@link LockModuleOptions} and `isGlobal`.
+ *
+ * @example
+ * ```ts
+ * const options: LockModuleRootOptions = { redis: 'redis://localhost:6379', isGlobal: true };
+ * LockModule.forRoot(options);
+ * ```
+ */
 export type LockModuleRootOptions = typeof built.OPTIONS_TYPE;
 /**
  * The argument of `LockModule.forRootAsync()`: `imports`, `inject` and `useFactory` (returning
  * {@link LockModuleOptions}, or a promise of them), or `useClass` / `useExisting`; and `isGlobal`.
+ *
+ * @example
+ * ```ts
+ * LockModule.forRootAsync({
+ *   imports: [ConfigModule],
+ *   inject: [ConfigService],
+ *   useFactory: (config: ConfigService) => ({ redis: config.getOrThrow<string>('REDIS_URL') }),
+ * });
+ * ```
  */
 export type LockModuleAsyncOptions = typeof built.ASYNC_OPTIONS_TYPE;
