@@ -7,7 +7,9 @@ import { compileLockKey, MissingKeyValueError } from '../../src/integrations/nes
 const http = (request: object) =>
   ({ getType: () => 'http', switchToHttp: () => ({ getRequest: () => request }) }) as unknown as ExecutionContext;
 const rpc = (data: unknown) => ({ getType: () => 'rpc', switchToRpc: () => ({ getData: () => data }) }) as unknown as ExecutionContext;
-const graphql = { getType: () => 'graphql' } as unknown as ExecutionContext;
+const graphql = (args: unknown = {}) =>
+  ({ getType: () => 'graphql', getArgByIndex: (i: number) => [{ parent: true }, args, {}, {}][i] }) as unknown as ExecutionContext;
+const ws = { getType: () => 'ws' } as unknown as ExecutionContext;
 
 const failure = (fn: () => unknown) => {
   try {
@@ -25,6 +27,7 @@ describe('key templates', () => {
     expect(key(http(request))).toBe('t:acme/o:7/q:2/b:10/u:u1/false');
     expect(compileLockKey('acct:{data.account}')(rpc({ account: 42 }))).toBe('acct:42');
     expect(compileLockKey('static')(http({}))).toBe('static');
+    expect(compileLockKey('post:{args.id}')(graphql({ id: 'p1' }))).toBe('post:p1');
   });
 
   it('refuses a missing, empty, object or inherited value with an error naming the path, never "undefined"', () => {
@@ -47,7 +50,8 @@ describe('key templates', () => {
     const http2rpc = failure(() => compileLockKey('a:{data.x}')(http({})));
     expect(http2rpc).not.toBeInstanceOf(MissingKeyValueError); // a programming error: 500, not 400
     expect(http2rpc.message).toMatch(/params, query, body, headers, user/);
-    expect(failure(() => compileLockKey('a:{params.x}')(graphql)).message).toMatch(/use a key function/);
+    expect(failure(() => compileLockKey('a:{params.x}')(graphql())).message).toMatch(/placeholders a graphql handler has: args/);
+    expect(failure(() => compileLockKey('a:{params.x}')(ws)).message).toMatch(/use a key function/);
   });
 
   it('calls a key function with the context', () => {

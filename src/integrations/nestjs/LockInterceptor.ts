@@ -72,6 +72,8 @@ export class LockInterceptor implements NestInterceptor {
       return throwError(() => httpException(failure));
     }
     if (type === 'rpc') return rpcException(failure, error);
+    // @nestjs/graphql turns an HttpException into a GraphQL error with its status
+    if (type === 'graphql') return throwError(() => httpException(failure));
     return throwError(() => error);
   }
 }

@@ -50,11 +50,12 @@ const DISCONNECT_MODES: readonly OnDisconnect[] = ['auto', 'cancel', 'finish'];
  *
  * Needs `LockModule` (imported in the handler's module, or global). Works on HTTP controllers
  * (Express and Fastify) and microservice handlers (`@MessagePattern`, `@EventPattern`: the key
- * comes from `{data…}`, failures arrive as `RpcException`); other contexts (GraphQL…) need a
- * key function.
+ * comes from `{data…}`, failures arrive as `RpcException`); on GraphQL resolvers the key comes
+ * from `{args…}` and failures are `HttpException`s (not tested end to end here); other contexts
+ * need a key function.
  *
  * @param key `'order:{params.id}'`: a template over `params`, `query`, `body`, `headers`, `user`
- * (HTTP) or `data` (RPC) — a value the request lacks is answered 400, never locked as
+ * (HTTP), `data` (RPC) or `args` (GraphQL) — a value the request lacks is answered 400, never locked as
  * "undefined" — or a function of the `ExecutionContext` (see {@link LockKey}).
  * @param options `ttl`, `waitTimeout`, `retry`, `renew`, `onLost` for this lock, `errors`,
  * `onDisconnect`. Checked at once: a bad option throws `LockOptionsError` when the class is

@@ -13,7 +13,8 @@ import { LockOptionsError } from '../../errors/errors.js';
  *
  * A template's `{path}` placeholders name a value of the request: `params`, `query`, `body`,
  * `headers` (lower-case names) or `user` for HTTP, `data` (the payload) for microservice
- * handlers, then property names separated by dots (`{body.customer.id}`). A value must be a
+ * handlers, `args` (the field's arguments) for GraphQL resolvers; then property names separated by
+ * dots (`{body.customer.id}`). A value must be a
  * non-empty string, a finite number, a bigint or a boolean.
  *
  * @example
@@ -27,7 +28,8 @@ export type LockKey = string | ((context: ExecutionContext) => string);
 /** Where a template's values come from. */
 const HTTP_ROOTS = ['params', 'query', 'body', 'headers', 'user'] as const;
 const RPC_ROOTS = ['data'] as const;
-const ROOTS: readonly string[] = [...HTTP_ROOTS, ...RPC_ROOTS];
+const GRAPHQL_ROOTS = ['args'] as const;
+const ROOTS: readonly string[] = [...HTTP_ROOTS, ...RPC_ROOTS, ...GRAPHQL_ROOTS];
 
 /** A compiled key: what computes it, and the template it came from (for messages). */
 export interface KeyResolver {
@@ -102,7 +104,9 @@ function rootOf(template: string, root: string, context: ExecutionContext): unkn
     return (context.switchToHttp().getRequest() as Record<string, unknown>)[root];
   }
   if (type === 'rpc' && root === 'data') return context.switchToRpc().getData();
-  const roots = type === 'http' ? HTTP_ROOTS.join(', ') : type === 'rpc' ? RPC_ROOTS.join(', ') : 'none (use a key function)';
+  // A resolver is called with (parent, args, context, info): no need for @nestjs/graphql here.
+  if (type === 'graphql' && root === 'args') return context.getArgByIndex(1);
+  const roots = type === 'http' ? HTTP_ROOTS.join(', ') : type === 'rpc' ? RPC_ROOTS.join(', ') : type === 'graphql' ? GRAPHQL_ROOTS.join(', ') : 'none (use a key function)';
   throw new LockOptionsError('key', `placeholders a ${type} handler has: ${roots}`, template);
 }
 
