@@ -96,6 +96,27 @@ describe('LockModule', () => {
     expect(sockets()).toBeLessThanOrEqual(baseline);
   });
 
+  it('shuts down without hanging when Redis does not answer', async () => {
+    const app = (
+      await Test.createTestingModule({
+        imports: [LockModule.forRoot({ redis: { host: suite.server.host, port: suite.server.port, connectionName: 'frozen-redis' }, locker: { commandTimeout: 300 } })],
+        controllers: [ClassLockedController],
+      }).compile()
+    ).createNestApplication({ logger: false });
+    await app.init();
+    expect((await request(app.getHttpServer()).get('/by-class/4')).status).toBe(200);
+    suite.server.pause();
+    const started = performance.now();
+    try {
+      await app.close();
+    } finally {
+      suite.server.resume();
+    }
+    expect(performance.now() - started).toBeLessThan(10_000); // QUIT unanswered: disconnected after 2 s
+    for (let turn = 0; turn < 200 && (await connectionsNamed('frozen-redis')) > 0; turn++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(await connectionsNamed('frozen-redis')).toBe(0);
+  });
+
   it('never closes a client or a store it was given', async () => {
     const client = connect(suite.server, { connectionName: 'given-client' });
     suite.closers.push(() => client.quit());

@@ -79,9 +79,21 @@ export async function openLockResources(options: LockModuleOptions): Promise<Loc
         } catch {
           // a store that fails to close has nothing left to give back
         }
-        if (created !== undefined) await created.quit().catch(() => created!.disconnect());
+        if (created !== undefined) await closeClient(created);
       })()),
   };
+}
+
+/** QUIT, or a plain disconnect when Redis does not answer it within 2 s (shutdown must not hang). */
+async function closeClient(client: { quit(): Promise<unknown>; disconnect(): void }): Promise<void> {
+  const timer = setTimeout(() => client.disconnect(), 2_000);
+  try {
+    await client.quit();
+  } catch {
+    client.disconnect();
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 async function connect(redis: unknown): Promise<RedisClient & { quit(): Promise<unknown>; disconnect(): void }> {
