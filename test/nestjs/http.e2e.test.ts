@@ -173,7 +173,7 @@ describe.each<Platform>(['express', 'fastify'])('@WithLock on %s', (platform) =>
     const a = await start('a', probe);
     const lost = await request(a.url).get('/lost/8');
     expect(lost.status).toBe(500);
-    expect(lost.body.message).toMatch(/"lost:8" was lost \(expired\) while the handler ran; its work was stopped/);
+    expect(lost.body.message).toMatch(/"lost:8" was lost \(expired\) while the handler ran; its stream was stopped and its work may be incomplete/);
     await probe.waitFor('unsubscribed', 'lost:8');
   });
 

@@ -53,7 +53,7 @@ export type LockErrorMapper = (error: LockError, context: ExecutionContext) => u
  * |---|---|---|
  * | `LockTimeoutError` (still busy after `waitTimeout`) | `busyStatus` (409) | `LOCK_BUSY` |
  * | `LockStoreError` (store failed or timed out), `LockerClosedError` | 503 + `Retry-After` | `LOCK_STORE_UNAVAILABLE` |
- * | `LockLostError` (lease lost while the handler ran; its work was stopped) | 500 | `LOCK_LOST` |
+ * | `LockLostError` (lease lost while the handler ran; its stream is unsubscribed) | 500 | `LOCK_LOST` |
  * | a template value the request lacks | 400 | `LOCK_KEY_MISSING` |
  *
  * @example
@@ -129,7 +129,7 @@ export function classify(error: unknown, options: LockErrorOptions): LockFailure
       return {
         status: HttpStatus.INTERNAL_SERVER_ERROR,
         code: 'LOCK_LOST',
-        message: `${error.message} while the handler ran; its work was stopped and may be incomplete`,
+        message: `${error.message} while the handler ran; its stream was stopped and its work may be incomplete`,
       };
     default:
       return undefined; // LockOptionsError: a programming error, left to Nest (500, logged)
