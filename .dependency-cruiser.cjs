@@ -2,7 +2,10 @@
  * The layers of src/ and the only directions their imports may take (checked by `npm run
  * layers`, part of `npm test`):
  *
- *   entry points   src/index.ts, src/redis.ts, src/testing.ts     (anything below)
+ *   entry points   src/index.ts, src/redis.ts, src/testing.ts     (anything below but integrations)
+ *                  src/nestjs.ts                                  (the NestJS integration only)
+ *   integrations   src/integrations  framework glue (NestJS): uses api, engine, errors, options,
+ *                                 store types and the Redis store it may make; loads @nestjs/*
  *   api            src/api        createLocker (the composition root), free operators
  *   engine         src/engine     the lock engine
  *   store          src/store      the store contract (core + capabilities)
@@ -63,6 +66,47 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/index\\.ts$' },
       to: { path: '^src/backends/redis/' },
+    },
+    {
+      name: 'integrations-sit-above-the-api',
+      severity: 'error',
+      comment: 'Framework glue builds on the public layers (and makes a RedisLockStore from connection options), never on engine internals beyond the Locker.',
+      from: { path: '^src/integrations/' },
+      to: {
+        path: '^src/',
+        pathNot: ['^src/integrations/', '^src/api/', '^src/engine/Locker\\.ts$', '^src/errors/', '^src/options/', '^src/store/', '^src/backends/redis/RedisLockStore\\.ts$', '^src/backends/redis/RedisClient\\.ts$'],
+      },
+    },
+    {
+      name: 'integrations-use-only-store-types',
+      severity: 'error',
+      from: { path: '^src/integrations/' },
+      to: { path: '^src/store/', dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'nothing-below-loads-integrations',
+      severity: 'error',
+      from: { path: '^src/(api|engine|store|backends|options|errors|testing)/' },
+      to: { path: '^src/integrations/' },
+    },
+    {
+      name: 'only-the-nestjs-entry-loads-the-nestjs-integration',
+      severity: 'error',
+      from: { path: '^src/[^/]+\\.ts$', pathNot: '^src/nestjs\\.ts$' },
+      to: { path: '^src/integrations/nestjs/' },
+    },
+    {
+      name: 'the-core-and-redis-entries-never-reach-nest',
+      severity: 'error',
+      comment: 'Importing rxjs-lock or rxjs-lock/redis must not load @nestjs/* (optional peers) nor the integrations, through any path.',
+      from: { path: '^src/(index|redis|testing)\\.ts$' },
+      to: { path: ['^src/integrations/', '(^|/)node_modules/@nestjs/', '^@nestjs/'], reachable: true },
+    },
+    {
+      name: 'only-integrations-import-nest',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/integrations/' },
+      to: { path: ['(^|/)node_modules/@nestjs/', '^@nestjs/'] },
     },
     { name: 'no-unresolvable', severity: 'error', from: {}, to: { couldNotResolve: true } },
   ],

@@ -1,6 +1,17 @@
 import { defineConfig } from 'vitest/config';
 
+// scripts/nest-compat.sh runs test/nestjs against another Nest major installed there.
+const nestModules = process.env.NEST_MODULES;
+
 export default defineConfig({
+  // examples/ import the package by name, as a user would: run them on the sources.
+  resolve: {
+    alias: [
+      { find: /^rxjs-lock$/, replacement: `${import.meta.dirname}/src/index.ts` },
+      { find: /^rxjs-lock\/(nestjs|redis|testing)$/, replacement: `${import.meta.dirname}/src/$1.ts` },
+      ...(nestModules ? [{ find: /^@nestjs\/([^/]+)(.*)$/, replacement: `${nestModules}/@nestjs/$1$2` }] : []),
+    ],
+  },
   test: {
     include: ['test/**/*.test.ts'],
     pool: 'forks',

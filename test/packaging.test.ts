@@ -19,7 +19,7 @@ beforeAll(() => {
   mkdirSync(pkg, { recursive: true });
   execFileSync(process.execPath, ['scripts/build.mjs', join(pkg, 'dist')], { cwd: root, stdio: 'pipe' });
   copyFileSync(join(root, 'package.json'), join(pkg, 'package.json'));
-  for (const dep of ['rxjs', 'ioredis', 'uuid', 'heap-js', '@types']) symlinkSync(join(root, 'node_modules', dep), join(consumer, 'node_modules', dep), 'dir');
+  for (const dep of ['rxjs', 'ioredis', 'uuid', 'heap-js', '@types', '@nestjs', 'reflect-metadata']) symlinkSync(join(root, 'node_modules', dep), join(consumer, 'node_modules', dep), 'dir');
 }, 120_000);
 
 const run = (file: string, source: string) => {
@@ -66,6 +66,52 @@ describe('package exports', () => {
     expect(out).toBe('true false LockOptionsError');
   });
 
+  // A Nest application written without decorator syntax (plain JavaScript), run from each build.
+  const nestApp = (load: string) => `${load}
+       class Orders { pay() { return 'paid'; } }
+       const pay = Object.getOwnPropertyDescriptor(Orders.prototype, 'pay');
+       WithLock('order:{query.id}', { waitTimeout: 0 })(Orders.prototype, 'pay', pay);
+       Get('pay')(Orders.prototype, 'pay', pay);
+       Controller()(Orders);
+       class AppModule {}
+       Module({ imports: [LockModule.forRoot({ store: new MemoryLockStore() })], controllers: [Orders] })(AppModule);
+       const app = await NestFactory.create(AppModule, { logger: false });
+       await app.listen(0, '127.0.0.1');
+       const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
+       const ok = await fetch(url + '/pay?id=1');
+       const missing = await fetch(url + '/pay');
+       console.log(ok.status, await ok.text(), missing.status, typeof LOCKER);
+       await app.close();`;
+
+  it('loads rxjs-lock/nestjs as ESM and serves a locked route', () => {
+    const out = run(
+      'nest-esm.mjs',
+      nestApp(`import 'reflect-metadata';
+       import { Controller, Get, Module } from '@nestjs/common';
+       import { NestFactory } from '@nestjs/core';
+       import { MemoryLockStore } from 'rxjs-lock';
+       import { LockModule, WithLock, LOCKER } from 'rxjs-lock/nestjs';`),
+    );
+    expect(out).toBe('200 paid 400 symbol');
+  });
+
+  it('loads rxjs-lock/nestjs as CommonJS and serves a locked route; rxjs-lock and rxjs-lock/redis never load Nest', () => {
+    const out = run(
+      'nest-cjs.cjs',
+      `const loadedNest = () => Object.keys(require.cache).filter((k) => k.includes('@nestjs')).length;
+       require('rxjs-lock'); require('rxjs-lock/redis'); require('rxjs-lock/testing');
+       console.log('core loads nest:', loadedNest());
+       (async () => {
+       ${nestApp(`require('reflect-metadata');
+       const { Controller, Get, Module } = require('@nestjs/common');
+       const { NestFactory } = require('@nestjs/core');
+       const { MemoryLockStore } = require('rxjs-lock');
+       const { LockModule, WithLock, LOCKER } = require('rxjs-lock/nestjs');`)}
+       })();`,
+    );
+    expect(out).toBe('core loads nest: 0\n200 paid 400 symbol');
+  });
+
   for (const [module, moduleResolution] of [['NodeNext', 'NodeNext'], ['CommonJS', 'Node10'], ['ESNext', 'Bundler']] as const) {
     it(`gives types to every entry point under moduleResolution ${moduleResolution}`, () => {
       writeFileSync(
@@ -73,6 +119,8 @@ describe('package exports', () => {
         `import { createLocker, type Lease, type LockEvent } from 'rxjs-lock';
          import { RedisLockStore } from 'rxjs-lock/redis';
          import { findOverlaps, type CriticalSection } from 'rxjs-lock/testing';
+         import { LockModule, WithLock, type LockModuleOptions } from 'rxjs-lock/nestjs';
+         export const nest: [typeof LockModule, typeof WithLock, LockModuleOptions | undefined] = [LockModule, WithLock, undefined];
          export const used: [typeof createLocker, Lease | undefined, LockEvent | undefined, typeof RedisLockStore, typeof findOverlaps, CriticalSection | undefined] = [createLocker, undefined, undefined, RedisLockStore, findOverlaps, undefined];`,
       );
       const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');

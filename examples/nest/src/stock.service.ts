@@ -1,0 +1,38 @@
+/**
+ * Stock levels in Redis, updated by read-modify-write: without a lock, two instances that reserve
+ * the same SKU at once both read the same level and one reservation is lost.
+ */
+import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
+import { ConfigService } from '@nestjs/config';
+import { Redis } from 'ioredis';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+@Injectable()
+export class StockService implements OnApplicationShutdown {
+  private readonly redis: Redis;
+
+  constructor(@Inject(ConfigService) config: ConfigService) {
+    this.redis = new Redis(config.getOrThrow<string>('REDIS_URL'));
+  }
+
+  async restock(sku: string, units: number): Promise<void> {
+    await this.redis.set(`stock:${sku}`, units);
+  }
+
+  async level(sku: string): Promise<number> {
+    return Number((await this.redis.get(`stock:${sku}`)) ?? 0);
+  }
+
+  /** Takes `units` off the level if there are enough; the caller holds the SKU's lock. */
+  async reserve(sku: string, units: number): Promise<{ reserved: boolean; left: number }> {
+    const level = await this.level(sku);
+    await sleep(5); // a pricing call, a database round trip…: the window a lost update needs
+    if (level < units) return { reserved: false, left: level };
+    await this.redis.set(`stock:${sku}`, level - units);
+    return { reserved: true, left: level - units };
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.redis.quit();
+  }
+}

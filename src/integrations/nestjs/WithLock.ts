@@ -1,0 +1,94 @@
+/** `@WithLock(key, options?)`: runs a handler (or every handler of a class) under a lock. */
+import { applyDecorators, SetMetadata, UseInterceptors } from '@nestjs/common';
+import { LockOptionsError } from '../../errors/errors.js';
+import type { AcquireOptions } from '../../options/LockerOptions.js';
+import { ACQUIRE_KEYS, checkAcquireOptions } from '../../options/validate.js';
+import type { OnDisconnect } from './clientDisconnect.js';
+import { checkErrorOptions, type LockErrorOptions } from './lockErrorResponses.js';
+import { compileLockKey, type LockKey } from './lockKey.js';
+import { LockInterceptor } from './LockInterceptor.js';
+import type { LockSpec } from './lockSpec.js';
+import { WITH_LOCK_METADATA } from './tokens.js';
+
+/**
+ * Options of one `@WithLock`: the locker's acquisition options (`ttl`, `waitTimeout`, `retry`,
+ * `renew`, `onLost`; the module's `locker` options by default), how failures are answered, and
+ * what a client disconnect does.
+ *
+ * @example
+ * ```ts
+ * @WithLock('export:{params.id}', {
+ *   ttl: 60_000,                                  // lease length, renewed while the export runs
+ *   waitTimeout: 0,                               // one attempt: busy → answered at once
+ *   errors: { busyStatus: 503, retryAfter: 30 },  // 503 + Retry-After: 30
+ *   onDisconnect: 'finish',                       // a started export runs to its end
+ * })
+ * ```
+ */
+export interface WithLockOptions extends AcquireOptions {
+  /**
+   * How lock failures of this handler are answered; each field overrides the module's `errors`.
+   * @default the module's `errors`
+   */
+  errors?: LockErrorOptions;
+  /**
+   * What happens when the HTTP client disconnects before the response (see {@link OnDisconnect}).
+   * @default 'auto'
+   */
+  onDisconnect?: OnDisconnect;
+}
+
+const DISCONNECT_MODES: readonly OnDisconnect[] = ['auto', 'cancel', 'finish'];
+
+/**
+ * Holds the lock on `key` while the handler runs: until the Observable it returns ends (streamed
+ * responses and `@Sse()` streams included), or the Promise it returns settles. Two requests that
+ * resolve to the same key — on any instance sharing the store — never run the handler at the same
+ * time: the second waits up to `waitTimeout`, then is answered 409 Conflict (see
+ * {@link LockErrorOptions}). On a class, every handler of the class is locked; a handler's own
+ * `@WithLock` replaces the class's.
+ *
+ * Needs `LockModule` (imported in the handler's module, or global). Works on HTTP controllers
+ * (Express and Fastify) and microservice handlers (`@MessagePattern`, `@EventPattern`: the key
+ * comes from `{data…}`, failures arrive as `RpcException`); on GraphQL resolvers the key comes
+ * from `{args…}` and failures are `HttpException`s (not tested end to end here); other contexts
+ * need a key function.
+ *
+ * @param key `'order:{params.id}'`: a template over `params`, `query`, `body`, `headers`, `user`
+ * (HTTP), `data` (RPC) or `args` (GraphQL) — a value the request lacks is answered 400, never locked as
+ * "undefined" — or a function of the `ExecutionContext` (see {@link LockKey}).
+ * @param options `ttl`, `waitTimeout`, `retry`, `renew`, `onLost` for this lock, `errors`,
+ * `onDisconnect`. Checked at once: a bad option throws `LockOptionsError` when the class is
+ * defined.
+ *
+ * @example
+ * ```ts
+ * @Controller('orders')
+ * export class OrdersController {
+ *   // one payment per order at a time, across every instance of the service
+ *   @Post(':id/pay')
+ *   @WithLock('order:{params.id}', { waitTimeout: 0 }) // busy: 409 at once
+ *   pay(@Param('id') id: string): Promise<Receipt> {
+ *     return this.payments.pay(id);
+ *   }
+ *
+ *   // the lock is held as long as the client listens
+ *   @Sse(':id/progress')
+ *   @WithLock('order-progress:{params.id}')
+ *   progress(@Param('id') id: string): Observable<MessageEvent> {
+ *     return this.payments.progress$(id);
+ *   }
+ * }
+ * ```
+ */
+export function WithLock(key: LockKey, options: WithLockOptions = {}): ClassDecorator & MethodDecorator {
+  const compiled = compileLockKey(key);
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new LockOptionsError('WithLock options', `an object of ${[...ACQUIRE_KEYS, 'errors', 'onDisconnect'].join(', ')}`, options);
+  }
+  const { errors, onDisconnect = 'auto', ...acquire } = options;
+  checkAcquireOptions(acquire, ACQUIRE_KEYS);
+  if (!DISCONNECT_MODES.includes(onDisconnect)) throw new LockOptionsError('onDisconnect', DISCONNECT_MODES.map((m) => `'${m}'`).join(', '), onDisconnect);
+  const spec: LockSpec = { key: compiled, acquire, errors: checkErrorOptions(errors, 'errors'), onDisconnect };
+  return applyDecorators(SetMetadata(WITH_LOCK_METADATA, spec), UseInterceptors(LockInterceptor)) as ClassDecorator & MethodDecorator;
+}

@@ -1,0 +1,11 @@
+/** The NestJS integration, re-exported by the `rxjs-lock/nestjs` entry point. */
+export { LockModule } from './LockModule.js';
+export type { LockModuleRootOptions, LockModuleAsyncOptions } from './lockModule.definition.js';
+export type { LockModuleOptions, LockModuleExtras } from './LockModuleOptions.js';
+export { LockInterceptor } from './LockInterceptor.js';
+export { WithLock, type WithLockOptions } from './WithLock.js';
+export { InjectLocker } from './InjectLocker.js';
+export { LOCKER } from './tokens.js';
+export type { LockKey } from './lockKey.js';
+export type { LockErrorOptions, LockErrorMapper, BusyStatus } from './lockErrorResponses.js';
+export { CLIENT_CLOSED_REQUEST, type OnDisconnect } from './clientDisconnect.js';

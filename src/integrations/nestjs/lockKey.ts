@@ -1,0 +1,128 @@
+/**
+ * Lock keys of `@WithLock`: a template over the request or the RPC payload
+ * (`'order:{params.id}'`), or a function of the execution context. A template is parsed once, when
+ * the decorator is applied; a value it names that the request lacks is an error, never the string
+ * "undefined".
+ */
+import type { ExecutionContext } from '@nestjs/common';
+import { LockOptionsError } from '../../errors/errors.js';
+
+/**
+ * The key of a `@WithLock` lock: a template, or a function of the `ExecutionContext` that returns
+ * the key (called once per request or message, before the lock is taken).
+ *
+ * A template's `{path}` placeholders name a value of the request: `params`, `query`, `body`,
+ * `headers` (lower-case names) or `user` for HTTP, `data` (the payload) for microservice
+ * handlers, `args` (the field's arguments) for GraphQL resolvers; then property names separated by
+ * dots (`{body.customer.id}`). A value must be a
+ * non-empty string, a finite number, a bigint or a boolean.
+ *
+ * @example
+ * ```ts
+ * @WithLock('order:{params.id}')                                    // a template
+ * @WithLock((ctx) => `tenant:${ctx.switchToHttp().getRequest().tenant.id}`) // a function
+ * ```
+ */
+export type LockKey = string | ((context: ExecutionContext) => string);
+
+/** Where a template's values come from. */
+const HTTP_ROOTS = ['params', 'query', 'body', 'headers', 'user'] as const;
+const RPC_ROOTS = ['data'] as const;
+const GRAPHQL_ROOTS = ['args'] as const;
+const ROOTS: readonly string[] = [...HTTP_ROOTS, ...RPC_ROOTS, ...GRAPHQL_ROOTS];
+
+/** A compiled key: what computes it, and the template it came from (for messages). */
+export interface KeyResolver {
+  readonly source: string;
+  (context: ExecutionContext): string;
+}
+
+/**
+ * The key's value named by a template is missing or not usable as a key part. Raised while the
+ * request is served; the interceptor answers it with 400 Bad Request (HTTP) or an `RpcException`.
+ */
+export class MissingKeyValueError extends LockOptionsError {}
+
+type Part = string | { readonly root: string; readonly path: readonly string[]; readonly text: string };
+
+/** Compiles `key` (throws `LockOptionsError` for a malformed template or a wrong type). */
+export function compileLockKey(key: LockKey): KeyResolver {
+  if (typeof key === 'function') {
+    const resolver = (context: ExecutionContext) => key(context);
+    return Object.assign(resolver, { source: key.name || 'a key function' });
+  }
+  if (typeof key !== 'string' || key.length === 0) {
+    throw new LockOptionsError('key', "a non-empty template such as 'order:{params.id}', or a function of the ExecutionContext", key);
+  }
+  const parts = parseTemplate(key);
+  const resolver = (context: ExecutionContext) => render(key, parts, context);
+  return Object.assign(resolver, { source: key });
+}
+
+function parseTemplate(template: string): Part[] {
+  const parts: Part[] = [];
+  const placeholder = /\{([^{}]*)\}/g;
+  let last = 0;
+  for (let match = placeholder.exec(template); match !== null; match = placeholder.exec(template)) {
+    parts.push(template.slice(last, match.index));
+    last = match.index + match[0].length;
+    const text = match[1]!.trim();
+    const path = text.split('.');
+    const root = path.shift()!;
+    if (!ROOTS.includes(root) || path.some((name) => name.length === 0)) {
+      throw new LockOptionsError(
+        'key',
+        `placeholders of the form {root.path} with root one of ${ROOTS.join(', ')} (e.g. 'order:{params.id}')`,
+        template,
+      );
+    }
+    parts.push({ root, path, text });
+  }
+  const rest = template.slice(last);
+  if (/[{}]/.test(rest) || parts.some((p) => typeof p === 'string' && /[{}]/.test(p))) {
+    throw new LockOptionsError('key', "balanced placeholders such as 'order:{params.id}' (a { or } outside a placeholder is not allowed)", template);
+  }
+  parts.push(rest);
+  return parts;
+}
+
+function render(template: string, parts: readonly Part[], context: ExecutionContext): string {
+  let key = '';
+  for (const part of parts) {
+    if (typeof part === 'string') {
+      key += part;
+      continue;
+    }
+    key += keyValue(template, part.text, lookup(rootOf(template, part.root, context), part.path));
+  }
+  return key;
+}
+
+function rootOf(template: string, root: string, context: ExecutionContext): unknown {
+  const type = context.getType<string>();
+  if (type === 'http' && (HTTP_ROOTS as readonly string[]).includes(root)) {
+    return (context.switchToHttp().getRequest() as Record<string, unknown>)[root];
+  }
+  if (type === 'rpc' && root === 'data') return context.switchToRpc().getData();
+  // A resolver is called with (parent, args, context, info): no need for @nestjs/graphql here.
+  if (type === 'graphql' && root === 'args') return context.getArgByIndex(1);
+  const roots = type === 'http' ? HTTP_ROOTS.join(', ') : type === 'rpc' ? RPC_ROOTS.join(', ') : type === 'graphql' ? GRAPHQL_ROOTS.join(', ') : 'none (use a key function)';
+  throw new LockOptionsError('key', `placeholders a ${type} handler has: ${roots}`, template);
+}
+
+function lookup(value: unknown, path: readonly string[]): unknown {
+  let current = value;
+  for (const name of path) {
+    if (current === null || typeof current !== 'object') return undefined;
+    // Own properties only: a template must not reach `constructor` or `__proto__`.
+    if (!Object.prototype.hasOwnProperty.call(current, name)) return undefined;
+    current = (current as Record<string, unknown>)[name];
+  }
+  return current;
+}
+
+function keyValue(template: string, text: string, value: unknown): string {
+  if (typeof value === 'string' && value.length > 0) return value;
+  if ((typeof value === 'number' && Number.isFinite(value)) || typeof value === 'bigint' || typeof value === 'boolean') return String(value);
+  throw new MissingKeyValueError(`key ${template}`, `a non-empty string, a finite number, a bigint or a boolean at ${text}`, value);
+}

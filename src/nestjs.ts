@@ -1,0 +1,7 @@
+/**
+ * `rxjs-lock/nestjs`: the NestJS integration — `LockModule`, `@WithLock`, `@InjectLocker()`.
+ * Needs `@nestjs/common` and `@nestjs/core` (optional peer dependencies; `ioredis` for
+ * `LockModule.forRoot({ redis })`, `@nestjs/microservices` for RPC errors). The other entry points
+ * never load Nest.
+ */
+export * from './integrations/nestjs/index.js';

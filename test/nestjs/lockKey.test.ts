@@ -1,0 +1,61 @@
+/** Key templates of @WithLock, on hand-made execution contexts. */
+import type { ExecutionContext } from '@nestjs/common';
+import { describe, expect, it } from 'vitest';
+import { isLockOptionsError } from '../../src/index.js';
+import { compileLockKey, MissingKeyValueError } from '../../src/integrations/nestjs/lockKey.js';
+
+const http = (request: object) =>
+  ({ getType: () => 'http', switchToHttp: () => ({ getRequest: () => request }) }) as unknown as ExecutionContext;
+const rpc = (data: unknown) => ({ getType: () => 'rpc', switchToRpc: () => ({ getData: () => data }) }) as unknown as ExecutionContext;
+const graphql = (args: unknown = {}) =>
+  ({ getType: () => 'graphql', getArgByIndex: (i: number) => [{ parent: true }, args, {}, {}][i] }) as unknown as ExecutionContext;
+const ws = { getType: () => 'ws' } as unknown as ExecutionContext;
+
+const failure = (fn: () => unknown) => {
+  try {
+    fn();
+  } catch (error) {
+    return error as Error;
+  }
+  throw new Error('expected a throw');
+};
+
+describe('key templates', () => {
+  it('renders values of the request and of the payload', () => {
+    const key = compileLockKey('t:{headers.x-tenant}/o:{params.id}/q:{query.v}/b:{body.a.b}/u:{user.id}/{body.flag}');
+    const request = { headers: { 'x-tenant': 'acme' }, params: { id: '7' }, query: { v: 2 }, body: { a: { b: 10n }, flag: false }, user: { id: 'u1' } };
+    expect(key(http(request))).toBe('t:acme/o:7/q:2/b:10/u:u1/false');
+    expect(compileLockKey('acct:{data.account}')(rpc({ account: 42 }))).toBe('acct:42');
+    expect(compileLockKey('static')(http({}))).toBe('static');
+    expect(compileLockKey('post:{args.id}')(graphql({ id: 'p1' }))).toBe('post:p1');
+  });
+
+  it('refuses a missing, empty, object or inherited value with an error naming the path, never "undefined"', () => {
+    const key = compileLockKey('order:{params.id}');
+    for (const params of [{}, { id: '' }, { id: { nested: 1 } }, { id: null }, { id: Number.NaN }, undefined]) {
+      const error = failure(() => key(http({ params })));
+      expect(error).toBeInstanceOf(MissingKeyValueError);
+      expect(isLockOptionsError(error)).toBe(true);
+      expect(error.message).toMatch(/key order:\{params\.id\}.*at params\.id/);
+      expect(error.message).not.toMatch(/order:undefined/);
+    }
+    expect(failure(() => compileLockKey('x:{params.constructor}')(http({ params: {} })))).toBeInstanceOf(MissingKeyValueError);
+    expect(failure(() => compileLockKey('x:{body.__proto__}')(http({ body: {} })))).toBeInstanceOf(MissingKeyValueError);
+  });
+
+  it('refuses a malformed template when the decorator is applied, and a root the context does not have', () => {
+    for (const template of ['', 'a:{}', 'a:{nope.x}', 'a:{params..x}', 'a:{params.id', 'a:params.id}', 'a:{{params.id}}']) {
+      expect(isLockOptionsError(failure(() => compileLockKey(template)))).toBe(true);
+    }
+    const http2rpc = failure(() => compileLockKey('a:{data.x}')(http({})));
+    expect(http2rpc).not.toBeInstanceOf(MissingKeyValueError); // a programming error: 500, not 400
+    expect(http2rpc.message).toMatch(/params, query, body, headers, user/);
+    expect(failure(() => compileLockKey('a:{params.x}')(graphql())).message).toMatch(/placeholders a graphql handler has: args/);
+    expect(failure(() => compileLockKey('a:{params.x}')(ws)).message).toMatch(/use a key function/);
+  });
+
+  it('calls a key function with the context', () => {
+    const context = http({ params: { id: 'f' } });
+    expect(compileLockKey((ctx) => `fn:${ctx.switchToHttp().getRequest<{ params: { id: string } }>().params.id}`)(context)).toBe('fn:f');
+  });
+});
