@@ -118,3 +118,31 @@ describe('CallDeadlines keeps no answered call alive', () => {
     expect(alive).toBe(0);
   });
 });
+
+describe('CallDeadlines: handlers that run on expiry see the queue as it is', () => {
+  it('a call tracked by an expiring call’s handler (a retry) still expires at its own limit', async () => {
+    const deadlines = new CallDeadlines(20);
+    const expired: string[] = [];
+    track(deadlines, () => {
+      expired.push('first');
+      track(deadlines, () => expired.push('retry'));
+    });
+    await sleep(120);
+    expect(expired).toEqual(['first', 'retry']);
+  });
+
+  it('a handler that settles a later call, then tracks one, leaves every other deadline in place', async () => {
+    const deadlines = new CallDeadlines(20);
+    const expired: string[] = [];
+    let b: Tracked | undefined;
+    track(deadlines, () => {
+      expired.push('a');
+      deadlines.settle(b!);
+      track(deadlines, () => expired.push('d'));
+    });
+    b = track(deadlines, () => expired.push('b'));
+    track(deadlines, () => expired.push('c'));
+    await sleep(120);
+    expect(expired).toEqual(['a', 'c', 'd']);
+  });
+});

@@ -76,16 +76,16 @@ export class CallDeadlines {
     const now = performance.now();
     let call = this.head;
     // Drop answered calls, expire overdue ones, stop at the first call still within its limit.
+    // Each call leaves the queue before its handlers run: they may track new calls or settle
+    // others, and must find the queue as it is.
     while (call !== undefined && (call.settled || call.dueAt <= now)) {
-      const expired = call;
-      call = this.unlink(expired);
-      if (!expired.settled) {
-        expired.settled = true;
-        expired.expire();
-      }
+      const overdue = !call.settled;
+      call.settled = true;
+      this.head = this.unlink(call);
+      if (this.head === undefined) this.tail = undefined;
+      if (overdue) call.expire();
+      call = this.head;
     }
-    this.head = call;
-    if (call === undefined) this.tail = undefined;
-    else this.arm(Math.max(0, call.dueAt - now));
+    if (call !== undefined) this.arm(Math.max(0, call.dueAt - now));
   };
 }
