@@ -76,16 +76,17 @@ export class CallDeadlines {
     const now = performance.now();
     let call = this.head;
     // Drop answered calls, expire overdue ones, stop at the first call still within its limit.
+    // Each call leaves the queue (head and tail updated) before its handler runs: the handler may
+    // track new calls or settle others, and must find the queue whole.
     while (call !== undefined && (call.settled || call.dueAt <= now)) {
-      const expired = call;
-      call = this.unlink(expired);
-      if (!expired.settled) {
-        expired.settled = true;
-        expired.expire();
+      this.head = this.unlink(call);
+      if (this.head === undefined) this.tail = undefined;
+      if (!call.settled) {
+        call.settled = true;
+        call.expire();
       }
+      call = this.head;
     }
-    this.head = call;
-    if (call === undefined) this.tail = undefined;
-    else this.arm(Math.max(0, call.dueAt - now));
+    if (call !== undefined) this.arm(Math.max(0, call.dueAt - now));
   };
 }
