@@ -63,10 +63,18 @@ export function whileHeld<T>(lease: HeldLease, work$: Observable<T>, onLost: OnL
     if (!subscriber.closed) {
       /** How the work ended by itself (complete or error), to pass on once the release is answered. */
       let end: (() => void) | undefined;
+      // The work is over once it ends by itself: a loss from then on (a `finalize` inside it that
+      // closes the locker) no longer turns its end into a LockLostError.
       work = work$.subscribe({
         next: (value) => subscriber.next(value),
-        error: (error: unknown) => (end = () => subscriber.error(error)),
-        complete: () => (end = () => subscriber.complete()),
+        error: (error: unknown) => {
+          lease.unwatchLoss();
+          end = () => subscriber.error(error);
+        },
+        complete: () => {
+          lease.unwatchLoss();
+          end = () => subscriber.complete();
+        },
       });
       // The release starts once the work's own teardown (a `finalize` inside it) has run: this
       // teardown comes after those (at once, if the work has ended already).
@@ -77,9 +85,13 @@ export function whileHeld<T>(lease: HeldLease, work$: Observable<T>, onLost: OnL
       });
     }
     return () => {
-      work?.unsubscribe();
-      lease.unwatchLoss();
-      void lease.release();
+      try {
+        work?.unsubscribe();
+      } finally {
+        // (also when a `finalize` inside the work throws: RxJS reports that, the lock is given back)
+        lease.unwatchLoss();
+        void lease.release();
+      }
     };
   });
 }

@@ -1,0 +1,270 @@
+/**
+ * Attacks on the hand-written whileHeld / runWhileHeld (b1ad044) and on the store-call deadline
+ * FIFO and lease timers (b978800): re-entrant calls from inside the work, its finalize, the
+ * subscriber and the deadline handlers.
+ */
+import { config, defer, finalize, firstValueFrom, lastValueFrom, NEVER, of, Subject, take, throwError, type Subscription } from 'rxjs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { CallDeadlines, type Tracked } from '../../src/engine/calls/CallDeadlines.js';
+import { createLocker, LockLostError, LockStoreError, MemoryLockStore, type Lease, type LockStore } from '../../src/index.js';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Polls `ready` every 5 ms until it holds or `limitMs` passes (generous: the machine is loaded). */
+async function until(ready: () => boolean, limitMs = 3_000): Promise<boolean> {
+  const start = performance.now();
+  while (!ready()) {
+    if (performance.now() - start > limitMs) return false;
+    await sleep(5);
+  }
+  return true;
+}
+
+function setup(options: Parameters<typeof createLocker>[0] = {}) {
+  const memory = new MemoryLockStore();
+  let releases = 0;
+  const release = memory.release.bind(memory);
+  memory.release = (...args) => (releases++, release(...args));
+  const locker = createLocker({ store: memory, keyPrefix: '', ...options });
+  return { memory, locker, releases: () => releases };
+}
+
+/** Errors RxJS reports as unhandled (a throwing finalize), collected instead of thrown in a timer. */
+const unhandled: unknown[] = [];
+config.onUnhandledError = (error) => unhandled.push(error);
+afterEach(() => {
+  unhandled.length = 0;
+});
+
+// ─── CallDeadlines: re-entrant handlers (b978800) ──────────────────────────────────────────────
+
+function track(deadlines: CallDeadlines, onExpire: () => void): Tracked {
+  const call: Tracked = { settled: false, dueAt: 0, next: undefined, expire: onExpire };
+  deadlines.track(call);
+  return call;
+}
+
+describe('CallDeadlines: a handler that tracks or settles calls while calls expire', () => {
+  it('a call tracked by the handler of the last call to expire still expires', async () => {
+    const deadlines = new CallDeadlines(20);
+    let second: Tracked | undefined;
+    track(deadlines, () => {
+      second = track(deadlines, () => undefined);
+    });
+    expect(await until(() => second !== undefined)).toBe(true);
+    expect(await until(() => second!.settled, 1_000)).toBe(true);
+  });
+
+  it('a handler that settles a later call leaves the calls between in the queue', async () => {
+    const deadlines = new CallDeadlines(40);
+    let b: Tracked | undefined;
+    let c: Tracked | undefined;
+    const expired: string[] = [];
+    track(deadlines, () => {
+      expired.push('a');
+      deadlines.settle(c!);
+      // a call made by the same handler afterwards
+      track(deadlines, () => expired.push('d'));
+    });
+    await sleep(20); // b and c come due later than a
+    b = track(deadlines, () => expired.push('b'));
+    c = track(deadlines, () => expired.push('c'));
+    expect(await until(() => expired.length === 3, 2_000)).toBe(true);
+    expect(expired).toEqual(['a', 'b', 'd']);
+    expect(b.settled).toBe(true);
+  });
+});
+
+describe('the engine: a timed-out acquire whose failure starts the next waiter', () => {
+  it('the next waiter\'s store call is bounded by commandTimeout too', async () => {
+    // A store that never answers an acquire.
+    const store: LockStore = {
+      tryAcquire: () => new Promise(() => undefined),
+      release: async () => true,
+      extend: async () => 'extended',
+    } as unknown as LockStore;
+    const locker = createLocker({ store, keyPrefix: '', commandTimeout: 30, waitTimeout: 60_000 });
+    const errors: unknown[] = [];
+    locker.acquire('k').subscribe({ error: (e: unknown) => errors.push(e) });
+    locker.acquire('k').subscribe({ error: (e: unknown) => errors.push(e) });
+    // The first times out after 30 ms and fails; the second's session starts from inside that
+    // deadline's handler and must time out 30 ms later, not hang.
+    expect(await until(() => errors.length === 2, 2_000)).toBe(true);
+    expect(errors.every((e) => e instanceof LockStoreError)).toBe(true);
+    await locker.close();
+  });
+});
+
+// ─── whileHeld: the basics under re-entrancy ───────────────────────────────────────────────────
+
+describe('withLock / using under attack', () => {
+  it('a source that completes synchronously: one release, complete after it was answered', async () => {
+    const { memory, locker, releases } = setup();
+    const seen: string[] = [];
+    await lastValueFrom(
+      of(1, 2).pipe(
+        finalize(() => seen.push(`finalize releases=${releases()}`)),
+        locker.withLock('k'),
+      ),
+    ).then(() => seen.push(`done size=${memory.size}`));
+    expect(seen).toEqual(['finalize releases=0', 'done size=0']);
+    expect(releases()).toBe(1);
+    await locker.close();
+  });
+
+  it('using: a work function that throws synchronously releases once and errors with its error', async () => {
+    const { memory, locker, releases } = setup();
+    const boom = new Error('boom');
+    await expect(
+      lastValueFrom(
+        locker.using('k', () => {
+          throw boom;
+        }),
+      ),
+    ).rejects.toBe(boom);
+    expect(releases()).toBe(1);
+    expect(memory.size).toBe(0);
+    await locker.close();
+  });
+
+  it('using: a Promise and an array are accepted as work', async () => {
+    const { memory, locker, releases } = setup();
+    expect(await lastValueFrom(locker.using('k', async () => 7))).toBe(7);
+    expect(await lastValueFrom(locker.using('k', () => [1, 2, 3]))).toBe(3);
+    expect(releases()).toBe(2);
+    expect(memory.size).toBe(0);
+    await locker.close();
+  });
+
+  it('take(1) downstream of a synchronous source: one release', async () => {
+    const { memory, locker, releases } = setup();
+    expect(await firstValueFrom(of(1, 2, 3).pipe(locker.withLock('k'), take(1)))).toBe(1);
+    expect(await until(() => releases() === 1)).toBe(true);
+    expect(memory.size).toBe(0);
+    await locker.close();
+  });
+
+  it('unsubscribed from inside next: one release, the source stopped', async () => {
+    const { memory, locker, releases } = setup();
+    const source = new Subject<number>();
+    const got: number[] = [];
+    const subscription: Subscription = source.pipe(locker.withLock('k')).subscribe((v) => {
+      got.push(v);
+      subscription.unsubscribe();
+    });
+    expect(await until(() => source.observed)).toBe(true);
+    source.next(1);
+    source.next(2);
+    expect(got).toEqual([1]);
+    expect(source.observed).toBe(false);
+    expect(await until(() => releases() === 1)).toBe(true);
+    expect(memory.size).toBe(0);
+    await locker.close();
+  });
+
+  it('nested withLock on two keys: the inner errors, both released once', async () => {
+    const { memory, locker, releases } = setup();
+    const boom = new Error('boom');
+    await expect(lastValueFrom(throwError(() => boom).pipe(locker.withLock('a'), locker.withLock('b')))).rejects.toBe(boom);
+    expect(releases()).toBe(2);
+    expect(memory.size).toBe(0);
+    await locker.close();
+  });
+
+  it('the locker closed from inside the work while it is being subscribed: the work stops, LockLostError, nothing held', async () => {
+    const { memory, locker } = setup();
+    let workSubscribed = 0;
+    let workStopped = 0;
+    const result = lastValueFrom(
+      defer(() => {
+        workSubscribed++;
+        void locker.close();
+        return NEVER.pipe(finalize(() => workStopped++));
+      }).pipe(locker.withLock('k', { onLost: 'notify' })),
+    );
+    await expect(result).rejects.toBeInstanceOf(LockLostError);
+    expect({ workSubscribed, workStopped }).toEqual({ workSubscribed: 1, workStopped: 1 });
+    await locker.close();
+    expect(memory.size).toBe(0);
+  });
+
+  it('lost$ subscribers inside using hear of the loss after the stream errored', async () => {
+    const { locker } = setup();
+    const order: string[] = [];
+    let lease: Lease | undefined;
+    locker
+      .using('k', (l) => {
+        lease = l;
+        l.lost$.subscribe(() => order.push('lost$'));
+        return NEVER;
+      })
+      .subscribe({ error: (e: unknown) => order.push(`error ${(e as LockLostError).reason}`) });
+    expect(await until(() => lease !== undefined)).toBe(true);
+    await locker.close();
+    expect(order).toEqual(['error locker-closed', 'lost$']);
+  });
+
+  // ─── a finalize inside the work that throws ──────────────────────────────────────────────────
+
+  it('unsubscribed while the work\'s finalize throws: the lock is still released', async () => {
+    const { memory, locker, releases } = setup();
+    const source = new Subject<number>();
+    const subscription = source
+      .pipe(
+        finalize(() => {
+          throw new Error('finalize failed');
+        }),
+        locker.withLock('k'),
+      )
+      .subscribe();
+    expect(await until(() => source.observed)).toBe(true);
+    expect(() => subscription.unsubscribe()).toThrow(); // RxJS's UnsubscriptionError, as usual
+    expect(await until(() => releases() === 1, 1_000)).toBe(true);
+    expect(memory.size).toBe(0);
+    await locker.close();
+  });
+
+  it('a loss that stops a work whose finalize throws: lost$ still hears, the next waiter still gets the key', async () => {
+    const { locker } = setup();
+    let lease: Lease | undefined;
+    let lostHeard = false;
+    const failed = lastValueFrom(
+      locker.using(
+        'k',
+        (l) => {
+          lease = l;
+          l.lost$.subscribe(() => (lostHeard = true));
+          return NEVER.pipe(
+            finalize(() => {
+              throw new Error('finalize failed');
+            }),
+          );
+        },
+        { ttl: 60, renew: false },
+      ),
+    ).catch((e: unknown) => e);
+    expect(await until(() => lease !== undefined)).toBe(true);
+    const next = firstValueFrom(locker.acquire('k', { waitTimeout: 60_000 }));
+    expect(await failed).toBeInstanceOf(LockLostError);
+    expect(await until(() => lostHeard, 1_000)).toBe(true);
+    const second = await Promise.race([next, sleep(2_000).then(() => 'stuck' as const)]);
+    expect(second).not.toBe('stuck');
+    if (second !== 'stuck') await second.release();
+    // the finalize's error, reported (asynchronously) as RxJS reports errors nobody can receive
+    expect(await until(() => unhandled.length === 1, 1_000)).toBe(true);
+    await locker.close();
+  });
+
+  it('the work completes and its finalize closes the locker: the stream still completes (the work was done)', async () => {
+    const { memory, locker } = setup();
+    const result = lastValueFrom(
+      of(1).pipe(
+        finalize(() => void locker.close()),
+        locker.withLock('k'),
+      ),
+    );
+    await expect(result).resolves.toBe(1);
+    await locker.close();
+    expect(memory.size).toBe(0);
+  });
+});
