@@ -268,3 +268,31 @@ describe('withLock / using under attack', () => {
     expect(memory.size).toBe(0);
   });
 });
+
+describe('the loss path keeps the order of the other paths', () => {
+  it('a lost lease: finalize upstream of withLock runs before the release is sent, and the error comes after both', async () => {
+    const memory = new MemoryLockStore();
+    const order: string[] = [];
+    const release = memory.release.bind(memory);
+    memory.release = (...args) => (order.push('store.release'), release(...args));
+    const locker = createLocker({ store: memory, keyPrefix: '' });
+    NEVER.pipe(
+      finalize(() => order.push('finalize')),
+      locker.withLock('k', { ttl: 60, renew: false }),
+    ).subscribe({ error: (e: unknown) => order.push(`error ${(e as LockLostError).reason}`) });
+    expect(await until(() => order.length >= 3, 2_000)).toBe(true);
+    expect(order).toEqual(['finalize', 'store.release', 'error expired']);
+    await locker.close();
+  });
+
+  it('using: the lease is not yet released when the work\'s finalize runs on a loss', async () => {
+    const { locker } = setup();
+    let releasedInFinalize: boolean | undefined;
+    const failed = lastValueFrom(
+      locker.using('k', (lease) => NEVER.pipe(finalize(() => (releasedInFinalize = lease.released))), { ttl: 60, renew: false }),
+    ).catch((e: unknown) => e);
+    expect(await failed).toBeInstanceOf(LockLostError);
+    expect(releasedInFinalize).toBe(false);
+    await locker.close();
+  });
+});

@@ -6,7 +6,7 @@
  * `finalize`, a `lost$` subject): every `withLock` subscription pays for it, and the chain cost
  * more CPU than the rest of the engine's acquire + release path.
  */
-import { Observable, type Subscription } from 'rxjs';
+import { config, Observable, type Subscription } from 'rxjs';
 import type { OnLost } from '../../options/LockerOptions.js';
 import type { HeldLease } from '../lease/HeldLease.js';
 
@@ -56,7 +56,15 @@ export function whileHeld<T>(lease: HeldLease, work$: Observable<T>, onLost: OnL
     let work: Subscription | undefined;
     lease.watchLoss((error) => {
       if (onLost !== 'error' && error.reason !== 'locker-closed') return;
-      // (erroring the subscriber unsubscribes the work, through the teardown below)
+      // The work stops first, so that a `finalize` inside it runs before the release is sent (as
+      // on every other path); the release is under way before the subscriber hears of the loss.
+      // A `finalize` that throws is reported as RxJS reports it, never thrown into the engine
+      // (this runs inside the lease's loss, from a timer or from close()).
+      try {
+        work?.unsubscribe();
+      } catch (failure) {
+        reportUnhandled(failure);
+      }
       void lease.release();
       subscriber.error(error);
     });
@@ -93,5 +101,14 @@ export function whileHeld<T>(lease: HeldLease, work$: Observable<T>, onLost: OnL
         void lease.release();
       }
     };
+  });
+}
+
+/** As RxJS reports an error nobody can receive: `config.onUnhandledError`, or thrown in a timer. */
+function reportUnhandled(error: unknown): void {
+  setTimeout(() => {
+    const { onUnhandledError } = config;
+    if (onUnhandledError) onUnhandledError(error);
+    else throw error;
   });
 }
