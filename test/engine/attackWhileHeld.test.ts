@@ -296,3 +296,187 @@ describe('the loss path keeps the order of the other paths', () => {
     await locker.close();
   });
 });
+
+describe('re-entrancy from events$, lost$, finalize and the subscriber', () => {
+  it('an events$ handler unsubscribes the stream when it hears "acquired": the work is never subscribed, nothing held', async () => {
+    const { memory, locker, releases } = setup();
+    let subscribed = 0;
+    let subscription: Subscription | undefined;
+    locker.events$.subscribe((e) => {
+      if (e.type === 'acquired') subscription?.unsubscribe();
+    });
+    subscription = defer(() => (subscribed++, NEVER)).pipe(locker.withLock('k')).subscribe();
+    expect(await until(() => releases() === 1)).toBe(true);
+    expect(subscribed).toBe(0);
+    expect(memory.size).toBe(0);
+    await locker.close();
+  });
+
+  it('an events$ handler closes the locker when it hears "acquired": onLost notify, the work still never runs, LockLostError', async () => {
+    const { memory, locker } = setup();
+    let subscribed = 0;
+    locker.events$.subscribe((e) => {
+      if (e.type === 'acquired') void locker.close();
+    });
+    const result = lastValueFrom(defer(() => (subscribed++, NEVER)).pipe(locker.withLock('k', { onLost: 'notify' })));
+    await expect(result).rejects.toMatchObject({ reason: 'locker-closed' });
+    expect(subscribed).toBe(0);
+    await locker.close();
+    expect(memory.size).toBe(0);
+  });
+
+  it('a lost$ subscriber unsubscribes the stream (onLost notify): one release, the work stopped, no error', async () => {
+    const { locker, releases } = setup();
+    let stopped = 0;
+    const errors: unknown[] = [];
+    let subscription: Subscription | undefined;
+    subscription = locker
+      .using('k', (lease) => {
+        lease.lost$.subscribe(() => subscription?.unsubscribe());
+        return NEVER.pipe(finalize(() => stopped++));
+      }, { ttl: 60, renew: false, onLost: 'notify' })
+      .subscribe({ error: (e: unknown) => errors.push(e) });
+    expect(await until(() => stopped === 1, 2_000)).toBe(true);
+    expect(await until(() => releases() === 1)).toBe(true);
+    await sleep(20);
+    expect({ stopped, errors, releases: releases() }).toEqual({ stopped: 1, errors: [], releases: 1 });
+    await locker.close();
+  });
+
+  it('onLost notify: the work keeps running after a loss, and close() then does not stop it twice', async () => {
+    const { locker } = setup();
+    const source = new Subject<number>();
+    const got: number[] = [];
+    let lost = false;
+    const errors: unknown[] = [];
+    locker
+      .using('k', (l) => (l.lost$.subscribe(() => (lost = true)), source), { ttl: 60, renew: false, onLost: 'notify' })
+      .subscribe({ next: (v) => got.push(v), error: (e: unknown) => errors.push(e) });
+    expect(await until(() => lost, 2_000)).toBe(true);
+    source.next(1);
+    expect(got).toEqual([1]);
+    expect(errors).toEqual([]);
+    source.complete();
+    await locker.close();
+  });
+
+  it('the locker closed while the release after complete is in flight: the stream completes, one store release', async () => {
+    const memory = new MemoryLockStore();
+    let releases = 0;
+    const release = memory.release.bind(memory);
+    memory.release = (...args) => (releases++, sleep(30).then(() => release(...args)));
+    const locker = createLocker({ store: memory, keyPrefix: '' });
+    const outcome = lastValueFrom(of(1).pipe(locker.withLock('k'))).then(
+      (v) => `complete ${v}`,
+      (e: unknown) => `error ${String(e)}`,
+    );
+    expect(await until(() => releases === 1)).toBe(true);
+    await locker.close();
+    expect(await outcome).toBe('complete 1');
+    expect(releases).toBe(1);
+    expect(memory.size).toBe(0);
+  });
+
+  it('unsubscribed from a finalize upstream while the source completes: one release, nothing held', async () => {
+    const { memory, locker, releases } = setup();
+    let subscription: Subscription | undefined;
+    const source = new Subject<number>();
+    subscription = source
+      .pipe(
+        finalize(() => subscription?.unsubscribe()),
+        locker.withLock('k'),
+      )
+      .subscribe();
+    expect(await until(() => source.observed)).toBe(true);
+    source.complete();
+    expect(await until(() => releases() === 1)).toBe(true);
+    await sleep(10);
+    expect(releases()).toBe(1);
+    expect(memory.size).toBe(0);
+    await locker.close();
+  });
+
+  it('throwing subscriber callbacks: reported as RxJS reports them, no unhandled rejection, the lock given back', async () => {
+    const { memory, locker, releases } = setup();
+    const rejections: unknown[] = [];
+    const onRejection = (reason: unknown) => rejections.push(reason);
+    process.on('unhandledRejection', onRejection);
+    try {
+      of(1).pipe(locker.withLock('a')).subscribe({
+        next: () => {
+          throw new Error('next threw');
+        },
+        complete: () => {
+          throw new Error('complete threw');
+        },
+      });
+      throwError(() => new Error('work failed'))
+        .pipe(locker.withLock('b'))
+        .subscribe({
+          error: () => {
+            throw new Error('error threw');
+          },
+        });
+      expect(await until(() => unhandled.length === 3)).toBe(true);
+      await sleep(20);
+      expect(rejections).toEqual([]);
+      expect(releases()).toBe(2);
+      expect(memory.size).toBe(0);
+    } finally {
+      process.off('unhandledRejection', onRejection);
+    }
+    await locker.close();
+  });
+
+  it('the source is not subscribed when the acquisition fails', async () => {
+    const { locker } = setup();
+    const held = await firstValueFrom(locker.acquire('k'));
+    let subscribed = 0;
+    await expect(lastValueFrom(defer(() => (subscribed++, of(1))).pipe(locker.withLock('k', { waitTimeout: 0 })))).rejects.toMatchObject({
+      name: 'LockTimeoutError',
+    });
+    expect(subscribed).toBe(0);
+    await held.release();
+    await locker.close();
+  });
+});
+
+describe('many streams', () => {
+  it('64 concurrent streams on 4 keys, a third unsubscribed midway, a third failing: every lock given back, no gate left', async () => {
+    const { memory, locker } = setup();
+    const subscriptions: Subscription[] = [];
+    const ended: Promise<unknown>[] = [];
+    for (let i = 0; i < 64; i++) {
+      const work = i % 3 === 2 ? throwError(() => new Error(`w${i}`)) : i % 3 === 1 ? NEVER : of(i);
+      let settle!: () => void;
+      ended.push(new Promise<void>((resolve) => (settle = resolve)));
+      const subscription = work.pipe(locker.withLock(`k${i % 4}`)).subscribe({ complete: settle, error: settle });
+      if (i % 3 === 1) setTimeout(() => (subscription.unsubscribe(), settle()), 5 + (i % 7));
+      subscriptions.push(subscription);
+    }
+    await Promise.all(ended);
+    const engine = locker as unknown as { liveKeys: number };
+    expect(await until(() => memory.size === 0 && engine.liveKeys === 0, 5_000)).toBe(true);
+    await locker.close();
+  });
+});
+
+describe('an events$ "lost" handler that ends the stream', () => {
+  it('lost$ subscribers still hear of the loss when an events$ handler unsubscribes the stream on "lost"', async () => {
+    const { locker } = setup();
+    let subscription: Subscription | undefined;
+    locker.events$.subscribe((e) => {
+      if (e.type === 'lost') subscription?.unsubscribe();
+    });
+    const heard: string[] = [];
+    subscription = locker
+      .using('k', (lease) => {
+        lease.lost$.subscribe({ next: (e) => heard.push(`lost ${e.reason}`), complete: () => heard.push('complete') });
+        return NEVER;
+      }, { ttl: 60, renew: false })
+      .subscribe();
+    expect(await until(() => heard.includes('complete'), 2_000)).toBe(true);
+    expect(heard).toEqual(['lost expired', 'complete']);
+    await locker.close();
+  });
+});
