@@ -3,7 +3,7 @@
  * FIFO and lease timers (b978800): re-entrant calls from inside the work, its finalize, the
  * subscriber and the deadline handlers.
  */
-import { config, defer, finalize, firstValueFrom, lastValueFrom, NEVER, of, Subject, take, throwError, type Subscription } from 'rxjs';
+import { config, defer, delay, finalize, firstValueFrom, lastValueFrom, merge, NEVER, of, retry, Subject, switchMap, take, throwError, type Subscription } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CallDeadlines, type Tracked } from '../../src/engine/calls/CallDeadlines.js';
 import { createLocker, LockLostError, LockStoreError, MemoryLockStore, type Lease, type LockStore } from '../../src/index.js';
@@ -477,6 +477,85 @@ describe('an events$ "lost" handler that ends the stream', () => {
       .subscribe();
     expect(await until(() => heard.includes('complete'), 2_000)).toBe(true);
     expect(heard).toEqual(['lost expired', 'complete']);
+    await locker.close();
+  });
+});
+
+describe('resubscription and switching', () => {
+  it('retry() downstream resubscribes from inside the loss: each attempt takes the lock anew, nothing left held', async () => {
+    const { memory, locker } = setup();
+    let subscribed = 0;
+    const result = lastValueFrom(defer(() => (subscribed++, NEVER)).pipe(locker.withLock('k', { ttl: 60, renew: false }), retry(2)));
+    await expect(result).rejects.toBeInstanceOf(LockLostError);
+    expect(subscribed).toBe(3);
+    const engine = locker as unknown as { liveKeys: number };
+    expect(await until(() => memory.size === 0 && engine.liveKeys === 0)).toBe(true);
+    await locker.close();
+  });
+
+  it('retry() downstream when the locker closes: the resubscription fails with LockerClosedError', async () => {
+    const { memory, locker } = setup();
+    let subscribed = 0;
+    const result = lastValueFrom(defer(() => (subscribed++, NEVER)).pipe(locker.withLock('k'), retry(1))).catch((e: unknown) => e);
+    expect(await until(() => subscribed === 1)).toBe(true);
+    await locker.close();
+    // (not a lock taken again behind close()'s back, held by a stream that never ends)
+    const outcome = await Promise.race([result, sleep(2_000).then(() => 'hangs')]);
+    expect(outcome).toMatchObject({ name: 'LockerClosedError' });
+    expect(subscribed).toBe(1);
+    expect(memory.size).toBe(0);
+  });
+
+  it('the same withLock stream subscribed twice at once: the two run one after the other', async () => {
+    const { memory, locker, releases } = setup();
+    let running = 0;
+    let overlap = false;
+    const work = defer(() => {
+      running++;
+      if (running > 1) overlap = true;
+      return of(1).pipe(delay(10), finalize(() => running--));
+    }).pipe(locker.withLock('k'));
+    expect(await lastValueFrom(merge(work, work), { defaultValue: undefined })).toBe(1);
+    expect(overlap).toBe(false);
+    expect(releases()).toBeGreaterThanOrEqual(1); // the second may get the lock passed locally
+    expect(memory.size).toBe(0);
+    await locker.close();
+  });
+
+  it('switchMap upstream switching while waiting and while holding: the last one completes, nothing left held', async () => {
+    const { memory, locker } = setup();
+    const triggers = new Subject<number>();
+    const values: number[] = [];
+    const done = lastValueFrom(triggers.pipe(switchMap((i) => of(i).pipe(delay(5), locker.withLock('k')))));
+    for (let i = 0; i < 20; i++) {
+      triggers.next(i);
+      if (i % 4 === 0) await sleep(3);
+    }
+    triggers.complete();
+    values.push(await done);
+    expect(values).toEqual([19]);
+    const engine = locker as unknown as { liveKeys: number };
+    expect(await until(() => memory.size === 0 && engine.liveKeys === 0)).toBe(true);
+    await locker.close();
+  });
+
+  it('a loss whose error handler ends another stream and starts a new one (inside the lease timer): all end, nothing left', async () => {
+    const { memory, locker } = setup();
+    const second = new Subject<number>();
+    let secondStopped = false;
+    const secondSub = second.pipe(finalize(() => (secondStopped = true)), locker.withLock('b', { ttl: 60, renew: false })).subscribe({ error: () => undefined });
+    let third: Promise<unknown> | undefined;
+    NEVER.pipe(locker.withLock('a', { ttl: 60, renew: false })).subscribe({
+      error: () => {
+        secondSub.unsubscribe();
+        third = lastValueFrom(of('x').pipe(delay(30), locker.withLock('c', { ttl: 60 })));
+      },
+    });
+    expect(await until(() => third !== undefined, 2_000)).toBe(true);
+    expect(await third).toBe('x');
+    expect(secondStopped).toBe(true);
+    const engine = locker as unknown as { liveKeys: number };
+    expect(await until(() => memory.size === 0 && engine.liveKeys === 0)).toBe(true);
     await locker.close();
   });
 });
