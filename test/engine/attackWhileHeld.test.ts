@@ -6,7 +6,11 @@
 import { config, defer, delay, finalize, firstValueFrom, lastValueFrom, merge, NEVER, of, retry, Subject, switchMap, take, throwError, type Subscription } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CallDeadlines, type Tracked } from '../../src/engine/calls/CallDeadlines.js';
+import { LeaseTimers, type DueKind, type Scheduled, type TimerEntry } from '../../src/engine/lease/LeaseTimers.js';
 import { createLocker, LockLostError, LockStoreError, MemoryLockStore, type Lease, type LockStore } from '../../src/index.js';
+import { RedisLockStore } from '../../src/redis.js';
+import { connect } from '../support/redis.js';
+import { redisSuite } from '../support/redisSuite.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -556,6 +560,101 @@ describe('resubscription and switching', () => {
     expect(secondStopped).toBe(true);
     const engine = locker as unknown as { liveKeys: number };
     expect(await until(() => memory.size === 0 && engine.liveKeys === 0)).toBe(true);
+    await locker.close();
+  });
+});
+
+describe('on a real Redis', () => {
+  const suite = redisSuite({ unhandled: 'afterEach' });
+
+  it('a lease taken over in Redis: the work stops (finalize) before the owner-checked release, which leaves the new owner\'s key', async () => {
+    const client = connect(suite.server);
+    const store = new RedisLockStore(client);
+    const locker = createLocker({ store, keyPrefix: 'attack:' });
+    suite.closers.push(() => {
+      store.close();
+      client.disconnect();
+    });
+    const order: string[] = [];
+    const release = store.release.bind(store);
+    store.release = (...args: Parameters<RedisLockStore['release']>) => (order.push('store.release'), release(...args));
+    let lease: Lease | undefined;
+    const failed = lastValueFrom(
+      locker.using('k', (l) => ((lease = l), NEVER.pipe(finalize(() => order.push('finalize')))), { ttl: 300 }),
+    ).catch((e: unknown) => e);
+    expect(await until(() => lease !== undefined)).toBe(true);
+    const [key] = (await suite.admin.keys('attack:k*')).filter((k) => (k.match(/:/g) ?? []).length === 1);
+    expect(key).toBe('attack:k');
+    const type = await suite.admin.type(key!);
+    // Another owner takes the key: its token replaces ours, as the store keeps it.
+    if (type === 'string') await suite.admin.set(key!, 'intruder', 'PX', 5_000);
+    else await suite.admin.hset(key!, 'token', 'intruder');
+    const error = await failed;
+    expect(error).toBeInstanceOf(LockLostError);
+    expect((error as LockLostError).reason).toBe('taken-over');
+    expect(order[0]).toBe('finalize');
+    expect(await suite.admin.exists(key!)).toBe(1);
+    await locker.close();
+  });
+});
+
+describe('LeaseTimers: a due lease that reschedules or cancels others (b978800)', () => {
+  class Lease1 implements Scheduled {
+    timerEntry: TimerEntry | undefined = undefined;
+    readonly fired: DueKind[] = [];
+    constructor(private readonly onDue: (lease: Lease1) => void = () => undefined) {}
+    due(kind: DueKind): void {
+      this.fired.push(kind);
+      this.onDue(this);
+    }
+  }
+
+  it('cancelling a lease due in the same firing, rescheduling itself and another: each fires as last scheduled', async () => {
+    const timers = new LeaseTimers(() => undefined);
+    const now = performance.now();
+    const cancelled = new Lease1();
+    const moved = new Lease1();
+    let rescheduled = false;
+    const first = new Lease1((self) => {
+      timers.cancel(cancelled);
+      timers.schedule(moved, 'deadline', performance.now() + 20);
+      if (!rescheduled) {
+        rescheduled = true;
+        timers.schedule(self, 'renew', performance.now() + 10);
+      }
+    });
+    timers.schedule(first, 'deadline', now + 5);
+    timers.schedule(cancelled, 'deadline', now + 6);
+    timers.schedule(moved, 'deadline', now + 7);
+    expect(await until(() => moved.fired.length > 0 && first.fired.length === 2, 2_000)).toBe(true);
+    await sleep(30);
+    expect({ first: first.fired, cancelled: cancelled.fired, moved: moved.fired.length }).toEqual({
+      first: ['deadline', 'renew'],
+      cancelled: [],
+      moved: 1, // rescheduled by each of first's two firings: only the last entry is live
+    });
+    expect([first, cancelled, moved].every((l) => l.timerEntry === undefined)).toBe(true);
+    timers.stop();
+  });
+});
+
+describe('using: the work handles the lease itself', () => {
+  it('the work releases the lease synchronously and completes: one store release, complete after it', async () => {
+    const { memory, locker, releases } = setup();
+    expect(await lastValueFrom(locker.using('k', (lease) => (void lease.release(), of(1))))).toBe(1);
+    expect(releases()).toBe(1);
+    expect(memory.size).toBe(0);
+    await locker.close();
+  });
+
+  it('a lost$ subscriber releases the lease on the loss (onLost error): one release, LockLostError', async () => {
+    const { locker, releases } = setup();
+    const failed = lastValueFrom(
+      locker.using('k', (lease) => (lease.lost$.subscribe(() => void lease.release()), NEVER), { ttl: 60, renew: false }),
+    ).catch((e: unknown) => e);
+    expect(await failed).toBeInstanceOf(LockLostError);
+    await sleep(10);
+    expect(releases()).toBe(1);
     await locker.close();
   });
 });
