@@ -46,6 +46,7 @@ export class LockEngine implements Locker, AcquisitionContext {
   private readonly gates: GateRegistry;
   private readonly ownsStore: boolean;
   private closing: Promise<void> | undefined;
+  private closeCalled = false;
   readonly events$: Observable<LockEvent> = this.reporter.events$;
 
   constructor(settings: LockerSettings, parts: EngineParts = {}) {
@@ -93,10 +94,13 @@ export class LockEngine implements Locker, AcquisitionContext {
   }
 
   get closed(): boolean {
-    return this.closing !== undefined;
+    return this.closeCalled;
   }
 
   close(): Promise<void> {
+    // Closed before shutDown() starts: the streams it stops hear of it synchronously, and one that
+    // resubscribes at once (retry()) must be refused, not take a lock behind the closing gates.
+    this.closeCalled = true;
     return (this.closing ??= this.shutDown());
   }
 

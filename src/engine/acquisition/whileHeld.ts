@@ -6,7 +6,7 @@
  * `finalize`, a `lost$` subject): every `withLock` subscription pays for it, and the chain cost
  * more CPU than the rest of the engine's acquire + release path.
  */
-import { Observable, type Subscription } from 'rxjs';
+import { config, Observable, type Subscription } from 'rxjs';
 import type { OnLost } from '../../options/LockerOptions.js';
 import type { HeldLease } from '../lease/HeldLease.js';
 
@@ -56,17 +56,33 @@ export function whileHeld<T>(lease: HeldLease, work$: Observable<T>, onLost: OnL
     let work: Subscription | undefined;
     lease.watchLoss((error) => {
       if (onLost !== 'error' && error.reason !== 'locker-closed') return;
-      // (erroring the subscriber unsubscribes the work, through the teardown below)
+      // The work stops first, so that a `finalize` inside it runs before the release is sent (as
+      // on every other path); the release is under way before the subscriber hears of the loss.
+      // A `finalize` that throws is reported as RxJS reports it, never thrown into the engine
+      // (this runs inside the lease's loss, from a timer or from close()).
+      try {
+        work?.unsubscribe();
+      } catch (failure) {
+        reportUnhandled(failure);
+      }
       void lease.release();
       subscriber.error(error);
     });
     if (!subscriber.closed) {
       /** How the work ended by itself (complete or error), to pass on once the release is answered. */
       let end: (() => void) | undefined;
+      // The work is over once it ends by itself: a loss from then on (a `finalize` inside it that
+      // closes the locker) no longer turns its end into a LockLostError.
       work = work$.subscribe({
         next: (value) => subscriber.next(value),
-        error: (error: unknown) => (end = () => subscriber.error(error)),
-        complete: () => (end = () => subscriber.complete()),
+        error: (error: unknown) => {
+          lease.unwatchLoss();
+          end = () => subscriber.error(error);
+        },
+        complete: () => {
+          lease.unwatchLoss();
+          end = () => subscriber.complete();
+        },
       });
       // The release starts once the work's own teardown (a `finalize` inside it) has run: this
       // teardown comes after those (at once, if the work has ended already).
@@ -77,9 +93,22 @@ export function whileHeld<T>(lease: HeldLease, work$: Observable<T>, onLost: OnL
       });
     }
     return () => {
-      work?.unsubscribe();
-      lease.unwatchLoss();
-      void lease.release();
+      try {
+        work?.unsubscribe();
+      } finally {
+        // (also when a `finalize` inside the work throws: RxJS reports that, the lock is given back)
+        lease.unwatchLoss();
+        void lease.release();
+      }
     };
+  });
+}
+
+/** As RxJS reports an error nobody can receive: `config.onUnhandledError`, or thrown in a timer. */
+function reportUnhandled(error: unknown): void {
+  setTimeout(() => {
+    const { onUnhandledError } = config;
+    if (onUnhandledError) onUnhandledError(error);
+    else throw error;
   });
 }

@@ -238,8 +238,7 @@ export class KeyGate implements SessionOwner, HolderOwner {
         // then finds the lease no longer the gate's and gives nothing back a second time.
         this.giveBack(storeLease, undefined);
         const error = new LockLostError(this.key, storeLease.token, 'locker-closed');
-        this.ctx.events.lost(holder, error);
-        holder.lose(error);
+        holder.lose(error, () => this.ctx.events.lost(holder, error));
         break;
       }
       case 'passing':
@@ -336,8 +335,8 @@ export class KeyGate implements SessionOwner, HolderOwner {
     if ((state.name !== 'held' && state.name !== 'passing') || state.storeLease !== storeLease) return;
     this.moveTo(IDLE);
     if (state.name === 'held') {
-      this.ctx.events.lost(state.holder, error);
-      state.holder.lose(error);
+      const holder = state.holder;
+      holder.lose(error, () => this.ctx.events.lost(holder, error));
     } else {
       // Lost between two local holders: nobody will release it, so do it here (in the background).
       this.ctx.leases.release(storeLease, () => undefined, undefined, true);

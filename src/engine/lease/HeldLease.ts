@@ -101,13 +101,18 @@ export class HeldLease implements Lease, HolderFacts {
     return this.store.extend(newTtl);
   }
 
-  /** The store lease was lost while this holder had it. */
-  lose(error: LockLostError): void {
+  /**
+   * The store lease was lost while this holder had it. `report` (the `lost` event) runs once the
+   * lease is lost and before anyone is told: an `events$` handler that releases the lease or ends
+   * its stream then finds it lost, not held, and `lost$` subscribers still hear of the loss.
+   */
+  lose(error: LockLostError, report?: () => void): void {
     if (this.state !== 'held') return;
     this.state = 'lost';
     this.lostError = error;
     const listener = this.lossListener;
     this.lossListener = undefined;
+    report?.();
     listener?.(error);
     const subject = this.lostSubject;
     if (subject !== undefined) {
