@@ -38,7 +38,7 @@ const reader = connect('reader');
 const store = new RedisLockStore(redis);
 // ttl 3 s (renewed every second while a message is processed): an account whose holder was killed
 // is free again within 3 s.
-const locker = createLocker({ store, ttl: 3_000 });
+const locker = settings.inMemoryLocks === true ? createLocker({ ttl: 3_000 }) : createLocker({ store, ttl: 3_000 });
 
 interface Entry {
   readonly id: string;

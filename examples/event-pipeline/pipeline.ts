@@ -25,6 +25,10 @@ export interface PipelineOptions {
   readonly killAfterApplied?: number;
   /** Longest run before giving up, in ms. @default 25000 */
   readonly timeoutMs?: number;
+  /** Time between reading a balance and writing it back, in ms. @default 2 */
+  readonly workMs?: number;
+  /** Locks in each process's memory instead of Redis (no exclusion across processes: lost updates). @default false */
+  readonly inMemoryLocks?: boolean;
 }
 
 export interface PipelineReport {
@@ -58,7 +62,7 @@ interface Child {
 
 /** Runs the example against the Redis server at host:port (its keys: `events`, `balance:*`, `applied:*`). */
 export async function runEventPipeline(options: PipelineOptions): Promise<PipelineReport> {
-  const { host, port, consumers = 3, messages = 300, accounts = 5, killAfterApplied = 30, timeoutMs = 25_000 } = options;
+  const { host, port, consumers = 3, messages = 300, accounts = 5, killAfterApplied = 30, timeoutMs = 25_000, workMs = 2, inMemoryLocks = false } = options;
   const deadline = Date.now() + timeoutMs;
   const stream = 'events';
   const group = 'balances';
@@ -78,7 +82,7 @@ export async function runEventPipeline(options: PipelineOptions): Promise<Pipeli
     }
     await batch.exec();
 
-    for (let n = 0; n < consumers; n++) children.push(start({ host, port, stream, group, consumer: `consumer-${n}`, claimIdleMs: 1_000, concurrency: 4, workMs: 2 }));
+    for (let n = 0; n < consumers; n++) children.push(start({ host, port, stream, group, consumer: `consumer-${n}`, claimIdleMs: 1_000, concurrency: 4, workMs, inMemoryLocks }));
     await Promise.all(children.map((child) => until(() => child.messages.some((m) => m.type === 'ready'), deadline, `${child.name} ready`)));
 
     // Kill the first consumer mid-run, with messages read and not yet acknowledged.
@@ -88,6 +92,8 @@ export async function runEventPipeline(options: PipelineOptions): Promise<Pipeli
     await victim.exited;
     const pending = (await admin.xpending(stream, group, '-', '+', 1000, victim.name)) as unknown[];
 
+    // Each message is logged when first applied and acknowledged after: the log holds every one
+    // (more than once if two consumers applied it) and nothing is pending once all are done.
     await untilAsync(async () => (await admin.llen(keys.log)) >= messages && Number(((await admin.xpending(stream, group)) as [number])[0]) === 0, deadline, 'every message applied and acknowledged');
 
     const survivors = children.slice(1);

@@ -13,6 +13,12 @@ export interface ConsumerSettings {
   readonly concurrency: number;
   /** Time spent between reading a balance and writing it back, in ms: widens the race a lock must close. */
   readonly workMs: number;
+  /**
+   * Take the locks on an in-memory store of each process instead of Redis: what the free
+   * `withLock` does before `setDefaultLocker`. No exclusion across processes: the suite runs it
+   * once to show that the end check catches the lost updates.
+   */
+  readonly inMemoryLocks?: boolean;
 }
 
 export const CONSUMER_ENV = 'EVENT_PIPELINE_CONSUMER';

@@ -18,6 +18,11 @@ export interface ExclusivePerKeyOptions extends AcquireOptions {
    * Most messages processed at the same time by this subscription, over all keys (an integer of
    * at least 1, or `Infinity`). Messages of one key never run at the same time whatever it says.
    * @default Infinity
+   * @example
+   * ```ts
+   * // at most 16 accounts at once; each account's messages one at a time, in arrival order
+   * payments$.pipe(exclusivePerKey((p) => `account:${p.accountId}`, applyPayment, { concurrency: 16, locker }));
+   * ```
    */
   concurrency?: number;
   /**
@@ -95,6 +100,9 @@ export function exclusivePerKey<T, R>(
 ): OperatorFunction<T, R> {
   if (typeof keyOf !== 'function') throw new LockOptionsError('keyOf', 'a function (message) => key', keyOf);
   if (typeof project !== 'function') throw new LockOptionsError('project', 'a function (message, lease, signal) => ObservableInput', project);
+  if (options !== undefined && (typeof options !== 'object' || options === null || Array.isArray(options))) {
+    throw new LockOptionsError('options', 'an object of exclusivePerKey options', options);
+  }
   const { concurrency: given, ...rest } = options ?? {};
   const concurrency = checkConcurrency(given);
   const { locker: chosen, acquireOptions } = splitLocker(options === undefined ? undefined : rest, KEYS);

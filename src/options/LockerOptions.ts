@@ -104,6 +104,12 @@ export interface AcquireOptions {
  *
  * A skip is not a failure: it is reported on `events$` as a `timed-out` event with
  * `skipped: true`. A store failure still errors (`LockStoreError`): "could not tell" is not "busy".
+ *
+ * @example
+ * ```ts
+ * const onBusy: OnBusy = 'skip';
+ * cleanup$.pipe(locker.withLock('job:cleanup', { onBusy })).subscribe(); // empty if another instance runs it
+ * ```
  */
 export type OnBusy = 'wait' | 'skip';
 

@@ -245,6 +245,8 @@ describe('exclusivePerKey', () => {
     expect(bad(() => exclusivePerKey((m: string) => m, () => of(1), { ttl: -1 }))).toBe('ttl');
     expect(bad(() => exclusivePerKey((m: string) => m, () => of(1), { onBusy: 'skip' } as never))).toBe('options.onBusy');
     expect(bad(() => exclusivePerKey('k' as never, () => of(1)))).toBe('keyOf');
+    expect(bad(() => exclusivePerKey((m: string) => m, () => of(1), 5 as never))).toBe('options');
+    expect(bad(() => exclusivePerKey((m: string) => m, () => of(1), { locker: {} as never }))).toBe('locker');
     expect(bad(() => exclusivePerKey((m: string) => m, null as never))).toBe('project');
   });
 });

@@ -24,4 +24,11 @@ describe('examples/event-pipeline', () => {
     expect(report.exitCodes).toEqual([0, 0]);
     expect(await suite.admin.xpending('events', 'balances')).toEqual([0, null, null, null]);
   }, 40_000);
+
+  it('the same run with locks that do not span processes (in-memory, as the free withLock before setDefaultLocker) fails the check', async () => {
+    // 20 ms between read and write: three consumers on five accounts meet on an account all the time.
+    const report = await runEventPipeline({ host: suite.server.host, port: suite.server.port, consumers: 3, messages: 300, accounts: 5, killAfterApplied: 30, workMs: 20, inMemoryLocks: true, timeoutMs: 25_000 });
+    const exact = Object.keys(report.expected).every((account) => report.balances[account] === report.expected[account]);
+    expect(exact && report.applied === report.messages).toBe(false);
+  }, 40_000);
 });

@@ -8,7 +8,17 @@ import { from, Observable, type ObservableInput } from 'rxjs';
 import type { HeldLease } from '../lease/HeldLease.js';
 import type { Lease } from '../lease/Lease.js';
 
-/** The work of `using`: gets the lease and a signal that aborts when it should stop. */
+/**
+ * The work of `using`: gets the lease and a signal that aborts when it should stop (the lease was
+ * lost: `signal.reason` is the `LockLostError`; or the subscription ended: an `'AbortError'`).
+ *
+ * @example
+ * ```ts
+ * const work: LockedWork<Response> = (lease, signal) =>
+ *   fetch(`https://api.example/jobs?fence=${lease.fence}`, { method: 'POST', signal });
+ * locker.using('job:sync', work).subscribe({ error: (e) => console.error(e) });
+ * ```
+ */
 export type LockedWork<R> = (lease: Lease, signal: AbortSignal) => ObservableInput<R>;
 
 /** Subscribes to `work(lease, signal)`, aborting `signal` on loss or at the end of the subscription. */
