@@ -6,7 +6,9 @@
 export { createLocker } from './api/createLocker.js';
 export { withLock, type WithLockOptions } from './api/withLock.js';
 export { usingLock } from './api/usingLock.js';
-export { getDefaultLocker, setDefaultLocker } from './api/defaultLocker.js';
+export { getDefaultLocker, setDefaultLocker, IN_MEMORY_DEFAULT_WARNING } from './api/defaultLocker.js';
+export { exclusivePerKey, type ExclusivePerKeyOptions } from './api/exclusivePerKey.js';
+export type { LockedWork } from './engine/acquisition/workSignal.js';
 export type { Locker } from './engine/Locker.js';
 export type { Lease } from './engine/lease/Lease.js';
 export type {
@@ -30,6 +32,8 @@ export {
   type RetryDelay,
   type RenewOptions,
   type OnLost,
+  type OnBusy,
+  type LockOperatorOptions,
   type CohortOptions,
 } from './options/LockerOptions.js';
 export type { LockStore, AcquireResult, Acquired, NotAcquired, ExtendOutcome } from './store/LockStore.js';

@@ -4,11 +4,11 @@
  */
 import type { Locker } from '../engine/Locker.js';
 import { LockOptionsError } from '../errors/errors.js';
-import type { AcquireOptions } from '../options/LockerOptions.js';
-import { ACQUIRE_KEYS, checkAcquireOptions, validateKey } from '../options/validate.js';
+import type { LockOperatorOptions } from '../options/LockerOptions.js';
+import { checkOperatorOptions, OPERATOR_KEYS, validateKey } from '../options/validate.js';
 
 /** Options of the free {@link withLock} and {@link usingLock}: an acquisition's options plus the locker to use. */
-export interface WithLockOptions extends AcquireOptions {
+export interface WithLockOptions extends LockOperatorOptions {
   /**
    * The locker to take the lock with.
    * @default the process-wide default locker (see `setDefaultLocker`), in memory unless replaced
@@ -16,16 +16,21 @@ export interface WithLockOptions extends AcquireOptions {
   locker?: Locker;
 }
 
-const FREE_OPERATOR_KEYS = [...ACQUIRE_KEYS, 'locker'];
+const FREE_OPERATOR_KEYS = [...OPERATOR_KEYS, 'locker'];
 
 /**
  * Validates `key` and `options` (throwing `LockOptionsError`), and splits off the locker:
  * `undefined` means the default locker, resolved at subscription.
  */
-export function chooseLocker(key: string, options: WithLockOptions | undefined): { locker: Locker | undefined; acquireOptions: AcquireOptions | undefined } {
+export function chooseLocker(key: string, options: WithLockOptions | undefined): { locker: Locker | undefined; acquireOptions: LockOperatorOptions | undefined } {
   validateKey(key);
+  return splitLocker(options, FREE_OPERATOR_KEYS);
+}
+
+/** Validates `options` (the names in `allowed`) and splits off the locker. */
+export function splitLocker(options: WithLockOptions | undefined, allowed: readonly string[]): { locker: Locker | undefined; acquireOptions: LockOperatorOptions | undefined } {
   if (options === undefined) return { locker: undefined, acquireOptions: undefined };
-  checkAcquireOptions(options, FREE_OPERATOR_KEYS);
+  checkOperatorOptions(options, allowed);
   const { locker, ...acquireOptions } = options;
   if (locker !== undefined && (typeof locker !== 'object' || locker === null || typeof locker.withLock !== 'function' || typeof locker.using !== 'function')) {
     throw new LockOptionsError('locker', 'a Locker made by createLocker()', locker);

@@ -10,12 +10,14 @@
  * - calls/: store calls bounded by `commandTimeout`, and the store's capabilities;
  * - acquisition/: an acquisition as an Observable, and the work run while a lease is held.
  */
-import { defer, type MonoTypeOperatorFunction, type Observable, type ObservableInput } from 'rxjs';
-import type { AcquireOptions } from '../options/LockerOptions.js';
-import { resolveAcquireOptions, validateKey, type AcquireSettings, type LockerSettings } from '../options/validate.js';
+import { catchError, EMPTY, throwError, type MonoTypeOperatorFunction, type Observable } from 'rxjs';
+import { isLockTimeoutError } from '../errors/errors.js';
+import type { AcquireOptions, LockOperatorOptions } from '../options/LockerOptions.js';
+import { resolveAcquireOptions, resolveOperatorOptions, validateKey, type AcquireSettings, type LockerSettings } from '../options/validate.js';
 import { closerOf } from '../store/capabilities.js';
 import { acquisition, type AcquisitionContext, type WaitingLine } from './acquisition/acquisition.js';
 import { runWhileHeld } from './acquisition/whileHeld.js';
+import { withWorkSignal, type LockedWork } from './acquisition/workSignal.js';
 import { StoreAccess } from './calls/StoreAccess.js';
 import type { LockEvent } from './events/events.js';
 import { EventReporter } from './events/EventReporter.js';
@@ -81,16 +83,16 @@ export class LockEngine implements Locker, AcquisitionContext {
     return this.acquisitionOf(key, this.settingsOf(options));
   }
 
-  withLock<T>(key: string, options?: AcquireOptions): MonoTypeOperatorFunction<T> {
-    const settings = this.settingsOf(options);
-    const lease$ = this.acquisitionOf(key, settings);
+  withLock<T>(key: string, options?: LockOperatorOptions): MonoTypeOperatorFunction<T> {
+    const settings = resolveOperatorOptions(options, this.defaults);
+    const lease$ = this.operatorAcquisitionOf(key, settings);
     return (source) => runWhileHeld(lease$, () => source, settings.onLost);
   }
 
-  using<R>(key: string, work: (lease: Lease) => ObservableInput<R>, options?: AcquireOptions): Observable<R> {
-    const settings = this.settingsOf(options);
-    const lease$ = this.acquisitionOf(key, settings);
-    return runWhileHeld(lease$, (lease) => defer(() => work(lease)), settings.onLost);
+  using<R>(key: string, work: LockedWork<R>, options?: LockOperatorOptions): Observable<R> {
+    const settings = resolveOperatorOptions(options, this.defaults);
+    const lease$ = this.operatorAcquisitionOf(key, settings);
+    return runWhileHeld(lease$, (lease) => withWorkSignal(lease, work), settings.onLost);
   }
 
   get closed(): boolean {
@@ -134,6 +136,13 @@ export class LockEngine implements Locker, AcquisitionContext {
 
   private settingsOf(options: AcquireOptions | undefined): AcquireSettings {
     return resolveAcquireOptions(options, this.defaults);
+  }
+
+  /** With `onBusy: 'skip'`, a busy lock (the one attempt timed out) completes empty instead. */
+  private operatorAcquisitionOf(key: string, settings: AcquireSettings): Observable<HeldLease> {
+    const lease$ = this.acquisitionOf(key, settings);
+    if (settings.skip !== true) return lease$;
+    return lease$.pipe(catchError((error: unknown) => (isLockTimeoutError(error) ? EMPTY : throwError(() => error))));
   }
 
   private acquisitionOf(key: string, settings: AcquireSettings): Observable<HeldLease> {

@@ -1,8 +1,9 @@
 /**
  * The public face of the engine: what `createLocker()` returns.
  */
-import type { MonoTypeOperatorFunction, Observable, ObservableInput } from 'rxjs';
-import type { AcquireOptions } from '../options/LockerOptions.js';
+import type { MonoTypeOperatorFunction, Observable } from 'rxjs';
+import type { AcquireOptions, LockOperatorOptions } from '../options/LockerOptions.js';
+import type { LockedWork } from './acquisition/workSignal.js';
 import type { LockEvent } from './events/events.js';
 import type { Lease } from './lease/Lease.js';
 
@@ -54,6 +55,10 @@ export interface Locker {
    * source is unsubscribed and the result errors with `LockLostError` at once — or, with
    * `onLost: 'notify'`, the source keeps running and the loss is only reported on `events$`.
    *
+   * With `onBusy: 'skip'` it tries once: if the lock is held elsewhere, the result completes
+   * without subscribing to the source (a `timed-out` event with `skipped: true`); a store failure
+   * still errors with `LockStoreError`.
+   *
    * @example
    * ```ts
    * orderEvents$.pipe(
@@ -61,20 +66,33 @@ export interface Locker {
    * ).subscribe();
    * ```
    */
-  withLock<T>(key: string, options?: AcquireOptions): MonoTypeOperatorFunction<T>;
+  withLock<T>(key: string, options?: LockOperatorOptions): MonoTypeOperatorFunction<T>;
 
   /**
-   * Runs `work(lease)` while holding the lock on `key`, releasing it when the Observable `work`
-   * returned ends in any way (a synchronous throw in `work` releases too). Like
-   * {@link Locker.withLock}, with the lease handed to the work: pass `lease.fence` to the
+   * Runs `work(lease, signal)` while holding the lock on `key`, releasing it when the Observable
+   * (or Promise) `work` returned ends in any way (a synchronous throw in `work` releases too).
+   * Like {@link Locker.withLock}, with the lease handed to the work: pass `lease.fence` to the
    * protected resource so it can refuse a holder that lost the lock without noticing.
+   *
+   * `signal` is an `AbortSignal` that aborts when the lease is lost (its `reason` is the
+   * `LockLostError`, also with `onLost: 'notify'`), or when the work's subscription ends for any
+   * other reason — the subscriber left, or the work ended (reason: a `DOMException` named
+   * `'AbortError'`). Hand it to Promise-based work (`fetch`, database drivers) so that it stops
+   * when the lock no longer protects it. `onBusy: 'skip'` works as for `withLock`.
    *
    * @example
    * ```ts
-   * locker.using('report', (lease) => saveReport(report, { fence: lease.fence })).subscribe();
+   * import { isLockLostError } from 'rxjs-lock';
+   *
+   * locker.using('report', (lease, signal) =>
+   *   fetch('https://reports.example/build', { method: 'POST', body: String(lease.fence), signal }),
+   * ).subscribe({
+   *   next: (response) => console.log('built', response.status),
+   *   error: (e) => console.error(isLockLostError(e) ? 'lock lost: the build was aborted' : e),
+   * });
    * ```
    */
-  using<R>(key: string, work: (lease: Lease) => ObservableInput<R>, options?: AcquireOptions): Observable<R>;
+  using<R>(key: string, work: LockedWork<R>, options?: LockOperatorOptions): Observable<R>;
 
   /**
    * Closes the locker: new acquisitions error with `LockerClosedError`; acquisitions still waiting

@@ -96,6 +96,44 @@ export interface AcquireOptions {
   onLost?: OnLost;
 }
 
+/**
+ * What `withLock` and `using` do when the lock is held by someone else:
+ * - `'wait'`: wait for it up to `waitTimeout`, then error with `LockTimeoutError`;
+ * - `'skip'`: try once (no waiting, no retry) and, if it is held, complete without a value and
+ *   without running the work: for a scheduled job that must run on one instance only.
+ *
+ * A skip is not a failure: it is reported on `events$` as a `timed-out` event with
+ * `skipped: true`. A store failure still errors (`LockStoreError`): "could not tell" is not "busy".
+ *
+ * @example
+ * ```ts
+ * const onBusy: OnBusy = 'skip';
+ * cleanup$.pipe(locker.withLock('job:cleanup', { onBusy })).subscribe(); // empty if another instance runs it
+ * ```
+ */
+export type OnBusy = 'wait' | 'skip';
+
+/**
+ * Options of `withLock` and `using` (the operators that run work under the lock): an acquisition's
+ * options plus what to do when the lock is busy.
+ */
+export interface LockOperatorOptions extends AcquireOptions {
+  /**
+   * `'skip'` tries once and completes empty when the lock is held elsewhere; `'wait'` waits up to
+   * `waitTimeout`. With `'skip'`, `waitTimeout` must be left out (or `0`).
+   * @default 'wait'
+   * @example
+   * ```ts
+   * import { interval, exhaustMap } from 'rxjs';
+   * // every minute, one instance of the service sends the digest; the others skip that minute
+   * interval(60_000).pipe(
+   *   exhaustMap(() => sendDigest$.pipe(locker.withLock('job:digest', { onBusy: 'skip' }))),
+   * ).subscribe();
+   * ```
+   */
+  onBusy?: OnBusy;
+}
+
 /** Bounds of the cohort hand-off (see {@link LockerOptions.cohort}). */
 export interface CohortOptions {
   /**

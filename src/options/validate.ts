@@ -5,7 +5,7 @@
 import type { SchedulerLike } from 'rxjs';
 import { LockOptionsError } from '../errors/errors.js';
 import type { LockStore } from '../store/LockStore.js';
-import { DEFAULTS, type AcquireOptions, type LockerOptions, type OnLost, type RetryDelay } from './LockerOptions.js';
+import { DEFAULTS, type AcquireOptions, type LockerOptions, type LockOperatorOptions, type OnBusy, type OnLost, type RetryDelay } from './LockerOptions.js';
 import { leaseValidity } from './validity.js';
 import { MAX_KEY_LENGTH, MAX_MS, MAX_PASSES, MAX_PREFIX_LENGTH } from './limits.js';
 
@@ -20,6 +20,8 @@ export interface AcquireSettings {
   /** `false`: no renewal; otherwise the explicit interval, or `undefined` for ttl / 3. */
   readonly renew: false | { readonly interval: number | undefined };
   readonly onLost: OnLost;
+  /** True for `onBusy: 'skip'` (then `waitTimeout` is 0): a time-out is reported as a skip. */
+  readonly skip?: boolean;
 }
 
 /** Locker settings, validated and with defaults applied. */
@@ -95,6 +97,38 @@ export function resolveAcquireOptions(options: AcquireOptions | undefined, defau
 }
 
 export { ACQUIRE_KEYS };
+
+/** The option names of `withLock` and `using`: an acquisition's, plus `onBusy`. */
+export const OPERATOR_KEYS: readonly string[] = [...ACQUIRE_KEYS, 'onBusy'];
+
+/**
+ * Validates the options of `withLock`/`using` (`allowed` lists the accepted names): with
+ * `onBusy: 'skip'`, the settings make exactly one attempt and are marked `skip`.
+ */
+export function resolveOperatorOptions(options: LockOperatorOptions | undefined, defaults: AcquireSettings, allowed: readonly string[] = OPERATOR_KEYS): AcquireSettings {
+  if (options === undefined) return defaults;
+  const o = checkObject(options, 'options', allowed, 'lock options');
+  if (!('onBusy' in o)) return resolveAcquireOptions(options, defaults, allowed);
+  const { onBusy: given, ...rest } = o;
+  const onBusy = checkOnBusy(given);
+  const settings = resolveAcquireOptions(rest, defaults, allowed);
+  if (onBusy === 'wait') return settings;
+  if (rest.waitTimeout !== undefined && rest.waitTimeout !== 0) {
+    throw new LockOptionsError('waitTimeout', "0 or left out with onBusy: 'skip' (it tries once, without waiting)", rest.waitTimeout);
+  }
+  return { ...settings, waitTimeout: 0, skip: true };
+}
+
+/** Checks the options of `withLock`/`using` without a locker at hand (the free operators). */
+export function checkOperatorOptions(options: LockOperatorOptions | undefined, allowed: readonly string[] = OPERATOR_KEYS): void {
+  resolveOperatorOptions(options, DEFAULT_ACQUIRE, allowed);
+}
+
+function checkOnBusy(value: unknown): OnBusy {
+  if (value === undefined) return 'wait';
+  if (value !== 'wait' && value !== 'skip') throw new LockOptionsError('onBusy', "'wait' or 'skip'", value);
+  return value;
+}
 
 const DEFAULT_ACQUIRE: AcquireSettings = {
   ttl: DEFAULTS.ttl,

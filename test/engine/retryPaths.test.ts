@@ -153,7 +153,7 @@ function expectTimedOut(outcome: Outcome, events: LockEvent[], attempts: number,
   expect(error.key).toBe('k');
   expect(error.attempts).toBe(attempts);
   expect(error.waitedMs).toBe(waitedMs);
-  expect(timedOutEvents(events)).toEqual([{ type: 'timed-out', key: 'k', waitedMs, attempts }]);
+  expect(timedOutEvents(events)).toEqual([{ type: 'timed-out', key: 'k', waitedMs, attempts, skipped: false }]);
 }
 
 describe.each(MEMORY_PATHS)('in memory, %s (virtual clock)', (path) => {
@@ -252,7 +252,7 @@ describe.each(MEMORY_PATHS)('in memory, %s (virtual clock)', (path) => {
     expect(outcome.at).toBe(300);
     const { attempts } = outcome.error as LockTimeoutError;
     expect(attempts).toBeGreaterThanOrEqual(1);
-    expect(timedOutEvents(world.events)).toEqual([{ type: 'timed-out', key: 'k', waitedMs: 300, attempts }]);
+    expect(timedOutEvents(world.events)).toEqual([{ type: 'timed-out', key: 'k', waitedMs: 300, attempts, skipped: false }]);
     // Recorded, not asserted equal: the store paths make a last attempt at the wait limit (2
     // attempts), the local queue only ends the wait there (1).
     attemptsAtWaitLimit[`${path}, slow retry function`] = attempts;
@@ -271,7 +271,7 @@ describe.each(MEMORY_PATHS)('in memory, %s (virtual clock)', (path) => {
     // store paths: attempts at 0, 30, 60, 90 and the last one at 100
     if (path !== 'local queue') expect(attempts).toBe(5);
     expect(world.waiterAttempts()).toBe(storeAttempts(attempts));
-    expect(timedOutEvents(world.events)).toEqual([{ type: 'timed-out', key: 'k', waitedMs: 100, attempts }]);
+    expect(timedOutEvents(world.events)).toEqual([{ type: 'timed-out', key: 'k', waitedMs: 100, attempts, skipped: false }]);
     attemptsAtWaitLimit[`${path}, { minDelay: 30 }`] = attempts;
     expect(world.scheduler.actions).toHaveLength(0);
     await world.holder.release();

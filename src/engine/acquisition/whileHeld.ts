@@ -11,8 +11,8 @@ import type { OnLost } from '../../options/LockerOptions.js';
 import type { HeldLease } from '../lease/HeldLease.js';
 
 /**
- * Waits for `lease$` (an acquisition: one lease, or an error), then runs `work(lease)` while it
- * is held (see {@link whileHeld}). Unsubscribing while waiting leaves the line; while holding,
+ * Waits for `lease$` (an acquisition: one lease, an error, or nothing when `onBusy: 'skip'` found
+ * the key held), then runs `work(lease)` while it is held (see {@link whileHeld}). Unsubscribing while waiting leaves the line; while holding,
  * stops the work and releases.
  */
 export function runWhileHeld<T>(lease$: Observable<HeldLease>, work: (lease: HeldLease) => Observable<T>, onLost: OnLost): Observable<T> {
@@ -31,6 +31,10 @@ export function runWhileHeld<T>(lease$: Observable<HeldLease>, work: (lease: Hel
         else held = running;
       },
       error: (error: unknown) => subscriber.error(error),
+      // Without a lease (`onBusy: 'skip'` found the key held): the stream completes empty.
+      complete: () => {
+        if (held === undefined) subscriber.complete();
+      },
     });
     return () => {
       waiting.unsubscribe();

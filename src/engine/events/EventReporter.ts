@@ -42,8 +42,8 @@ export class EventReporter {
     if (this.subject.observed) this.subject.next({ type: 'abandoned-released', key, token, deleted });
   }
 
-  timedOut(key: string, waitedMs: number, attempts: number): void {
-    if (this.subject.observed) this.subject.next({ type: 'timed-out', key, waitedMs, attempts });
+  timedOut(key: string, waitedMs: number, attempts: number, skipped = false): void {
+    if (this.subject.observed) this.subject.next({ type: 'timed-out', key, waitedMs, attempts, skipped });
   }
 
   acquireFailed(key: string, error: unknown, attempts: number): void {

@@ -27,12 +27,18 @@ export interface AcquiredEvent {
   readonly passed: boolean;
 }
 
-/** An acquisition gave up: the lock stayed held for the whole `waitTimeout` (or its retry policy stopped). */
+/**
+ * An acquisition gave up: the lock stayed held for the whole `waitTimeout` (or its retry policy
+ * stopped) — or, with `skipped: true`, an `onBusy: 'skip'` operator found it held at its one
+ * attempt and completed without running its work (not a failure).
+ */
 export interface TimedOutEvent {
   readonly type: 'timed-out';
   readonly key: string;
   readonly waitedMs: number;
   readonly attempts: number;
+  /** True when this was an `onBusy: 'skip'` operator skipping its work (its stream completed empty). */
+  readonly skipped: boolean;
 }
 
 /** An acquisition failed because the store failed or timed out. */

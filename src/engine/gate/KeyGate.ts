@@ -420,7 +420,7 @@ export class KeyGate implements SessionOwner, HolderOwner {
   private timeoutError(waiter: Waiter): LockTimeoutError {
     const waited = this.ctx.clock.now() - waiter.startedAt;
     const attempts = Math.max(1, waiter.attempts);
-    this.ctx.events.timedOut(this.key, waited, attempts);
+    this.ctx.events.timedOut(this.key, waited, attempts, waiter.settings.skip === true);
     return new LockTimeoutError(this.key, waited, attempts);
   }
 
