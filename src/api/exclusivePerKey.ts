@@ -3,7 +3,7 @@
  * different keys in parallel and one key at a time — across instances through the lock, and in
  * arrival order within this instance through a local queue per key.
  */
-import { Observable, Subscription, type ObservableInput, type OperatorFunction } from 'rxjs';
+import { Observable, Subscriber, Subscription, type ObservableInput, type OperatorFunction } from 'rxjs';
 import type { Lease } from '../engine/lease/Lease.js';
 import type { Locker } from '../engine/Locker.js';
 import { LockOptionsError } from '../errors/errors.js';
@@ -159,27 +159,30 @@ export function exclusivePerKey<T, R>(
         }
       };
 
-      subscriber.add(
-        source.subscribe({
-          next: (message) =>
-            guarded(() => {
-              const key = keyOf(message);
-              const queue = queues.get(key);
-              if (queue !== undefined) {
-                queue.push(message); // its key runs or waits for a slot: it goes after those
-                return;
-              }
-              queues.set(key, [message]);
-              ready.push(key);
-              startWhatFits();
-            }),
-          error: (error: unknown) => subscriber.error(error),
-          complete: () => {
-            sourceDone = true;
-            guarded(startWhatFits);
-          },
-        }),
-      );
+      // The source's subscriber is tied to the result before the source runs, so an error raised
+      // while a synchronous source emits (a throw in keyOf, an invalid key) closes it at once, as
+      // in mergeMap: no keyOf call after the error, and an endless synchronous source stops.
+      const fromSource = new Subscriber<T>({
+        next: (message) =>
+          guarded(() => {
+            const key = keyOf(message);
+            const queue = queues.get(key);
+            if (queue !== undefined) {
+              queue.push(message); // its key runs or waits for a slot: it goes after those
+              return;
+            }
+            queues.set(key, [message]);
+            ready.push(key);
+            startWhatFits();
+          }),
+        error: (error: unknown) => subscriber.error(error),
+        complete: () => {
+          sourceDone = true;
+          guarded(startWhatFits);
+        },
+      });
+      subscriber.add(fromSource);
+      source.subscribe(fromSource);
     });
 }
 

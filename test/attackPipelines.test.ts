@@ -1,0 +1,170 @@
+/** Adversarial tests of exclusivePerKey and onBusy 'skip' on the in-memory store. */
+import { firstValueFrom, Observable, of, Subject, toArray, lastValueFrom } from 'rxjs';
+import { describe, expect, it } from 'vitest';
+import { createLocker, exclusivePerKey, isLockOptionsError, MemoryLockStore } from '../src/index.js';
+
+const locker = () => createLocker({ store: new MemoryLockStore() });
+
+/** A synchronous source that would run forever unless its subscriber closes (stops at `cap`). */
+const syncFlood = (cap: number, emitted: { count: number }) =>
+  new Observable<number>((s) => {
+    for (let i = 0; i < cap && !s.closed; i++) {
+      emitted.count++;
+      s.next(i);
+    }
+    s.complete();
+  });
+
+describe('exclusivePerKey under attack', () => {
+  it('a throw in keyOf on a synchronous source stops the source at once (as mergeMap does)', async () => {
+    const l = locker();
+    const emitted = { count: 0 };
+    let calls = 0;
+    const error = await lastValueFrom(
+      syncFlood(10_000, emitted).pipe(
+        exclusivePerKey(
+          (n) => {
+            calls++;
+            if (n === 0) throw new Error('bad key');
+            return `k:${n}`;
+          },
+          async (n) => n,
+          { locker: l },
+        ),
+      ),
+    ).catch((e: unknown) => e as Error);
+    expect((error as Error).message).toBe('bad key');
+    expect(calls).toBe(1);
+    expect(emitted.count).toBe(1);
+    await l.close();
+  });
+
+  it('an invalid key on a synchronous source stops the source and errors with LockOptionsError', async () => {
+    const l = locker();
+    const emitted = { count: 0 };
+    const error = await lastValueFrom(syncFlood(10_000, emitted).pipe(exclusivePerKey(() => '', async (n) => n, { locker: l }))).catch(
+      (e: unknown) => e,
+    );
+    expect(isLockOptionsError(error)).toBe(true);
+    expect(emitted.count).toBe(1);
+    await l.close();
+  });
+
+  it('rejects bad concurrency values', () => {
+    for (const c of [0, -1, 1.5, Number.NaN, -Infinity, '2', null]) {
+      expect(() => exclusivePerKey(String, async () => 1, { concurrency: c as never })).toThrow(/concurrency/);
+    }
+    expect(() => exclusivePerKey(null as never, async () => 1)).toThrow(/keyOf/);
+  });
+
+  it('a huge synchronous burst of one key interleaved with others keeps per-key order, concurrency 1 and Infinity', async () => {
+    for (const concurrency of [1, 3, Infinity]) {
+      const l = locker();
+      const messages = Array.from({ length: 600 }, (_, i) => ({ key: ['a', 'b', '__proto__', 'constructor'][i % 4]!, i }));
+      let active = 0;
+      let maxActive = 0;
+      const perKeyActive = new Map<string, number>();
+      const out = await lastValueFrom(
+        of(...messages).pipe(
+          exclusivePerKey(
+            (m) => m.key,
+            async (m) => {
+              active++;
+              maxActive = Math.max(maxActive, active);
+              perKeyActive.set(m.key, (perKeyActive.get(m.key) ?? 0) + 1);
+              expect(perKeyActive.get(m.key)).toBe(1);
+              await Promise.resolve();
+              perKeyActive.set(m.key, perKeyActive.get(m.key)! - 1);
+              active--;
+              return m;
+            },
+            { locker: l, concurrency },
+          ),
+          toArray(),
+        ),
+      );
+      expect(out).toHaveLength(600);
+      for (const key of ['a', 'b', '__proto__', 'constructor']) {
+        const order = out.filter((m) => m.key === key).map((m) => m.i);
+        expect(order).toEqual([...order].sort((x, y) => x - y));
+      }
+      expect(maxActive).toBeLessThanOrEqual(Math.min(concurrency, 4));
+      await l.close();
+    }
+  });
+
+  it('an error while other keys hold locks gives every lock back and drops queued messages', async () => {
+    const l = locker();
+    const source = new Subject<string>();
+    const started: string[] = [];
+    const done = lastValueFrom(
+      source.pipe(
+        exclusivePerKey(
+          (m) => m.split('#')[0]!,
+          (m) =>
+            new Observable<string>(() => {
+              started.push(m);
+              if (m === 'boom#1') throw new Error('boom');
+            }),
+          { locker: l },
+        ),
+      ),
+    ).catch((e: unknown) => e as Error);
+    source.next('a#1');
+    source.next('a#2');
+    source.next('b#1');
+    await waitFor(() => started.length === 2);
+    source.next('boom#1');
+    expect(((await done) as Error).message).toBe('boom');
+    expect(started).toEqual(['a#1', 'b#1', 'boom#1']);
+    // every lock came back: skip-mode acquisitions get them at once
+    for (const key of ['a', 'b', 'boom']) {
+      const got = await firstValueFrom(l.using(key, () => of(key), { onBusy: 'skip' }).pipe(toArray()));
+      expect(got).toEqual([key]);
+    }
+    await l.close();
+  });
+
+  it('unsubscribing inside project ends the whole stream and releases', async () => {
+    const l = locker();
+    const seen: number[] = [];
+    const subscription = of(1, 2, 3)
+      .pipe(
+        exclusivePerKey(
+          () => 'k',
+          async (n) => {
+            seen.push(n);
+            subscription.unsubscribe();
+            return n;
+          },
+          { locker: l },
+        ),
+      )
+      .subscribe();
+    await waitFor(() => seen.length === 1);
+    await waitFor(async () => (await firstValueFrom(l.using('k', () => of(1), { onBusy: 'skip' }).pipe(toArray()))).length === 1);
+    expect(seen).toEqual([1]);
+    await l.close();
+  });
+});
+
+describe("onBusy: 'skip' under attack", () => {
+  it('completes empty while held and runs once released; never queues', async () => {
+    const l = locker();
+    const release = new Subject<void>();
+    const holder = l.using('s', () => release).subscribe();
+    await waitFor(async () => (await firstValueFrom(l.using('s', () => of(1), { onBusy: 'skip' }).pipe(toArray()))).length === 0);
+    release.complete();
+    holder.unsubscribe();
+    await waitFor(async () => (await firstValueFrom(l.using('s', () => of(1), { onBusy: 'skip' }).pipe(toArray()))).length === 1);
+    await l.close();
+  });
+});
+
+async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
