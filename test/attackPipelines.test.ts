@@ -2,6 +2,9 @@
 import { firstValueFrom, Observable, of, Subject, toArray, lastValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { createLocker, exclusivePerKey, isLockOptionsError, MemoryLockStore } from '../src/index.js';
+import { RedisLockStore } from '../src/redis.js';
+import { connect } from './support/redis.js';
+import { redisSuite } from './support/redisSuite.js';
 
 const locker = () => createLocker({ store: new MemoryLockStore() });
 
@@ -167,4 +170,127 @@ async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 
     if (Date.now() > end) throw new Error('condition not met in time');
     await new Promise((r) => setTimeout(r, 5));
   }
+}
+
+describe('reentrancy with synchronous work', () => {
+  it('20,000 messages of one key whose work completes synchronously: no stack overflow, all in order', async () => {
+    const l = locker();
+    const n = 20_000;
+    const out = await lastValueFrom(
+      new Observable<number>((s) => {
+        for (let i = 0; i < n; i++) s.next(i);
+        s.complete();
+      }).pipe(exclusivePerKey(() => 'hot', (i) => of(i), { locker: l, concurrency: 1 }), toArray()),
+    );
+    expect(out).toEqual(Array.from({ length: n }, (_, i) => i));
+    await l.close();
+  }, 60_000);
+
+  it("using's signal aborts when the subscriber leaves, and the lock comes back", async () => {
+    const l = locker();
+    let seen: AbortSignal | undefined;
+    const sub = l.using('sig', (_lease, signal) => {
+      seen = signal;
+      return new Promise<never>(() => undefined);
+    }).subscribe();
+    await waitFor(() => seen !== undefined);
+    expect(seen!.aborted).toBe(false);
+    sub.unsubscribe();
+    expect(seen!.aborted).toBe(true);
+    await waitFor(async () => (await firstValueFrom(l.using('sig', () => of(1), { onBusy: 'skip' }).pipe(toArray()))).length === 1);
+    await l.close();
+  });
+
+  it('closing the locker mid-stream ends exclusivePerKey (error or completion), never hangs', async () => {
+    const l = locker();
+    const source = new Subject<number>();
+    let started = 0;
+    const done = lastValueFrom(
+      source.pipe(
+        exclusivePerKey(
+          (n) => `k${n % 2}`,
+          () => {
+            started++;
+            return new Observable<number>(() => undefined);
+          },
+          { locker: l },
+        ),
+        toArray(),
+      ),
+    ).then(
+      () => 'completed',
+      (e: unknown) => e,
+    );
+    source.next(1);
+    source.next(2);
+    source.next(3);
+    await waitFor(() => started === 2);
+    await l.close();
+    const ending = await done;
+    expect(ending).not.toBeUndefined();
+  });
+});
+
+describe("onBusy: 'skip' with a waiter in the Redis store's line", () => {
+  const suite = redisSuite();
+  function instance() {
+    const redis = connect(suite.server);
+    const store = new RedisLockStore(redis);
+    const l = createLocker({ store });
+    suite.closers.push(async () => {
+      await l.close();
+      store.close();
+      await redis.quit();
+    });
+    return l;
+  }
+
+  it('a skip neither jumps the line nor leaves a place in it; the waiter gets the lock on release', async () => {
+    const [a, b, c] = [instance(), instance(), instance()];
+    const releaseA = new Subject<void>();
+    let aHolds = false;
+    const holder = a.using('line-key', () => ((aHolds = true), releaseA)).subscribe();
+    await waitFor(() => aHolds);
+    let bRan = false;
+    const waiter = lastValueFrom(b.using('line-key', async () => ((bRan = true), 'b'), { waitTimeout: 20_000 }).pipe(toArray()));
+    await waitFor(async () => (await suite.admin.keys('rxjs-lock:line:*')).length > 0);
+    const lineBefore = await dumpLine(suite.admin);
+    for (let i = 0; i < 5; i++) {
+      expect(await lastValueFrom(c.using('line-key', async () => 'c', { onBusy: 'skip' }).pipe(toArray()))).toEqual([]);
+    }
+    expect(await dumpLine(suite.admin)).toEqual(lineBefore);
+    releaseA.complete();
+    holder.unsubscribe();
+    expect(await waiter).toEqual(['b']);
+    expect(bRan).toBe(true);
+    await waitFor(async () => (await suite.admin.keys('rxjs-lock:line:*')).length === 0);
+  });
+
+  it('exclusivePerKey on two instances over Redis: one key never runs twice at once', async () => {
+    const [a, b] = [instance(), instance()];
+    let active = 0;
+    let maxActive = 0;
+    const work = async (m: number) => {
+      active++;
+      maxActive = Math.max(maxActive, active);
+      await new Promise((r) => setTimeout(r, 2));
+      active--;
+      return m;
+    };
+    const messages = Array.from({ length: 40 }, (_, i) => i);
+    const results = await Promise.all(
+      [a, b].map((l) => lastValueFrom(of(...messages).pipe(exclusivePerKey(() => 'shared', work, { locker: l, concurrency: 4, waitTimeout: 30_000 }), toArray()))),
+    );
+    expect(results.flat()).toHaveLength(80);
+    expect(maxActive).toBe(1);
+  }, 60_000);
+});
+
+async function dumpLine(admin: import('ioredis').Redis): Promise<Record<string, unknown>> {
+  const out: Record<string, unknown> = {};
+  for (const key of [...(await admin.keys('rxjs-lock:line:*')), ...(await admin.keys('rxjs-lock:places:*'))].sort()) {
+    const type = await admin.type(key);
+    out[key] = type === 'zset' ? (await admin.zrange(key, '0', '-1')) : type === 'list' ? await admin.lrange(key, '0', '-1') : type === 'hash' ? await admin.hgetall(key) : type;
+  }
+  return out;
 }

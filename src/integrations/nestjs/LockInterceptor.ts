@@ -4,7 +4,7 @@
  */
 import { Inject, Injectable, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { catchError, from, mergeMap, Observable, throwError } from 'rxjs';
+import { catchError, defer, from, mergeMap, Observable, throwError } from 'rxjs';
 import type { LockError } from '../../errors/errors.js';
 import { cancelsOnDisconnect, untilClientLeaves } from './clientDisconnect.js';
 import { classify, httpException, type LockErrorOptions, type LockFailure } from './lockErrorResponses.js';
@@ -49,13 +49,23 @@ export class LockInterceptor implements NestInterceptor {
     locked.add(context);
     const errors: LockErrorOptions = { ...this.settings.errors, ...spec.errors };
     let work: Observable<unknown>;
+    /** Whether the handler was called: until then, a client that leaves withdraws it from the line. */
+    let started = false;
     try {
       const key = spec.key(context);
-      work = next.handle().pipe(this.settings.locker.withLock(key, spec.acquire));
+      const handler = defer(() => {
+        started = true;
+        return next.handle();
+      });
+      work = handler.pipe(this.settings.locker.withLock(key, spec.acquire));
     } catch (error) {
       work = throwError(() => error);
     }
-    if (context.getType() === 'http' && cancelsOnDisconnect(context, spec.onDisconnect)) work = work.pipe(untilClientLeaves(context));
+    if (context.getType() === 'http') {
+      // 'cancel': the stream ends when the client leaves; 'finish': only while waiting for the lock
+      const cancels = cancelsOnDisconnect(context, spec.onDisconnect);
+      work = work.pipe(untilClientLeaves(context, cancels ? undefined : () => !started));
+    }
     return work.pipe(catchError((error: unknown) => this.answer(error, context, errors)));
   }
 

@@ -66,14 +66,16 @@ export const CLIENT_CLOSED_REQUEST = 499;
  * client disconnects before its response was sent, unsubscribing from the source. Nest itself
  * does this for `@Sse()` routes and, from Nest 12, for handlers returning an Observable; earlier
  * versions leave such a handler running after its client left.
+ * `stillCancellable` says whether the stream may still be ended so (by default always): a
+ * handler that must finish can still be dropped while it waits for its lock and has not started.
  */
-export function untilClientLeaves<T>(context: ExecutionContext): MonoTypeOperatorFunction<T> {
+export function untilClientLeaves<T>(context: ExecutionContext, stillCancellable: () => boolean = () => true): MonoTypeOperatorFunction<T> {
   return (source) =>
     new Observable<T>((subscriber) => {
       const response = context.switchToHttp().getResponse<{ raw?: RawResponse } & RawResponse>();
       const raw: RawResponse | undefined = response?.raw ?? response;
       const leave = () => {
-        if (raw?.writableFinished !== true) subscriber.error(new HttpException('Client closed the request', CLIENT_CLOSED_REQUEST));
+        if (raw?.writableFinished !== true && stillCancellable()) subscriber.error(new HttpException('Client closed the request', CLIENT_CLOSED_REQUEST));
       };
       if (raw === undefined || typeof raw.once !== 'function') return source.subscribe(subscriber);
       if (raw.destroyed === true) {

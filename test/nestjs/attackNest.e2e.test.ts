@@ -1,0 +1,102 @@
+/** Adversarial end-to-end tests of @WithLock: disconnect timing and hostile key values. */
+import 'reflect-metadata';
+import { request as httpRequest } from 'node:http';
+import type { ExecutionContext } from '@nestjs/common';
+import { describe, expect, it } from 'vitest';
+import type { LockModuleOptions } from '../../src/nestjs.js';
+import { compileLockKey, MissingKeyValueError } from '../../src/integrations/nestjs/lockKey.js';
+import { redisSuite } from '../support/redisSuite.js';
+import { startLockedApp, type LockedApp, type Platform } from './fixtures/lockedApp.js';
+import { Probe } from './fixtures/probe.js';
+
+const suite = redisSuite();
+
+async function until(condition: () => Promise<boolean> | boolean, what: string, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+const waitersInRedis = async (key: string): Promise<number> => {
+  let n = 0;
+  for (const line of await suite.admin.keys(`rxjs-lock:line:*${key}*`)) n += await suite.admin.zcard(line);
+  return n;
+};
+
+describe.each<Platform>(['express', 'fastify'])('@WithLock attacks on %s', (platform) => {
+  const start = async (name: string, probe: Probe, extra: Partial<LockModuleOptions> = {}): Promise<LockedApp> => {
+    const started = await startLockedApp(platform, name, probe, { redis: { host: suite.server.host, port: suite.server.port }, ...extra });
+    suite.closers.push(() => {
+      probe.openAll();
+      return started.app.close();
+    });
+    return started;
+  };
+
+  it('a Promise handler whose client leaves while waiting for the lock leaves the line and never runs', async () => {
+    // POST /orders/:id/:tag is async and waits up to 20 s: the waiter must leave the line long before
+    const probe = new Probe();
+    const [a, b] = [await start('a', probe), await start('b', probe)];
+    const post = (url: string, path: string) => {
+      const req = httpRequest(`${url}${path}`, { method: 'POST' });
+      req.on('error', () => undefined);
+      req.end();
+      return req;
+    };
+    const first = post(a.url, '/orders/21/first');
+    await probe.waitFor('enter', 'order:21', 'a');
+    const second = post(b.url, '/orders/21/second');
+    await until(async () => (await waitersInRedis('order:21')) > 0, "b's request waits in the Redis line");
+    second.destroy();
+    // the handler has not started: nothing is lost by cancelling the wait
+    await until(async () => (await waitersInRedis('order:21')) === 0, 'the abandoned waiter leaves the Redis line', 12_000);
+    probe.open('order:21:first');
+    await probe.waitFor('exit', 'order:21', 'a');
+    await until(async () => (await suite.admin.exists('lock:order:21')) === 0, 'the lock is free');
+    expect(probe.notes.filter((n) => n.what === 'enter' && n.key === 'order:21').map((n) => n.app)).toEqual(['a']);
+    first.destroy();
+  }, 40_000);
+});
+
+describe('hostile key templates', () => {
+  const http = (request: object) =>
+    ({ getType: () => 'http', switchToHttp: () => ({ getRequest: () => request }) }) as unknown as ExecutionContext;
+  const fails = (fn: () => unknown) => {
+    try {
+      fn();
+    } catch (error) {
+      return error;
+    }
+    return undefined;
+  };
+
+  it('never reaches prototype properties', () => {
+    for (const template of ['{params.__proto__}', '{params.constructor.name}', '{body.toString}', '{query.hasOwnProperty}', '{headers.__proto__.x}']) {
+      const key = compileLockKey(template);
+      expect(fails(() => key(http({ params: {}, body: {}, query: Object.create({ hasOwnProperty: 'x' }), headers: {} })))).toBeInstanceOf(MissingKeyValueError);
+    }
+    // a JSON body with an own "__proto__" key is an own property: it is used as a plain value
+    const body = JSON.parse('{"__proto__": "p"}') as object;
+    expect(compileLockKey('x:{body.__proto__}')(http({ body }))).toBe('x:p');
+  });
+
+  it('refuses templates that cannot be parsed', () => {
+    for (const template of ['{params.id', 'params.id}', '{{params.id}}', '{}', '{params.}', '{process.env}', '{constructor.name}', '']) {
+      expect(fails(() => compileLockKey(template)), template).toBeDefined();
+    }
+  });
+
+  it('keeps values with braces, hash tags and huge lengths verbatim (the locker checks the length)', () => {
+    const key = compileLockKey('order:{params.id}');
+    expect(key(http({ params: { id: '{params.id}' } }))).toBe('order:{params.id}');
+    expect(key(http({ params: { id: '{tag}x' } }))).toBe('order:{tag}x');
+    expect(key(http({ params: { id: 'a'.repeat(100_000) } }))).toHaveLength(100_006);
+  });
+
+  it('an array header (repeated header) is not a usable key value', () => {
+    const key = compileLockKey('t:{headers.x-tenant}');
+    expect(fails(() => key(http({ headers: { 'x-tenant': ['a', 'b'] } })))).toBeInstanceOf(MissingKeyValueError);
+  });
+});
