@@ -1,7 +1,7 @@
 /** Adversarial tests of exclusivePerKey and onBusy 'skip' on the in-memory store. */
 import { firstValueFrom, Observable, of, Subject, toArray, lastValueFrom } from 'rxjs';
-import { describe, expect, it } from 'vitest';
-import { createLocker, exclusivePerKey, isLockOptionsError, MemoryLockStore } from '../src/index.js';
+import { describe, expect, it, vi } from 'vitest';
+import { createLocker, exclusivePerKey, isLockLostError, isLockOptionsError, MemoryLockStore, withLock } from '../src/index.js';
 import { RedisLockStore } from '../src/redis.js';
 import { connect } from './support/redis.js';
 import { redisSuite } from './support/redisSuite.js';
@@ -17,6 +17,22 @@ const syncFlood = (cap: number, emitted: { count: number }) =>
     }
     s.complete();
   });
+
+describe('the in-memory default warning', () => {
+  it('exclusivePerKey and withLock without a locker warn once, with the code, on first use', async () => {
+    const spy = vi.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
+    try {
+      await lastValueFrom(of(1, 2).pipe(exclusivePerKey(String, async (n) => n), toArray()));
+      await lastValueFrom(of(1).pipe(withLock('w')));
+      await lastValueFrom(of(1).pipe(exclusivePerKey(String, async (n) => n)));
+      const ours = spy.mock.calls.filter((c) => JSON.stringify(c[1] ?? {}).includes('RXJS_LOCK_IN_MEMORY_DEFAULT'));
+      expect(ours).toHaveLength(1);
+      expect(String(ours[0]![0])).toMatch(/in-memory/);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+});
 
 describe('exclusivePerKey under attack', () => {
   it('a throw in keyOf on a synchronous source stops the source at once (as mergeMap does)', async () => {
@@ -265,6 +281,40 @@ describe("onBusy: 'skip' with a waiter in the Redis store's line", () => {
     expect(bRan).toBe(true);
     await waitFor(async () => (await suite.admin.keys('rxjs-lock:line:*')).length === 0);
   });
+
+  it('a lease lost inside exclusivePerKey errors the stream with LockLostError and aborts the signal with it', async () => {
+    const l = instance();
+    let signal: AbortSignal | undefined;
+    let other: AbortSignal | undefined;
+    const source = new Subject<string>();
+    const done = lastValueFrom(
+      source.pipe(
+        exclusivePerKey(
+          (m) => m,
+          (m, _lease, s) => {
+            if (m === 'lost-key') signal = s;
+            else other = s;
+            return new Observable<string>(() => undefined);
+          },
+          { locker: l, ttl: 600 },
+        ),
+      ),
+    ).catch((e: unknown) => e);
+    source.next('lost-key');
+    source.next('other-key');
+    await waitFor(() => signal !== undefined && other !== undefined);
+    const keys = await suite.admin.keys('*lost-key*');
+    const lockKeys = keys.filter((k) => !k.includes('line') && !k.includes('places'));
+    expect(lockKeys.length).toBeGreaterThan(0);
+    await suite.admin.del(...lockKeys);
+    const error = await done;
+    expect(isLockLostError(error)).toBe(true);
+    expect(signal!.aborted).toBe(true);
+    expect(signal!.reason).toBe(error);
+    expect(other!.aborted).toBe(true); // the other key's work is told to stop too
+    expect((other!.reason as Error).name).toBe('AbortError');
+    await waitFor(async () => (await suite.admin.keys('*other-key*')).length === 0);
+  }, 20_000);
 
   it('exclusivePerKey on two instances over Redis: one key never runs twice at once', async () => {
     const [a, b] = [instance(), instance()];

@@ -58,6 +58,22 @@ describe.each<Platform>(['express', 'fastify'])('@WithLock attacks on %s', (plat
     expect(probe.notes.filter((n) => n.what === 'enter' && n.key === 'order:21').map((n) => n.app)).toEqual(['a']);
     first.destroy();
   }, 40_000);
+
+  it('a param with braces, a hash tag and a colon locks that exact key in Redis and gives it back', async () => {
+    const probe = new Probe();
+    const a = await start('a', probe);
+    const id = '{x}:}{y';
+    const path = `/orders/${encodeURIComponent(id)}/t`;
+    const req = httpRequest(`${a.url}${path}`, { method: 'POST' }, (res) => res.resume());
+    req.on('error', () => undefined);
+    req.end();
+    await probe.waitFor('enter', `order:${id}`, 'a');
+    expect(await suite.admin.exists(`lock:order:${id}`)).toBe(1);
+    probe.open(`order:${id}:t`);
+    await probe.waitFor('exit', `order:${id}`, 'a');
+    await until(async () => (await suite.admin.exists(`lock:order:${id}`)) === 0, 'the lock is free');
+    expect(await suite.admin.keys('rxjs-lock:line:*')).toEqual([]);
+  });
 });
 
 describe('hostile key templates', () => {
