@@ -316,6 +316,41 @@ describe("onBusy: 'skip' with a waiter in the Redis store's line", () => {
     await waitFor(async () => (await suite.admin.keys('*other-key*')).length === 0);
   }, 20_000);
 
+  it('skips fired at the moment of a release with a waiter in line never overlap the holder or the waiter, and leave no trace', async () => {
+    const [a, b, c] = [instance(), instance(), instance()];
+    let active = 0;
+    let maxActive = 0;
+    const section = async (v: string) => {
+      active++;
+      maxActive = Math.max(maxActive, active);
+      await new Promise((r) => setTimeout(r, 1));
+      active--;
+      return v;
+    };
+    let cRan = 0;
+    for (let round = 0; round < 15; round++) {
+      const releaseA = new Subject<void>();
+      let aHolds = false;
+      const holder = a.using('race', () => ((aHolds = true), active++, maxActive = Math.max(maxActive, active), releaseA)).subscribe({ complete: () => undefined });
+      await waitFor(() => aHolds);
+      const waiter = lastValueFrom(b.using('race', () => section('b'), { waitTimeout: 20_000 }).pipe(toArray()));
+      await waitFor(async () => (await suite.admin.keys('rxjs-lock:line:*')).length > 0);
+      active--;
+      releaseA.complete();
+      const skips = Array.from({ length: 3 }, () => lastValueFrom(c.using('race', () => section('c'), { onBusy: 'skip' }).pipe(toArray())));
+      holder.unsubscribe();
+      const [bGot, ...skipped] = await Promise.all([waiter, ...skips]);
+      expect(bGot).toEqual(['b']);
+      for (const got of skipped) expect(got.length).toBeLessThanOrEqual(1);
+      cRan += skipped.filter((g) => g.length === 1).length;
+      await waitFor(async () => (await suite.admin.keys('rxjs-lock:*')).length === 0 && (await suite.admin.keys('lock:*')).length === 0);
+    }
+    // cRan is usually 0 (a skip does not jump the waiter), but a skip that reaches the store after
+    // B finished may run legitimately: not asserted.
+    void cRan;
+    expect(maxActive).toBe(1);
+  }, 60_000);
+
   it('exclusivePerKey on two instances over Redis: one key never runs twice at once', async () => {
     const [a, b] = [instance(), instance()];
     let active = 0;
