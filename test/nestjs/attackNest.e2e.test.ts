@@ -59,6 +59,28 @@ describe.each<Platform>(['express', 'fastify'])('@WithLock attacks on %s', (plat
     first.destroy();
   }, 40_000);
 
+  it('an Observable handler whose client leaves while waiting for the lock leaves the line and is never subscribed', async () => {
+    const probe = new Probe();
+    const [a, b] = [await start('a', probe), await start('b', probe)];
+    const get = (url: string, path: string) => {
+      const req = httpRequest(`${url}${path}`);
+      req.on('error', () => undefined);
+      req.end();
+      return req;
+    };
+    const first = get(a.url, '/stream/31');
+    await probe.waitFor('subscribed', 'stream:31', 'a');
+    const second = get(b.url, '/stream/31');
+    await until(async () => (await waitersInRedis('stream:31')) > 0, "b's request waits in the Redis line");
+    second.destroy();
+    // well before the default waitTimeout (10 s)
+    await until(async () => (await waitersInRedis('stream:31')) === 0, 'the abandoned waiter leaves the Redis line', 6_000);
+    first.destroy();
+    await probe.waitFor('unsubscribed', 'stream:31', 'a');
+    await until(async () => (await suite.admin.exists('lock:stream:31')) === 0, 'the lock is free');
+    expect(probe.notes.filter((n) => n.what === 'subscribed').map((n) => n.app)).toEqual(['a']);
+  }, 30_000);
+
   it('a param with braces, a hash tag and a colon locks that exact key in Redis and gives it back', async () => {
     const probe = new Probe();
     const a = await start('a', probe);
