@@ -144,6 +144,53 @@ describe('exclusivePerKey under attack', () => {
     await l.close();
   });
 
+  it('a source error while keys hold locks errors the result, aborts their work and frees the locks', async () => {
+    const l = locker();
+    const source = new Subject<string>();
+    const signals: AbortSignal[] = [];
+    const done = lastValueFrom(
+      source.pipe(
+        exclusivePerKey(
+          (m) => m,
+          (_m, _lease, signal) => (signals.push(signal), new Promise<never>(() => undefined)),
+          { locker: l, concurrency: 2 },
+        ),
+      ),
+    ).catch((e: unknown) => e);
+    source.next('x');
+    source.next('y');
+    source.next('z'); // waits for a slot
+    await waitFor(() => signals.length === 2);
+    source.error(new Error('source broke'));
+    expect(((await done) as Error).message).toBe('source broke');
+    expect(signals.every((s) => s.aborted)).toBe(true);
+    for (const key of ['x', 'y', 'z']) {
+      expect(await lastValueFrom(l.using(key, () => of(key), { onBusy: 'skip' }).pipe(toArray()))).toEqual([key]);
+    }
+    await l.close();
+  });
+
+  it('a throw inside project (synchronous) errors the stream like mergeMap and frees the lock', async () => {
+    const l = locker();
+    const error = await lastValueFrom(
+      of('p', 'q').pipe(
+        exclusivePerKey(
+          (m) => m,
+          (m) => {
+            if (m === 'p') throw new Error('project threw');
+            return of(m);
+          },
+          { locker: l },
+        ),
+      ),
+    ).catch((e: unknown) => e);
+    expect((error as Error).message).toBe('project threw');
+    for (const key of ['p', 'q']) {
+      await waitFor(async () => (await lastValueFrom(l.using(key, () => of(key), { onBusy: 'skip' }).pipe(toArray()))).length === 1);
+    }
+    await l.close();
+  });
+
   it('unsubscribing inside project ends the whole stream and releases', async () => {
     const l = locker();
     const seen: number[] = [];
