@@ -81,6 +81,31 @@ describe.each<Platform>(['express', 'fastify'])('@WithLock attacks on %s', (plat
     expect(probe.notes.filter((n) => n.what === 'subscribed').map((n) => n.app)).toEqual(['a']);
   }, 30_000);
 
+  it('an SSE client that leaves while waiting for the lock leaves the line, and nothing breaks', async () => {
+    const probe = new Probe();
+    const [a, b] = [await start('a', probe), await start('b', probe)];
+    const get = (url: string, path: string) => {
+      const req = httpRequest(`${url}${path}`, (res) => res.resume());
+      req.on('error', () => undefined);
+      req.end();
+      return req;
+    };
+    const first = get(a.url, '/sse/32');
+    await probe.waitFor('sse-start', 'sse:32', 'a');
+    const second = get(b.url, '/sse/32');
+    await until(async () => (await waitersInRedis('sse:32')) > 0, "b's request waits in the Redis line");
+    second.destroy();
+    await until(async () => (await waitersInRedis('sse:32')) === 0, 'the abandoned waiter leaves the Redis line', 6_000);
+    first.destroy();
+    await until(async () => (await suite.admin.exists('lock:sse:32')) === 0, 'the lock is free');
+    expect(probe.notes.filter((n) => n.what === 'sse-start').map((n) => n.app)).toEqual(['a']);
+    // b still serves requests after the abandoned one
+    const third = get(b.url, '/sse/32');
+    await probe.waitFor('sse-start', 'sse:32', 'b');
+    third.destroy();
+    await until(async () => (await suite.admin.exists('lock:sse:32')) === 0, 'the lock is free again');
+  }, 30_000);
+
   it('a param with braces, a hash tag and a colon locks that exact key in Redis and gives it back', async () => {
     const probe = new Probe();
     const a = await start('a', probe);
