@@ -9,7 +9,8 @@ import { Observable, type MonoTypeOperatorFunction } from 'rxjs';
 /**
  * What a `@WithLock` HTTP handler does when its client disconnects before the response:
  * - `'cancel'`: the handler's stream is unsubscribed and the lock released at once;
- * - `'finish'`: the handler runs to its end and holds the lock until then (the answer is dropped);
+ * - `'finish'`: a started handler runs to its end and holds the lock until then (the answer is
+ *   dropped); one still waiting for its lock is withdrawn from the line and never called;
  * - `'auto'`: `'cancel'` for a handler declared to return an `Observable` (its decorator
  *   metadata says so) and not `async`; `'finish'` for every other handler, whose work (a Promise)
  *   unsubscribing could not stop. `@Sse()` handlers are always cancelled (Nest does it).
