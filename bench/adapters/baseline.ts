@@ -5,7 +5,7 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { AcquireTimeout, Background, whenAborted, type AdapterContext, type Held, type LockAdapter, type Limits } from './types.js';
+import { AcquireTimeout, Background, holdRacingAbort, type AdapterContext, type Held, type LockAdapter, type Limits } from './types.js';
 
 const RETRY_SLEEP_MS = 10;
 const COMPARE_AND_DELETE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0";
@@ -13,12 +13,27 @@ const COMPARE_AND_DELETE_SHA = createHash('sha1').update(COMPARE_AND_DELETE).dig
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-async function compareAndDelete(redis: Redis, key: string, token: string): Promise<void> {
+/** Runs a script by its SHA (EVALSHA), and sends its source (EVAL) once if the server does not know it. */
+export async function evalScript(redis: Redis, lua: string, sha: string, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
   try {
-    await redis.evalsha(COMPARE_AND_DELETE_SHA, 1, key, token);
+    return await redis.evalsha(sha, keys.length, ...keys, ...args);
   } catch (error) {
     if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
-    await redis.eval(COMPARE_AND_DELETE, 1, key, token);
+    return redis.eval(lua, keys.length, ...keys, ...args);
+  }
+}
+
+const compareAndDelete = (redis: Redis, key: string, token: string) => evalScript(redis, COMPARE_AND_DELETE, COMPARE_AND_DELETE_SHA, [key], [token]);
+
+/** Takes a lock with `tryOnce` until it succeeds, sleeping 10 ms after each refusal, or gives up at the wait limit. */
+export async function pollForLock(tryOnce: () => Promise<Held | null>, key: string, limits: Limits): Promise<Held> {
+  const deadline = performance.now() + limits.waitTimeoutMs;
+  for (;;) {
+    const held = await tryOnce();
+    if (held !== null) return held;
+    const left = deadline - performance.now();
+    if (left <= 0) throw new AcquireTimeout(`"${key}" stayed held for ${limits.waitTimeoutMs} ms`);
+    await sleep(Math.min(RETRY_SLEEP_MS, left));
   }
 }
 
@@ -26,17 +41,16 @@ export async function createBaseline(ctx: AdapterContext): Promise<LockAdapter> 
   const redis = await ctx.connect();
   const background = new Background();
 
-  async function acquire(key: string, limits: Limits): Promise<Held> {
+  function acquire(key: string, limits: Limits): Promise<Held> {
     const token = randomUUID();
-    const deadline = performance.now() + limits.waitTimeoutMs;
-    for (;;) {
-      if ((await redis.set(key, token, 'PX', limits.ttlMs, 'NX')) === 'OK') {
-        return { release: () => compareAndDelete(redis, key, token).catch(() => undefined) };
-      }
-      const left = deadline - performance.now();
-      if (left <= 0) throw new AcquireTimeout(`"${key}" stayed held for ${limits.waitTimeoutMs} ms`);
-      await sleep(Math.min(RETRY_SLEEP_MS, left));
-    }
+    return pollForLock(
+      async () =>
+        (await redis.set(key, token, 'PX', limits.ttlMs, 'NX')) === 'OK'
+          ? { release: () => compareAndDelete(redis, key, token).then(() => undefined, () => undefined) }
+          : null,
+      key,
+      limits,
+    );
   }
 
   return {
@@ -45,27 +59,7 @@ export async function createBaseline(ctx: AdapterContext): Promise<LockAdapter> 
 
     // The same naive pattern as with redlock: race the acquire against a timer, release in
     // `finally` if it won; an abandoned acquire keeps polling and nobody releases what it gets.
-    async holdUntilAborted(name, limits, signal, section) {
-      const acquiring = acquire(name, limits);
-      background.track(acquiring);
-      const first = await Promise.race([
-        acquiring.then(
-          (held) => ({ held }),
-          (error: unknown) => ({ error }),
-        ),
-        whenAborted(signal).then(() => null),
-      ]);
-      if (first === null) return 'cancelled';
-      if ('error' in first) return first.error instanceof AcquireTimeout ? 'timeout' : 'error';
-      try {
-        section.enter();
-        await whenAborted(signal);
-        section.exit();
-      } finally {
-        await first.held.release();
-      }
-      return 'held';
-    },
+    holdUntilAborted: (name, limits, signal, section) => holdRacingAbort(acquire(name, limits), background, signal, section, (e) => e instanceof AcquireTimeout),
 
     settle: () => background.settle(),
     close: async () => undefined,

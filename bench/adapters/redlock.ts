@@ -7,7 +7,7 @@
  * retry window matches the scenario's wait limit on average; that is the only setting changed.
  */
 import Redlock, { ExecutionError, type Lock } from 'redlock';
-import { AcquireTimeout, Background, whenAborted, type AdapterContext, type LockAdapter, type Limits } from './types.js';
+import { AcquireTimeout, Background, holdRacingAbort, type AdapterContext, type LockAdapter, type Limits } from './types.js';
 
 export async function createRedlock(ctx: AdapterContext): Promise<LockAdapter> {
   const redis = await ctx.connect();
@@ -36,27 +36,14 @@ export async function createRedlock(ctx: AdapterContext): Promise<LockAdapter> {
 
     // redlock's acquire cannot be cancelled: the caller races it against a timer and, when the
     // timer wins, walks away. The acquisition keeps retrying; if it wins later, nobody releases it.
-    async holdUntilAborted(name, limits, signal, section) {
-      const acquiring = take(name, limits);
-      background.track(acquiring);
-      const first = await Promise.race([
-        acquiring.then(
-          (lock) => ({ lock }),
-          (error: unknown) => ({ error }),
-        ),
-        whenAborted(signal).then(() => null),
-      ]);
-      if (first === null) return 'cancelled';
-      if ('error' in first) return first.error instanceof ExecutionError ? 'timeout' : 'error';
-      try {
-        section.enter();
-        await whenAborted(signal);
-        section.exit();
-      } finally {
-        await release(first.lock);
-      }
-      return 'held';
-    },
+    holdUntilAborted: (name, limits, signal, section) =>
+      holdRacingAbort(
+        take(name, limits).then((lock) => ({ release: () => release(lock) })),
+        background,
+        signal,
+        section,
+        (e) => e instanceof ExecutionError,
+      ),
 
     settle: () => background.settle(),
     close: async () => undefined,

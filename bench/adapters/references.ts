@@ -12,48 +12,19 @@
  *   release are one script call each: the floor below the store's protocol.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import type * as RedisEntry from '../../src/redis.js';
-import { AcquireTimeout, Background, whenAborted, type AdapterContext, type Held, type LockAdapter, type Limits } from './types.js';
+import { evalScript, pollForLock } from './baseline.js';
+import { AcquireTimeout, Background, holdRacingAbort, type AdapterContext, type Held, type LockAdapter, type Limits } from './types.js';
 
 const { RedisLockStore } = (await import(new URL('../../dist/esm/redis.js', import.meta.url).href)) as typeof RedisEntry;
 
-const RETRY_SLEEP_MS = 10;
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-/** Takes the lock with `tryOnce` until it succeeds or the wait limit runs out, the baseline's way. */
-async function poll(tryOnce: () => Promise<Held | null>, key: string, limits: Limits): Promise<Held> {
-  const deadline = performance.now() + limits.waitTimeoutMs;
-  for (;;) {
-    const held = await tryOnce();
-    if (held !== null) return held;
-    const left = deadline - performance.now();
-    if (left <= 0) throw new AcquireTimeout(`"${key}" stayed held for ${limits.waitTimeoutMs} ms`);
-    await sleep(Math.min(RETRY_SLEEP_MS, left));
-  }
-}
-
-/** The adapter around an `acquire`: holdUntilAborted as the baseline does it. */
+/** The adapter around an `acquire`: holdUntilAborted the baseline's way. */
 function adapterOf(acquire: (name: string, limits: Limits) => Promise<Held>, close: () => Promise<void>): LockAdapter {
   const background = new Background();
   return {
     storeKey: (name) => name,
     acquire,
-    async holdUntilAborted(name, limits, signal, section) {
-      const acquiring = acquire(name, limits);
-      background.track(acquiring);
-      const first = await Promise.race([acquiring.then((held) => ({ held }), (error: unknown) => ({ error })), whenAborted(signal).then(() => null)]);
-      if (first === null) return 'cancelled';
-      if ('error' in first) return first.error instanceof AcquireTimeout ? 'timeout' : 'error';
-      try {
-        section.enter();
-        await whenAborted(signal);
-        section.exit();
-      } finally {
-        await first.held.release();
-      }
-      return 'held';
-    },
+    holdUntilAborted: (name, limits, signal, section) => holdRacingAbort(acquire(name, limits), background, signal, section, (e) => e instanceof AcquireTimeout),
     settle: () => background.settle(),
     close,
   };
@@ -65,7 +36,7 @@ export async function createStoreOnly(ctx: AdapterContext): Promise<LockAdapter>
   const store = new RedisLockStore(redis, { wakeUp: false });
   const acquire = (name: string, limits: Limits) => {
     const token = randomUUID();
-    return poll(
+    return pollForLock(
       async () => {
         const result = await store.tryAcquire(name, token, limits.ttlMs);
         if (!result.acquired) return null;
@@ -87,24 +58,15 @@ const sha = (lua: string) => createHash('sha1').update(lua).digest('hex');
 const ACQUIRE_SHA = sha(ACQUIRE);
 const RELEASE_SHA = sha(RELEASE);
 
-async function evalsha(redis: Redis, lua: string, digest: string, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
-  try {
-    return await redis.evalsha(digest, keys.length, ...keys, ...args);
-  } catch (error) {
-    if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
-    return redis.eval(lua, keys.length, ...keys, ...args);
-  }
-}
-
 export async function createScriptFloor(ctx: AdapterContext): Promise<LockAdapter> {
   const redis = await ctx.connect();
   const acquire = (name: string, limits: Limits) => {
     const token = randomUUID();
     const keys = [name, `rxjs-lock:fence:{${name}}`, `rxjs-lock:line:{${name}}`, `rxjs-lock:places:{${name}}`];
-    return poll(
+    return pollForLock(
       async () => {
-        if ((await evalsha(redis, ACQUIRE, ACQUIRE_SHA, keys, [token, limits.ttlMs, 1])) !== 1) return null;
-        return { release: () => evalsha(redis, RELEASE, RELEASE_SHA, keys, [token, 'passed']).then(() => undefined, () => undefined) };
+        if ((await evalScript(redis, ACQUIRE, ACQUIRE_SHA, keys, [token, limits.ttlMs, 1])) !== 1) return null;
+        return { release: () => evalScript(redis, RELEASE, RELEASE_SHA, keys, [token, 'passed']).then(() => undefined, () => undefined) };
       },
       name,
       limits,

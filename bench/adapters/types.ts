@@ -64,6 +64,39 @@ export function whenAborted(signal: AbortSignal): Promise<void> {
   });
 }
 
+/**
+ * The naive cancellable hold of a library whose acquire cannot be cancelled: race the acquisition
+ * against `signal`; when the signal wins, walk away (the acquisition goes on in the background,
+ * tracked by `background`, and nobody releases what it gets); when the lock wins, hold it until
+ * the signal, then release. `isTimeout` tells the library's give-up error from a failure.
+ */
+export async function holdRacingAbort(
+  acquiring: Promise<Held>,
+  background: Background,
+  signal: AbortSignal,
+  section: Section,
+  isTimeout: (error: unknown) => boolean,
+): Promise<StormOutcome> {
+  background.track(acquiring);
+  const first = await Promise.race([
+    acquiring.then(
+      (held) => ({ held }),
+      (error: unknown) => ({ error }),
+    ),
+    whenAborted(signal).then(() => null),
+  ]);
+  if (first === null) return 'cancelled';
+  if ('error' in first) return isTimeout(first.error) ? 'timeout' : 'error';
+  try {
+    section.enter();
+    await whenAborted(signal);
+    section.exit();
+  } finally {
+    await first.held.release();
+  }
+  return 'held';
+}
+
 /** Keeps the promises of work left running in the background, so `settle()` can wait for them. */
 export class Background {
   private readonly pending = new Set<Promise<unknown>>();
