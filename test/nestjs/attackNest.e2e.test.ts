@@ -3,10 +3,9 @@ import 'reflect-metadata';
 import { request as httpRequest } from 'node:http';
 import type { ExecutionContext } from '@nestjs/common';
 import { describe, expect, it } from 'vitest';
-import type { LockModuleOptions } from '../../src/nestjs.js';
 import { compileLockKey, MissingKeyValueError } from '../../src/integrations/nestjs/lockKey.js';
 import { redisSuite } from '../support/redisSuite.js';
-import { startLockedApp, type LockedApp, type Platform } from './fixtures/lockedApp.js';
+import { lockedAppsOn, type Platform } from './fixtures/lockedApp.js';
 import { Probe } from './fixtures/probe.js';
 
 const suite = redisSuite();
@@ -26,14 +25,7 @@ const waitersInRedis = async (key: string): Promise<number> => {
 };
 
 describe.each<Platform>(['express', 'fastify'])('@WithLock attacks on %s', (platform) => {
-  const start = async (name: string, probe: Probe, extra: Partial<LockModuleOptions> = {}): Promise<LockedApp> => {
-    const started = await startLockedApp(platform, name, probe, { redis: { host: suite.server.host, port: suite.server.port }, ...extra });
-    suite.closers.push(() => {
-      probe.openAll();
-      return started.app.close();
-    });
-    return started;
-  };
+  const start = lockedAppsOn(suite, platform);
 
   it('a Promise handler whose client leaves while waiting for the lock leaves the line and never runs', async () => {
     // POST /orders/:id/:tag is async and waits up to 20 s: the waiter must leave the line long before

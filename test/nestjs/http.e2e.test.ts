@@ -9,9 +9,9 @@ import { filter, firstValueFrom } from 'rxjs';
 import request from 'supertest';
 import { describe, expect, it } from 'vitest';
 import type { Locker, LockEvent } from '../../src/index.js';
-import { LOCKER, type LockModuleOptions } from '../../src/nestjs.js';
+import { LOCKER } from '../../src/nestjs.js';
 import { redisSuite } from '../support/redisSuite.js';
-import { startLockedApp, type LockedApp, type Platform } from './fixtures/lockedApp.js';
+import { lockedAppsOn, type Platform } from './fixtures/lockedApp.js';
 import { Probe } from './fixtures/probe.js';
 
 const suite = redisSuite();
@@ -47,14 +47,7 @@ function abandonedGet(url: string, path: string, leaveAfter: (chunk: string) => 
 }
 
 describe.each<Platform>(['express', 'fastify'])('@WithLock on %s', (platform) => {
-  const start = async (name: string, probe: Probe, extra: Partial<LockModuleOptions> = {}): Promise<LockedApp> => {
-    const started = await startLockedApp(platform, name, probe, { redis: { host: suite.server.host, port: suite.server.port }, ...extra });
-    suite.closers.push(() => {
-      probe.openAll();
-      return started.app.close();
-    });
-    return started;
-  };
+  const start = lockedAppsOn(suite, platform);
 
   it('runs two requests on one key one after the other, across two instances', async () => {
     const probe = new Probe();
