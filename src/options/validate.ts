@@ -80,9 +80,9 @@ export function resolveLockerOptions(options: LockerOptions | undefined, default
 }
 
 /** Validates per-call options; returns `defaults` itself when there is nothing to override. */
-export function resolveAcquireOptions(options: AcquireOptions | undefined, defaults: AcquireSettings, allowed: readonly string[] = ACQUIRE_KEYS): AcquireSettings {
+export function resolveAcquireOptions(options: AcquireOptions | undefined, defaults: AcquireSettings, allowed: readonly string[] = ACQUIRE_KEYS, what = 'acquire options'): AcquireSettings {
   if (options === undefined) return defaults;
-  const o = checkObject(options, 'options', allowed, 'acquire options');
+  const o = checkObject(options, 'options', allowed, what);
   if (o.ttl === undefined && o.waitTimeout === undefined && o.retry === undefined && o.renew === undefined && o.onLost === undefined) return defaults;
   const ttl = o.ttl === undefined ? defaults.ttl : checkMs('ttl', o.ttl, 1);
   const renew = o.renew === undefined ? defaults.renew : checkRenew(o.renew);
@@ -107,11 +107,11 @@ export const OPERATOR_KEYS: readonly string[] = [...ACQUIRE_KEYS, 'onBusy'];
  */
 export function resolveOperatorOptions(options: LockOperatorOptions | undefined, defaults: AcquireSettings, allowed: readonly string[] = OPERATOR_KEYS): AcquireSettings {
   if (options === undefined) return defaults;
-  const o = checkObject(options, 'options', allowed, 'lock options');
-  if (!('onBusy' in o)) return resolveAcquireOptions(options, defaults, allowed);
-  const { onBusy: given, ...rest } = o;
+  // (checked once, by resolveAcquireOptions: this runs for every withLock() a pipeline creates)
+  if (typeof options !== 'object' || options === null || !('onBusy' in options)) return resolveAcquireOptions(options, defaults, allowed, 'lock options');
+  const { onBusy: given, ...rest } = checkObject(options, 'options', allowed, 'lock options');
   const onBusy = checkOnBusy(given);
-  const settings = resolveAcquireOptions(rest, defaults, allowed);
+  const settings = resolveAcquireOptions(rest, defaults, allowed, 'lock options');
   if (onBusy === 'wait') return settings;
   if (rest.waitTimeout !== undefined && rest.waitTimeout !== 0) {
     throw new LockOptionsError('waitTimeout', "0 or left out with onBusy: 'skip' (it tries once, without waiting)", rest.waitTimeout);
