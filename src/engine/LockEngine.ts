@@ -153,10 +153,12 @@ export class LockEngine implements Locker, AcquisitionContext {
 
   private async shutDown(): Promise<void> {
     try {
-      // Calls in flight now (and the releases close starts) end within commandTimeout: one limit,
-      // counted from here, covers them all.
+      // Calls in flight now and the calls closing the gates starts (releases, waiters leaving the
+      // line) end within commandTimeout: one limit, counted from here, covers them all. (Counted
+      // before the gates close, a leave sent by a waiter with nothing in flight was not waited for.)
+      const gatesClosed = this.gates.close();
       const drained = this.access.settledOrTimedOut();
-      await this.gates.close();
+      await gatesClosed;
       await drained;
       this.leases.stop();
       if (this.ownsStore) await closerOf(this.access.store)?.close();

@@ -92,6 +92,24 @@ describe('waiting acquisitions', () => {
     expect(await keysLeft()).toEqual([]);
   });
 
+  it('a waiter with nothing in flight at close: close() waits for its leave, however slow', async () => {
+    const h = side();
+    const w = side();
+    // W's leave calls are 100 ms late (a slow network or a loaded machine); nothing else is
+    let leaving = 0;
+    const slowStore = Object.create(w.store) as RedisLockStore;
+    slowStore.leave = (...args) => (leaving++, sleep(100).then(() => w.store.leave(...args)).finally(() => leaving--));
+    const locker = createLocker({ store: slowStore, commandTimeout: 1_000 });
+    const held = await firstValueFrom(h.locker.acquire('k'));
+    const waiter = watch(locker.acquire('k', { waitTimeout: 60_000 }));
+    await eventually(async () => (await suite.admin.zcard(lineOf('k'))) === 1, 3_000);
+    await locker.close();
+    expect(isLockerClosedError(waiter.error)).toBe(true);
+    expect({ leavesInFlight: leaving, placesInLine: await suite.admin.zcard(lineOf('k')) }).toEqual({ leavesInFlight: 0, placesInLine: 0 });
+    await held.release();
+    expect(await keysLeft()).toEqual([]);
+  });
+
   it('an attempt in flight at close: the waiter fails at once, and the line is empty once close() resolves', async () => {
     const h = side();
     const w = side();
