@@ -143,7 +143,11 @@ describe('store calls, pipelined', () => {
     const [, b] = await Promise.all([store.release(key, 'A'), store.tryAcquire(key, 'B', 30_000, 1024)]);
     blocks.push(blockOf('B', b, 1024));
     // B holds; V queues with ttl 1; B's unsaid release hands to V; V never claims; C takes it after.
-    expect(await store.tryAcquireInLine(key, 'V', 1, 1024, 'keep')).toMatchObject({ queued: true });
+    // (V queues through a store whose places last 3 s: a 100 ms place could lapse before B's
+    // release on a loaded machine, and there would be no hand-off to test.)
+    const { store: patient } = storeOn(suite, { placeTtl: 3_000 });
+    await warmScripts(patient);
+    expect(await patient.tryAcquireInLine(key, 'V', 1, 1024, 'keep')).toMatchObject({ queued: true });
     expect(await store.release(key, 'B')).toBe(true);
     const admin = suite.admin;
     const [, , , places] = lockKeys(key);
