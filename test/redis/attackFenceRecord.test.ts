@@ -143,7 +143,7 @@ describe('store calls, pipelined', () => {
     const [, b] = await Promise.all([store.release(key, 'A'), store.tryAcquire(key, 'B', 30_000, 1024)]);
     blocks.push(blockOf('B', b, 1024));
     // B holds; V queues with ttl 1; B's unsaid release hands to V; V never claims; C takes it after.
-    // (V queues through a store whose places last 3 s: a 100 ms place could lapse before B's
+    // (V and U queue through a store whose places last 3 s: a 100 ms place could lapse before the
     // release on a loaded machine, and there would be no hand-off to test.)
     const { store: patient } = storeOn(suite, { placeTtl: 3_000 });
     await warmScripts(patient);
@@ -157,8 +157,8 @@ describe('store calls, pipelined', () => {
     do c = await store.tryAcquire(key, 'C', 30_000, 1024);
     while (!c.acquired);
     blocks.push(blockOf('C', c, 1024));
-    // C releases with a line: a waiter U queued, release said, U claims by leave().
-    expect(await store.tryAcquireInLine(key, 'U', 30_000, 1024, 'keep')).toMatchObject({ queued: true });
+    // C releases with a line: a waiter U queued (with a lasting place, as V), release said, U claims by leave().
+    expect(await patient.tryAcquireInLine(key, 'U', 30_000, 1024, 'keep')).toMatchObject({ queued: true });
     const cb = blocks.at(-1)!;
     expect(await store.release(key, 'C', saying(cb))).toBe(true);
     const left = await store.leave(key, 'U');
