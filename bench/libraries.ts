@@ -5,7 +5,7 @@
  * `LockOptionsError` (an option that does not exist yet) is skipped with a note instead of
  * failing the bench.
  */
-import type { ScenarioName } from './scenarios.js';
+import { QUORUM_SCENARIOS, type LockScenarioName, type ScenarioName } from './scenarios.js';
 
 export const LIBRARY_NAMES = ['rxjs-lock', 'redlock', 'redis-semaphore', 'baseline', 'store-only', 'script-floor'] as const;
 export type LibraryName = (typeof LIBRARY_NAMES)[number];
@@ -48,9 +48,16 @@ export const RXJS_LOCK_VARIANTS: readonly RxjsLockVariant[] = [
   // { variant: 'wakeUp-off', options: {}, storeOptions: { wakeUp: false }, scenarios: ['hot-key-1ms', 'hot-key-0ms'] },
 ];
 
+/**
+ * The libraries of the quorum scenarios (several independent Redis servers): rxjs-lock (its
+ * RedlockStore) and redlock, the one peer that locks over independent masters.
+ */
+export const QUORUM_LIBRARIES: readonly LibraryName[] = ['rxjs-lock', 'redlock'];
+
 /** The runs of one scenario, in the order they run: rxjs-lock and its variants first, then the peers, then the references. */
 export function entriesFor(scenario: ScenarioName, only: readonly string[] | undefined): BenchEntry[] {
-  const wanted = (library: LibraryName) => only === undefined || only.includes(library);
+  const quorum = QUORUM_SCENARIOS.includes(scenario as LockScenarioName);
+  const wanted = (library: LibraryName) => (only === undefined || only.includes(library)) && (!quorum || QUORUM_LIBRARIES.includes(library));
   const entries: BenchEntry[] = [];
   if (wanted('rxjs-lock')) {
     for (const v of RXJS_LOCK_VARIANTS) {

@@ -16,7 +16,10 @@ export interface RunSetup {
   readonly worker: number;
   readonly entry: BenchEntry;
   readonly scenario: ScenarioSpec;
+  /** The bench's Redis (the first of `nodes`). */
   readonly redis: { readonly host: string; readonly port: number };
+  /** Every Redis server of the run: `scenario.nodes` of them, `redis` first. */
+  readonly nodes: ReadonlyArray<{ readonly host: string; readonly port: number }>;
 }
 
 /** One worker's part in a probe (engine-cpu, floor): no lock library, its own report. */

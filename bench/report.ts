@@ -7,7 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { renderChart } from './chart.js';
 import { LATEST_PATH, physicalFloor, readRows, type ResultRow } from './results.js';
-import { bestPeer, ENGINE_CPU_US, evaluateTargets, HANDOFF_FACTOR } from './targets.js';
+import { bestPeer, ENGINE_CPU_US, evaluateTargets, HANDOFF_FACTOR, QUORUM_VS_SINGLE } from './targets.js';
 
 export const DOC_PATH = fileURLToPath(new URL('../docs/benchmarks.md', import.meta.url));
 export const CHART_PATH = fileURLToPath(new URL('../docs/benchmarks.svg', import.meta.url));
@@ -46,11 +46,18 @@ function roundRange(r: ResultRow, method: string): string {
   return `${Math.min(...values).toFixed(2)}–${Math.max(...values).toFixed(2)}`;
 }
 
+/** The table layout of a scenario: the quorum scenarios are laid out as their one-server models. */
+function layoutOf(scenario: string): string {
+  if (/^uncontended-\d+-nodes$/.test(scenario)) return 'uncontended';
+  if (/^hot-key-\d+-nodes$/.test(scenario)) return 'hot-key-1ms';
+  return scenario;
+}
+
 function scenarioTable(scenario: string, rows: readonly ResultRow[]): string {
   const rs = rows.filter((r) => r.scenario === scenario);
   const base = rs.find((r) => r.library === 'baseline' && r.status === 'ok');
   const best = bestPeer(rows, scenario);
-  switch (scenario) {
+  switch (layoutOf(scenario)) {
     case 'uncontended': {
       const h = ['library', 'pair p50 µs', 'pair p99 µs', '÷ baseline p50', 'acq/s', 'round trips/acq', 'server cmds/acq', 'server CPU µs/acq', 'wait p50 ms'];
       return table(h, rs.map((r) => (r.status !== 'ok' ? notRun(r, h.length) : [labelCell(r), us(r.pairP50Ms), us(r.pairP99Ms), ratio(r.pairP50Ms, base?.pairP50Ms), int(r.acquisitionsPerSec), num(r.roundTripsPerAcquisition), num(r.serverCommandsPerAcquisition), num(r.serverCpuUsPerAcquisition), num(r.waitP50Ms, 3)])));
@@ -175,6 +182,14 @@ function scenarioText(scenario: string, all: readonly ResultRow[]): string {
     case 'cancel-storm': {
       const started = measured(rows, (r) => r.stormAttempts) ?? 4000;
       return `One process starts ${started.toLocaleString('en-US')} acquisitions (\`BENCH_STORM_ACQUISITIONS\`) of 4 hot keys, 16 at a time, and cancels each after a random 0–5 ms, whether it is still waiting or already holding. Then it waits for the libraries' background work to end (and 0.5 s more) and counts the lock keys still in Redis: an orphaned key stays locked until its 10 s TTL, so every later acquisition of it waits in vain. rxjs-lock: \`work$.pipe(locker.withLock(key))\`, unsubscribed. redis-semaphore: \`acquire(abortSignal)\`, release in \`finally\`. redlock and the baseline cannot be cancelled: the acquire is raced against the timer and abandoned when the timer wins (released in \`finally\` when it won) — the naive pattern, which leaks whenever the abandoned acquire succeeds later; their abandoned retries also explain their round trips per held lock.`;
+    }
+    case 'uncontended-3-nodes':
+    case 'uncontended-5-nodes':
+    case 'hot-key-3-nodes':
+    case 'hot-key-5-nodes': {
+      const nodes = /(\d+)-nodes/.exec(scenario)?.[1] ?? '?';
+      const model = scenario.startsWith('uncontended') ? `uncontended (one loop, acquire + release, ${seconds(3)})` : `hot-key-1ms (8 processes × 4 loops on one key, 1 ms hold, ${seconds(10)})`;
+      return `As ${model}, on a quorum of ${nodes} independent Redis servers (the bench's own and ${Number(nodes) - 1} more started beside it, pinned alike): rxjs-lock's \`RedlockStore\` with its defaults against redlock with its defaults over the same servers. Round trips count one per server called. Target: rxjs-lock's uncontended pair p50 ≤ ${QUORUM_VS_SINGLE} × its own on one server in the same run, and below redlock's; on the hot key at least redlock's throughput, with no timeout and no overlap.`;
     }
     default:
       return '';

@@ -95,38 +95,65 @@ function describeRow(row: ResultRow): string {
 interface Bench {
   server: EmbeddedRedis | undefined;
   admin: Redis | undefined;
+  /** The servers beside `server` for the quorum scenarios (started only when one of them runs). */
+  extraServers: EmbeddedRedis[];
+  extraAdmins: Redis[];
   pool: WorkerPool | undefined;
   pinning: Pinning | undefined;
 }
 
-/** Moves Redis to the CPU the scenario wants; returns how the run is pinned, for its row. */
-function place(bench: Bench, spec: { readonly placement: 'split' | 'shared-core' }): string | null {
+/** The Redis servers of a run and their admin connections: the bench's own first, `nodes` in all. */
+function serversOf(bench: Bench, nodes: number): Array<{ server: EmbeddedRedis; admin: Redis }> {
+  const { server, admin } = bench;
+  if (!server || !admin) throw new Error('bench not started');
+  if (nodes - 1 > bench.extraServers.length) throw new Error(`${nodes} Redis servers wanted, ${bench.extraServers.length + 1} started`);
+  return [{ server, admin }, ...bench.extraServers.slice(0, nodes - 1).map((extra, i) => ({ server: extra, admin: bench.extraAdmins[i]! }))];
+}
+
+/** Moves the run's Redis servers to the CPU the scenario wants; returns how the run is pinned, for its row. */
+function place(bench: Bench, spec: { readonly placement: 'split' | 'shared-core'; readonly nodes?: number }): string | null {
   const { server, pinning } = bench;
   if (!server || !pinning) return null;
   const redisCpu = spec.placement === 'shared-core' ? pinning.clientCpu : pinning.redisCpu;
-  return pinProcess(server.pid, redisCpu) ? `redis@${redisCpu} clients@${pinning.clientCpu}` : null;
+  const pinned = serversOf(bench, spec.nodes ?? 1).every(({ server: s }) => pinProcess(s.pid, redisCpu));
+  return pinned ? `redis@${redisCpu} clients@${pinning.clientCpu}` : null;
+}
+
+const sum = (values: ReadonlyArray<number | null>): number | null => (values.some((v) => v === null) ? null : values.reduce<number>((a, b) => a + b!, 0));
+
+/** Per-command call counts summed over servers. */
+function sumCommandStats(stats: ReadonlyArray<Record<string, number>>): Record<string, number> {
+  const total: Record<string, number> = {};
+  for (const one of stats) for (const [name, calls] of Object.entries(one)) total[name] = (total[name] ?? 0) + calls;
+  return total;
 }
 
 async function runOne(bench: Bench, spec: ScenarioSpec, entry: BenchEntry, runId: string, baseEnv: RowEnv): Promise<ResultRow> {
   const { server, admin, pool } = bench;
   if (!server || !admin || !pool) throw new Error('bench not started');
   const env: RowEnv = { ...baseEnv, pinned: place(bench, spec) };
+  const servers = serversOf(bench, spec.nodes);
+  const admins = servers.map((s) => s.admin);
+  const nodes = servers.map(({ server: s }) => ({ host: s.host, port: s.port }));
   const orders: RunOrder[] = Array.from({ length: spec.processes }, (_, worker) => ({
     type: 'run',
-    setup: { runId, worker, entry, scenario: spec, redis: { host: server.host, port: server.port } },
+    setup: { runId, worker, entry, scenario: spec, redis: { host: server.host, port: server.port }, nodes },
   }));
+  // Commands and server CPU of every server of the run, summed.
+  const commandStats = async () => sumCommandStats(await Promise.all(admins.map(async (a) => parseCommandStats(await a.info('commandstats')))));
+  const serverCpuSec = async () => sum(await Promise.all(admins.map(async (a) => parseServerCpuSec(await a.info('cpu')))));
   let commandsBefore: Record<string, number> = {};
   let serverCpuBefore: number | null = null;
-  const ourPids = () => [process.pid, server.pid, ...pool.pids()];
+  const ourPids = () => [process.pid, ...servers.map((s) => s.server.pid), ...pool.pids()];
   let cpuBefore: CpuSnapshot | undefined;
   const result = await pool.run(
     orders,
     async () => {
       // Every worker is connected and warmed up: start from an empty database and zeroed counters.
-      await admin.flushall();
-      await admin.config('RESETSTAT');
-      commandsBefore = parseCommandStats(await admin.info('commandstats'));
-      serverCpuBefore = parseServerCpuSec(await admin.info('cpu'));
+      await Promise.all(admins.map((a) => a.flushall()));
+      await Promise.all(admins.map((a) => a.config('RESETSTAT')));
+      commandsBefore = await commandStats();
+      serverCpuBefore = await serverCpuSec();
       cpuBefore = cpuSnapshot(ourPids());
       const startNs = nowNs() + GO_LEAD_NS;
       const seconds = spec.stop.kind === 'time' && !spec.storm ? spec.stop.seconds : 0;
@@ -138,8 +165,8 @@ async function runOne(bench: Bench, spec: ScenarioSpec, entry: BenchEntry, runId
   if (result.kind === 'failed') return emptyRow(spec, entry, 'failed', result.message, env);
   const noise = noiseBetween(cpuBefore, cpuSnapshot(ourPids()));
 
-  const serverCpuAfter = parseServerCpuSec(await admin.info('cpu'));
-  const commandsAfter = parseCommandStats(await admin.info('commandstats'));
+  const serverCpuAfter = await serverCpuSec();
+  const commandsAfter = await commandStats();
   let orphanedKeys: number | null = null;
   if (spec.storm) {
     const keys = result.reports[0]?.storeKeys ?? lockNames(spec);
@@ -200,14 +227,15 @@ async function main(): Promise<number> {
   buildPackage();
   const settings = readSettings();
   const steps = benchSteps(settings);
-  const bench: Bench = { server: undefined, admin: undefined, pool: undefined, pinning: undefined };
+  const bench: Bench = { server: undefined, admin: undefined, extraServers: [], extraAdmins: [], pool: undefined, pinning: undefined };
 
   let cleaningUp: Promise<void> | undefined;
   const cleanUp = () =>
     (cleaningUp ??= (async () => {
       bench.pool?.killAll();
       bench.admin?.disconnect();
-      await bench.server?.stop().catch(() => undefined);
+      for (const extra of bench.extraAdmins) extra.disconnect();
+      await Promise.all([bench.server, ...bench.extraServers].map((s) => s?.stop().catch(() => undefined)));
     })());
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
     process.once(signal, () => {
@@ -224,6 +252,14 @@ async function main(): Promise<number> {
     const admin = bench.admin;
     const pinning: Pinning | undefined = pinRedis(server.pid);
     bench.pinning = pinning;
+    // The quorum scenarios' other servers, started beside the first, alike.
+    const nodesWanted = Math.max(1, ...steps.map((s) => (s.kind === 'lock' ? s.spec.nodes : 1)));
+    for (let i = 1; i < nodesWanted; i++) {
+      const extra = await EmbeddedRedis.start();
+      bench.extraServers.push(extra);
+      bench.extraAdmins.push(new Redis({ host: extra.host, port: extra.port }));
+      if (pinning) pinProcess(extra.pid, pinning.redisCpu);
+    }
     const redisVersion = /redis_version:([^\r\n]+)/.exec(await admin.info('server'))?.[1] ?? 'unknown';
     const checked = await checkRoundTripCounting(server.host, server.port);
 
@@ -241,7 +277,7 @@ async function main(): Promise<number> {
     console.log(
       [
         `rxjs-lock bench${settings.quick ? ' (QUICK smoke run: numbers not comparable)' : ''}`,
-        `  redis-server ${redisVersion} on ${server.host}:${server.port} (private)`,
+        `  redis-server ${redisVersion} on ${server.host}:${server.port} (private)${bench.extraServers.length > 0 ? `; for the quorum scenarios also on ${bench.extraServers.map((e) => `${e.host}:${e.port}`).join(', ')}` : ''}`,
         `  ${pinning ? `pinned: client processes on CPU ${pinning.clientCpu}; Redis on CPU ${pinning.redisCpu} (on CPU ${pinning.clientCpu} too for uncontended)` : 'not pinned (taskset missing or fewer than 2 CPUs)'}`,
         `  ${cpus().length} × ${cpuModel}, node ${process.version}`,
         `  rxjs-lock source: ${env.rxjsLockSource}`,

@@ -16,14 +16,32 @@
 import { numberFromEnv } from '../support/env.js';
 
 /** Every scenario, in the order they run. */
-export const SCENARIO_NAMES = ['engine-cpu', 'uncontended', 'many-keys', 'floor', 'hot-key-1ms', 'hot-key-0ms', 'seed-000', 'cancel-storm'] as const;
+export const SCENARIO_NAMES = [
+  'engine-cpu',
+  'uncontended',
+  'many-keys',
+  'floor',
+  'hot-key-1ms',
+  'hot-key-0ms',
+  'seed-000',
+  'cancel-storm',
+  'uncontended-3-nodes',
+  'uncontended-5-nodes',
+  'hot-key-3-nodes',
+  'hot-key-5-nodes',
+] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 /** Scenarios that measure something other than the lock libraries side by side (see {@link ProbeSpec}). */
 export const PROBE_NAMES = ['engine-cpu', 'floor'] as const;
 export type ProbeName = (typeof PROBE_NAMES)[number];
-/** The scenarios every library runs. */
+/** The scenarios the lock libraries run. */
 export type LockScenarioName = Exclude<ScenarioName, ProbeName>;
 export const isProbeName = (name: string): name is ProbeName => (PROBE_NAMES as readonly string[]).includes(name);
+/**
+ * Scenarios on several independent Redis servers (a quorum lock: rxjs-lock's RedlockStore against
+ * redlock over the same servers); the others run on one.
+ */
+export const QUORUM_SCENARIOS: readonly LockScenarioName[] = ['uncontended-3-nodes', 'uncontended-5-nodes', 'hot-key-3-nodes', 'hot-key-5-nodes'];
 
 /**
  * The hot-key scenarios' max-wait targets are judged on the acquisitions that *started* at
@@ -65,6 +83,11 @@ export interface StormShape {
 export interface ScenarioSpec {
   readonly name: LockScenarioName;
   readonly summary: string;
+  /**
+   * How many independent Redis servers the lock runs on: 1, or 3 and 5 in the quorum scenarios
+   * (the bench's server and more started beside it, pinned like it).
+   */
+  readonly nodes: number;
   readonly processes: number;
   readonly loopsPerProcess: number;
   /** The lock name as the caller passes it to the library (each library may add its own prefix). */
@@ -195,6 +218,7 @@ export function scenarioSpecs(s: BenchSettings): ScenarioSpec[] {
     {
       name: 'uncontended',
       summary: '1 process, 1 loop: acquire + release of one key, one after the other',
+      nodes: 1,
       processes: 1,
       loopsPerProcess: 1,
       key: 'bench:uncontended',
@@ -211,6 +235,7 @@ export function scenarioSpecs(s: BenchSettings): ScenarioSpec[] {
     {
       name: 'many-keys',
       summary: '1 process, 64 concurrent loops, each on its own key, one connection',
+      nodes: 1,
       processes: 1,
       loopsPerProcess: 64,
       key: 'bench:many',
@@ -227,6 +252,7 @@ export function scenarioSpecs(s: BenchSettings): ScenarioSpec[] {
     {
       name: 'hot-key-1ms',
       summary: `${HOT_PROCESSES} processes × ${HOT_LOOPS} loops on one key, 1 ms hold (timer)`,
+      nodes: 1,
       processes: HOT_PROCESSES,
       loopsPerProcess: HOT_LOOPS,
       key: 'bench:hot',
@@ -243,6 +269,7 @@ export function scenarioSpecs(s: BenchSettings): ScenarioSpec[] {
     {
       name: 'hot-key-0ms',
       summary: `${HOT_PROCESSES} processes × ${HOT_LOOPS} loops on one key, no hold (the critical section yields once: setImmediate)`,
+      nodes: 1,
       processes: HOT_PROCESSES,
       loopsPerProcess: HOT_LOOPS,
       key: 'bench:hot',
@@ -259,6 +286,7 @@ export function scenarioSpecs(s: BenchSettings): ScenarioSpec[] {
     {
       name: 'seed-000',
       summary: `3 processes × 4 concurrent loops × ${s.seedTries} tries on "lock_key", 1000 ms wait limit, 1 ms hold (timer)`,
+      nodes: 1,
       processes: 3,
       loopsPerProcess: 4,
       key: 'lock_key',
@@ -275,6 +303,7 @@ export function scenarioSpecs(s: BenchSettings): ScenarioSpec[] {
     {
       name: 'cancel-storm',
       summary: `1 process: ${s.stormAcquisitions} acquisitions of 4 hot keys, 16 at a time, each cancelled after 0–5 ms (waiting or holding)`,
+      nodes: 1,
       processes: 1,
       loopsPerProcess: 16,
       key: 'bench:storm',
@@ -289,6 +318,42 @@ export function scenarioSpecs(s: BenchSettings): ScenarioSpec[] {
       placement: 'split',
       waitWarmupCutSec: null,
     },
+    ...[3, 5].flatMap((nodes): ScenarioSpec[] => [
+      {
+        name: `uncontended-${nodes}-nodes` as LockScenarioName,
+        summary: `as uncontended, on a quorum of ${nodes} independent Redis servers (RedlockStore against redlock)`,
+        nodes,
+        processes: 1,
+        loopsPerProcess: 1,
+        key: 'bench:quorum:uncontended',
+        keyMode: 'shared',
+        hold: { kind: 'none' },
+        stop: { kind: 'time', seconds: s.shortSeconds },
+        waitTimeoutMs: 10_000,
+        ttlMs: TTL_MS,
+        warmupMs: s.quick ? 200 : 1_000,
+        recordPairs: true,
+        placement: 'shared-core',
+        waitWarmupCutSec: null,
+      },
+      {
+        name: `hot-key-${nodes}-nodes` as LockScenarioName,
+        summary: `as hot-key-1ms (${HOT_PROCESSES} processes × ${HOT_LOOPS} loops, 1 ms hold), on a quorum of ${nodes} independent Redis servers`,
+        nodes,
+        processes: HOT_PROCESSES,
+        loopsPerProcess: HOT_LOOPS,
+        key: 'bench:quorum:hot',
+        keyMode: 'shared',
+        hold: { kind: 'timer', ms: 1 },
+        stop: { kind: 'time', seconds: s.hotSeconds },
+        waitTimeoutMs: 10_000,
+        ttlMs: TTL_MS,
+        warmupMs: s.quick ? 100 : 300,
+        recordPairs: false,
+        placement: 'split',
+        waitWarmupCutSec: warmupCut(s.hotSeconds),
+      },
+    ]),
   ];
   return all.filter((spec) => s.scenarios.includes(spec.name));
 }

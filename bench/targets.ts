@@ -31,6 +31,8 @@ export function bestPeer(rows: readonly ResultRow[], scenario: string): ResultRo
 /** Hand-off p50 may be at most this many times the physical floor of the same run. */
 export const HANDOFF_FACTOR = 1.5;
 const HANDOFF_TARGET = `handoff p50 ≤ ${HANDOFF_FACTOR} × physical floor (same run)`;
+/** The quorum store's uncontended pair may take at most this many times rxjs-lock's on one server. */
+export const QUORUM_VS_SINGLE = 1.5;
 /** The engine's own CPU per acquire + release pair on the in-memory store, µs. */
 export const ENGINE_CPU_US = 2;
 const maxWaitTarget = (max: number) => `max wait ≤ ${max} ms after 1 s warm-up`;
@@ -162,6 +164,42 @@ export function evaluateTargets(rows: readonly ResultRow[]): TargetResult[] {
       judge(s, target, ratio >= 0.9, `${fmt(rx.acquisitionsPerSec, 0)} vs ${fmt(base.acquisitionsPerSec, 0)}: ×${fmt(ratio)}${serverCpu(rx, base)}${floors}`, ratio);
     }
   }
+  // The quorum store (RedlockStore) on 3 and 5 independent servers, against redlock on the same servers
+  for (const nodes of [3, 5]) {
+    {
+      const s = `uncontended-${nodes}-nodes`;
+      const rx = find(rows, s, 'rxjs-lock');
+      const single = find(rows, 'uncontended', 'rxjs-lock');
+      const redlock = find(rows, s, 'redlock');
+      const vsSingle = `pair p50 ≤ ${QUORUM_VS_SINGLE} × rxjs-lock on one server (uncontended)`;
+      const vsRedlock = 'pair p50 < redlock\'s (same servers)';
+      if (!usable(rx) || rx.pairP50Ms === null) {
+        const why = rx ? `rxjs-lock ${rx.status}${rx.note ? `: ${rx.note.slice(0, 70)}` : ''}` : 'rxjs-lock did not run';
+        missing(s, vsSingle, why);
+        missing(s, vsRedlock, why);
+        continue;
+      }
+      if (!usable(single) || single.pairP50Ms === null) missing(s, vsSingle, 'uncontended (one server) did not run');
+      else {
+        const ratio = rx.pairP50Ms / single.pairP50Ms;
+        judge(s, vsSingle, ratio <= QUORUM_VS_SINGLE, `${fmt(rx.pairP50Ms * 1000, 1)} µs vs ${fmt(single.pairP50Ms * 1000, 1)} µs: ×${fmt(ratio)}`, ratio);
+      }
+      if (!usable(redlock) || redlock.pairP50Ms === null) missing(s, vsRedlock, 'redlock did not run');
+      else {
+        const ratio = rx.pairP50Ms / redlock.pairP50Ms;
+        judge(s, vsRedlock, ratio < 1, `${fmt(rx.pairP50Ms * 1000, 1)} µs vs ${fmt(redlock.pairP50Ms * 1000, 1)} µs: ×${fmt(ratio)}`, ratio);
+      }
+    }
+    {
+      const s = `hot-key-${nodes}-nodes`;
+      const rx = find(rows, s, 'rxjs-lock');
+      throughput(s, 1);
+      if (usable(rx)) {
+        limit(s, '0 timeouts', rx.timeouts, 0, 0);
+        limit(s, '0 overlaps', rx.overlaps, 0, 0);
+      } else for (const t of ['0 timeouts', '0 overlaps']) missing(s, t, 'rxjs-lock did not run');
+    }
+  }
   return results;
 }
 
@@ -186,5 +224,5 @@ function serverCpu(rx: ResultRow, base: ResultRow): string {
 }
 
 export function formatTargetLine(t: TargetResult): string {
-  return `${t.status}  ${t.scenario.padEnd(12)} ${t.target.padEnd(58)} ${t.measured}`;
+  return `${t.status}  ${t.scenario.padEnd(19)} ${t.target.padEnd(58)} ${t.measured}`;
 }

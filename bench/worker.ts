@@ -63,11 +63,18 @@ async function serveRun(setup: RunSetup, inbox: Inbox): Promise<void> {
   const spec = setup.scenario;
   const tag = `bench-${setup.runId}-w${setup.worker}`;
   const connections: Redis[] = [];
+  const connect = async (address: RunSetup['redis']) => {
+    const redis = await connectReady(address, tag);
+    connections.push(redis);
+    return redis;
+  };
   const ctx: AdapterContext = {
-    connect: async () => {
-      const redis = await connectReady(setup.redis, tag);
-      connections.push(redis);
-      return redis;
+    nodeCount: setup.nodes.length,
+    connect: () => connect(setup.redis),
+    // The first node is setup.redis: connect it first, so connections[0] is a connection to it.
+    connectNodes: async () => {
+      const first = await connect(setup.redis);
+      return [first, ...(await Promise.all(setup.nodes.slice(1).map(connect)))];
     },
   };
 

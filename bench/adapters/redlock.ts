@@ -1,6 +1,7 @@
 /**
  * redlock 5.0.0-beta.2 with its default settings (retryDelay 200 ms, retryJitter ±100 ms,
- * driftFactor 0.01) and a single Redis in its client list.
+ * driftFactor 0.01), with a single Redis in its client list, or in the quorum scenarios every one
+ * of the scenario's independent servers.
  *
  * redlock has no wait limit in milliseconds: it gives up after `retryCount` retries (default 10,
  * about 2.2 s). Each call here passes `retryCount = round(waitTimeout / retryDelay)`, so its
@@ -10,8 +11,8 @@ import Redlock, { ExecutionError, type Lock } from 'redlock';
 import { AcquireTimeout, Background, holdRacingAbort, type AdapterContext, type LockAdapter, type Limits } from './types.js';
 
 export async function createRedlock(ctx: AdapterContext): Promise<LockAdapter> {
-  const redis = await ctx.connect();
-  const redlock = new Redlock([redis]);
+  const clients = ctx.nodeCount > 1 ? await ctx.connectNodes() : [await ctx.connect()];
+  const redlock = new Redlock(clients);
   const background = new Background();
   const retryCount = (limits: Limits) => Math.max(0, Math.round(limits.waitTimeoutMs / redlock.settings.retryDelay));
   const take = (name: string, limits: Limits) => redlock.acquire([name], limits.ttlMs, { retryCount: retryCount(limits) });

@@ -12,8 +12,10 @@ import type * as RedisEntry from '../../src/redis.js';
 
 // Types from the source, code from the build (the same API).
 const { createLocker, isLockTimeoutError } = (await import(new URL('../../dist/esm/index.js', import.meta.url).href)) as typeof Core;
-const { RedisLockStore } = (await import(new URL('../../dist/esm/redis.js', import.meta.url).href)) as typeof RedisEntry;
+const redisEntry = (await import(new URL('../../dist/esm/redis.js', import.meta.url).href)) as typeof RedisEntry;
+const { RedisLockStore } = redisEntry;
 type RedisLockStore = InstanceType<typeof RedisLockStore>;
+type Store = LockerOptions['store'];
 import { AcquireTimeout, type AdapterContext, type LockAdapter } from './types.js';
 
 /** The store's constructor with its optional second argument (options), which older versions do not declare. */
@@ -22,10 +24,29 @@ type StoreConstructor = new (client: Awaited<ReturnType<AdapterContext['connect'
 /** Same as the library's default (`DEFAULTS.keyPrefix`), unless a variant sets its own. */
 const DEFAULT_KEY_PREFIX = 'lock:';
 
-export async function createRxjsLock(ctx: AdapterContext, options: Readonly<Record<string, unknown>>, storeOptions?: Readonly<Record<string, unknown>>): Promise<LockAdapter> {
+/** A version of the package without a quorum store: its quorum runs are skipped, not failed (see ../worker.ts). */
+class NoQuorumStore extends Error {
+  override readonly name = 'LockOptionsError';
+}
+
+/**
+ * The store of a run: RedisLockStore on the bench's Redis, or in the quorum scenarios a
+ * RedlockStore over one connection to each of the scenario's servers, with its defaults.
+ */
+async function storeFor(ctx: AdapterContext, storeOptions: Readonly<Record<string, unknown>> | undefined): Promise<Store> {
+  if (ctx.nodeCount > 1) {
+    const { RedlockStore } = redisEntry as unknown as { RedlockStore?: new (clients: unknown[], options?: Readonly<Record<string, unknown>>) => Store };
+    if (RedlockStore === undefined) throw new NoQuorumStore('this version of rxjs-lock/redis has no RedlockStore');
+    const clients = await ctx.connectNodes();
+    return storeOptions === undefined ? new RedlockStore(clients) : new RedlockStore(clients, storeOptions);
+  }
   const redis = await ctx.connect();
   // The store opens its own subscriber with redis.duplicate(), which the round-trip counter follows.
-  const store = storeOptions === undefined ? new RedisLockStore(redis) : new (RedisLockStore as unknown as StoreConstructor)(redis, storeOptions);
+  return storeOptions === undefined ? new RedisLockStore(redis) : new (RedisLockStore as unknown as StoreConstructor)(redis, storeOptions);
+}
+
+export async function createRxjsLock(ctx: AdapterContext, options: Readonly<Record<string, unknown>>, storeOptions?: Readonly<Record<string, unknown>>): Promise<LockAdapter> {
+  const store = await storeFor(ctx, storeOptions);
   // Throws LockOptionsError for an option this version does not know: the worker then skips the variant.
   const locker = createLocker({ store, ...options } as LockerOptions);
   const prefix = typeof options.keyPrefix === 'string' ? options.keyPrefix : DEFAULT_KEY_PREFIX;

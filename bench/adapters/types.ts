@@ -44,6 +44,13 @@ export interface LockAdapter {
 }
 
 export interface AdapterContext {
+  /** How many independent Redis servers the scenario runs on (1, or 3 and 5 in the quorum scenarios). */
+  readonly nodeCount: number;
+  /**
+   * One new connection to each of the scenario's Redis servers, the bench's own first, counted
+   * and closed like {@link connect}'s.
+   */
+  connectNodes(): Promise<Redis[]>;
   /**
    * A new ioredis connection to the bench's Redis, connected, counted as the library's round
    * trips (the connection name tags it; `duplicate()` keeps the tag). Closed by the worker.
