@@ -228,8 +228,10 @@ describe('a FencedResource and stale writes that ioredis sends late', () => {
 
   it('a write held in the offline queue while the connection was down is refused when it finally runs', async () => {
     const key = 'resource:offline-queue';
-    // A's connection to the resource reconnects only after 300 ms; meanwhile ioredis queues commands.
-    const aClient = connect(servers.resourceServer, { retryStrategy: () => 300, maxRetriesPerRequest: null });
+    // A's connection to the resource reconnects only after 2 s (time enough for the lock server's
+    // restart and B's acquisition and write, even on a loaded machine: with 300 ms a CI run saw
+    // A's late write land first); meanwhile ioredis queues commands.
+    const aClient = connect(servers.resourceServer, { retryStrategy: () => 2000, maxRetriesPerRequest: null });
     opened.push(() => aClient.disconnect());
     const resourceA = new FencedResource(aClient, key);
     const resourceB = new FencedResource(client(servers.resourceServer), key);
