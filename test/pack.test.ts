@@ -1,0 +1,50 @@
+/**
+ * What `npm pack` ships, from a checkout that was never built: `prepack` builds dist/ first, the
+ * tarball holds the builds, the sources, README and LICENSE and nothing of the repository's
+ * tests, benchmarks or tooling, and it stays within a size budget.
+ */
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const root = resolve(import.meta.dirname, '..');
+/** Packed (gzip) size budget of the tarball, in bytes. */
+const PACKED_BUDGET = 400_000;
+
+interface PackResult {
+  readonly size: number;
+  readonly unpackedSize: number;
+  readonly files: ReadonlyArray<{ readonly path: string }>;
+}
+
+/** A copy of the files git tracks (so no dist/), with the repository's node_modules beside them. */
+function unbuiltCheckout(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'rxjs-lock-pack-'));
+  const tracked = execFileSync('git', ['ls-files', '-z'], { cwd: root, encoding: 'utf8' }).split('\0').filter((f) => f !== '');
+  for (const file of tracked) {
+    mkdirSync(dirname(join(dir, file)), { recursive: true });
+    cpSync(join(root, file), join(dir, file));
+  }
+  symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'), 'dir');
+  return dir;
+}
+
+describe('npm pack', () => {
+  it('builds dist/ first (prepack) and ships only what users need, within the size budget', () => {
+    const dir = unbuiltCheckout();
+    const [packed] = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', dir], { cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })) as PackResult[];
+    const paths = packed!.files.map((f) => f.path);
+    for (const entry of ['index', 'redis', 'testing', 'nestjs']) {
+      for (const format of ['esm', 'cjs']) {
+        expect(paths).toContain(`dist/${format}/${entry}.js`);
+        expect(paths).toContain(`dist/${format}/${entry}.d.ts`);
+      }
+    }
+    expect(paths).toContain('dist/cjs/package.json');
+    expect(paths).toEqual(expect.arrayContaining(['package.json', 'README.md', 'LICENSE', 'src/index.ts']));
+    expect(paths.filter((p) => !/^(dist|src)\//.test(p) && !['package.json', 'README.md', 'LICENSE'].includes(p))).toEqual([]);
+    expect(packed!.size).toBeLessThan(PACKED_BUDGET);
+  }, 180_000);
+});
