@@ -1,19 +1,22 @@
 /**
  * What `npm pack` ships, from a checkout that was never built: `prepack` builds dist/ first, the
  * tarball holds the builds, the sources, README and LICENSE and nothing of the repository's
- * tests, benchmarks or tooling, and it stays within a size budget.
+ * tests, benchmarks or tooling, and it stays within a size budget. Then publint and Are the
+ * Types Wrong (attw) check the tarball: exports map, files, and types under every module
+ * resolution (node10, node16 from CJS and from ESM, bundler) for every subpath.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 
 const root = resolve(import.meta.dirname, '..');
 /** Packed (gzip) size budget of the tarball, in bytes. */
 const PACKED_BUDGET = 400_000;
 
 interface PackResult {
+  readonly filename: string;
   readonly size: number;
   readonly unpackedSize: number;
   readonly files: ReadonlyArray<{ readonly path: string }>;
@@ -31,10 +34,17 @@ function unbuiltCheckout(): string {
   return dir;
 }
 
+const bin = (name: string) => join(root, 'node_modules', '.bin', name);
+
 describe('npm pack', () => {
+  let dir: string;
+  let packed: PackResult | undefined;
+  beforeAll(() => {
+    dir = unbuiltCheckout();
+    [packed] = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', dir], { cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })) as PackResult[];
+  }, 180_000);
+
   it('builds dist/ first (prepack) and ships only what users need, within the size budget', () => {
-    const dir = unbuiltCheckout();
-    const [packed] = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', dir], { cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })) as PackResult[];
     const paths = packed!.files.map((f) => f.path);
     for (const entry of ['index', 'redis', 'testing', 'nestjs']) {
       for (const format of ['esm', 'cjs']) {
@@ -46,5 +56,16 @@ describe('npm pack', () => {
     expect(paths).toEqual(expect.arrayContaining(['package.json', 'README.md', 'LICENSE', 'src/index.ts']));
     expect(paths.filter((p) => !/^(dist|src)\//.test(p) && !['package.json', 'README.md', 'LICENSE'].includes(p))).toEqual([]);
     expect(packed!.size).toBeLessThan(PACKED_BUDGET);
-  }, 180_000);
+  });
+
+  it('passes publint (strict: warnings count) and attw (every subpath, every resolution)', () => {
+    const tarball = join(dir, packed!.filename);
+    const lint = spawnSync(bin('publint'), ['run', tarball, '--strict'], { encoding: 'utf8' });
+    expect({ status: lint.status, out: lint.stdout + lint.stderr }).toMatchObject({ status: 0, out: expect.stringContaining('All good!') });
+    const types = spawnSync(bin('attw'), [tarball, '--format', 'json'], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+    const report = JSON.parse(types.stdout) as { analysis: { problems: unknown[]; entrypoints: Record<string, unknown> } };
+    expect(Object.keys(report.analysis.entrypoints).sort()).toEqual(['.', './nestjs', './package.json', './redis', './testing']);
+    expect(report.analysis.problems).toEqual([]);
+    expect(types.status).toBe(0);
+  }, 60_000);
 });
