@@ -4,8 +4,10 @@
  *
  *   entry points   src/index.ts, src/redis.ts, src/testing.ts     (anything below but integrations)
  *                  src/nestjs.ts                                  (the NestJS integration only)
- *   integrations   src/integrations  framework glue (NestJS): uses api, engine, errors, options,
- *                                 store types and the Redis store it may make; loads @nestjs/*
+ *                  src/otel.ts                                    (the OpenTelemetry integration only)
+ *   integrations   src/integrations  framework glue (NestJS, OpenTelemetry): uses api, engine, errors,
+ *                                 options, store and event types and the Redis store it may make;
+ *                                 loads @nestjs/* or @opentelemetry/*
  *   api            src/api        createLocker (the composition root), free operators
  *   engine         src/engine     the lock engine
  *   store          src/store      the store contract (core + capabilities)
@@ -74,7 +76,7 @@ module.exports = {
       from: { path: '^src/integrations/' },
       to: {
         path: '^src/',
-        pathNot: ['^src/integrations/', '^src/api/', '^src/engine/Locker\\.ts$', '^src/errors/', '^src/options/', '^src/store/', '^src/backends/redis/RedisLockStore\\.ts$', '^src/backends/redis/RedisClient\\.ts$'],
+        pathNot: ['^src/integrations/', '^src/api/', '^src/engine/Locker\\.ts$', '^src/engine/events/events\\.ts$', '^src/errors/', '^src/options/', '^src/store/', '^src/backends/redis/RedisLockStore\\.ts$', '^src/backends/redis/RedisClient\\.ts$'],
       },
     },
     {
@@ -94,6 +96,38 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/[^/]+\\.ts$', pathNot: '^src/nestjs\\.ts$' },
       to: { path: '^src/integrations/nestjs/' },
+    },
+    {
+      name: 'integrations-use-only-event-types',
+      severity: 'error',
+      from: { path: '^src/integrations/' },
+      to: { path: '^src/engine/events/', dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'only-the-otel-entry-loads-the-otel-integration',
+      severity: 'error',
+      from: { path: '^src/[^/]+\\.ts$', pathNot: '^src/otel\\.ts$' },
+      to: { path: '^src/integrations/otel/' },
+    },
+    {
+      name: 'integrations-stay-apart',
+      severity: 'error',
+      comment: 'The NestJS and OpenTelemetry integrations never load each other (each has its own optional peers).',
+      from: { path: '^src/integrations/([^/]+)/' },
+      to: { path: '^src/integrations/', pathNot: '^src/integrations/$1/' },
+    },
+    {
+      name: 'the-other-entries-never-reach-opentelemetry',
+      severity: 'error',
+      comment: 'Importing rxjs-lock, /redis, /testing or /nestjs must not load @opentelemetry/* (an optional peer), through any path.',
+      from: { path: '^src/(index|redis|testing|nestjs)\\.ts$' },
+      to: { path: ['^src/integrations/otel/', '(^|/)node_modules/@opentelemetry/', '^@opentelemetry/'], reachable: true },
+    },
+    {
+      name: 'only-the-otel-integration-imports-opentelemetry',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/integrations/otel/' },
+      to: { path: ['(^|/)node_modules/@opentelemetry/', '^@opentelemetry/'] },
     },
     {
       name: 'the-core-and-redis-entries-never-reach-nest',

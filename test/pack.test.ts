@@ -46,7 +46,7 @@ describe('npm pack', () => {
 
   it('builds dist/ first (prepack) and ships only what users need, within the size budget', () => {
     const paths = packed!.files.map((f) => f.path);
-    for (const entry of ['index', 'redis', 'testing', 'nestjs']) {
+    for (const entry of ['index', 'redis', 'testing', 'nestjs', 'otel']) {
       for (const format of ['esm', 'cjs']) {
         expect(paths).toContain(`dist/${format}/${entry}.js`);
         expect(paths).toContain(`dist/${format}/${entry}.d.ts`);
@@ -64,7 +64,7 @@ describe('npm pack', () => {
     expect({ status: lint.status, out: lint.stdout + lint.stderr }).toMatchObject({ status: 0, out: expect.stringContaining('All good!') });
     const types = spawnSync(bin('attw'), [tarball, '--format', 'json'], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
     const report = JSON.parse(types.stdout) as { analysis: { problems: unknown[]; entrypoints: Record<string, unknown> } };
-    expect(Object.keys(report.analysis.entrypoints).sort()).toEqual(['.', './nestjs', './package.json', './redis', './testing']);
+    expect(Object.keys(report.analysis.entrypoints).sort()).toEqual(['.', './nestjs', './otel', './package.json', './redis', './testing']);
     expect(report.analysis.problems).toEqual([]);
     expect(types.status).toBe(0);
   }, 60_000);

@@ -19,8 +19,8 @@ beforeAll(() => {
   mkdirSync(pkg, { recursive: true });
   execFileSync(process.execPath, ['scripts/build.mjs', join(pkg, 'dist')], { cwd: root, stdio: 'pipe' });
   copyFileSync(join(root, 'package.json'), join(pkg, 'package.json'));
-  for (const dep of ['rxjs', 'ioredis', 'uuid', 'heap-js', '@types', '@nestjs', 'reflect-metadata']) symlinkSync(join(root, 'node_modules', dep), join(consumer, 'node_modules', dep), 'dir');
-}, 120_000);
+  for (const dep of ['rxjs', 'ioredis', 'uuid', 'heap-js', '@types', '@nestjs', '@opentelemetry', 'reflect-metadata']) symlinkSync(join(root, 'node_modules', dep), join(consumer, 'node_modules', dep), 'dir');
+}, 300_000);
 
 const run = (file: string, source: string) => {
   writeFileSync(join(consumer, file), source);
@@ -112,6 +112,29 @@ describe('package exports', () => {
     expect(out).toBe('core loads nest: 0\n200 paid 400 symbol');
   });
 
+  it('loads rxjs-lock/otel as ESM and as CommonJS; no other entry point loads OpenTelemetry', () => {
+    const esm = run(
+      'otel-esm.mjs',
+      `import { createLocker } from 'rxjs-lock';
+       import { instrumentLocker } from 'rxjs-lock/otel';
+       const locker = createLocker();
+       const instrumentation = instrumentLocker(locker);
+       instrumentation.stop();
+       await locker.close();
+       console.log(typeof instrumentLocker);`,
+    );
+    expect(esm).toBe('function');
+    const cjs = run(
+      'otel-cjs.cjs',
+      `const loadedOtel = () => Object.keys(require.cache).filter((k) => k.includes('@opentelemetry')).length;
+       require('rxjs-lock'); require('rxjs-lock/redis'); require('rxjs-lock/testing'); require('rxjs-lock/nestjs');
+       const before = loadedOtel();
+       const { instrumentLocker } = require('rxjs-lock/otel');
+       console.log(before, typeof instrumentLocker, loadedOtel() > 0);`,
+    );
+    expect(cjs).toBe('0 function true');
+  });
+
   for (const [module, moduleResolution] of [['NodeNext', 'NodeNext'], ['CommonJS', 'Node10'], ['ESNext', 'Bundler']] as const) {
     it(`gives types to every entry point under moduleResolution ${moduleResolution}`, () => {
       writeFileSync(
@@ -120,6 +143,8 @@ describe('package exports', () => {
          import { RedisLockStore } from 'rxjs-lock/redis';
          import { findOverlaps, type CriticalSection } from 'rxjs-lock/testing';
          import { LockModule, WithLock, type LockModuleOptions } from 'rxjs-lock/nestjs';
+         import { instrumentLocker, type InstrumentLockerOptions } from 'rxjs-lock/otel';
+         export const otel: [typeof instrumentLocker, InstrumentLockerOptions | undefined] = [instrumentLocker, undefined];
          export const nest: [typeof LockModule, typeof WithLock, LockModuleOptions | undefined] = [LockModule, WithLock, undefined];
          export const used: [typeof createLocker, Lease | undefined, LockEvent | undefined, typeof RedisLockStore, typeof findOverlaps, CriticalSection | undefined] = [createLocker, undefined, undefined, RedisLockStore, findOverlaps, undefined];`,
       );

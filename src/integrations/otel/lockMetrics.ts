@@ -1,0 +1,85 @@
+/**
+ * The metrics of {@link instrumentLocker}: what a locker's events say, as OpenTelemetry
+ * instruments. Names follow the OpenTelemetry conventions (dot-separated, unit in `unit`).
+ */
+import type { Attributes, Counter, Histogram, Meter } from '@opentelemetry/api';
+import type { LockEvent } from '../../engine/events/events.js';
+
+/** How an acquisition ended, as the `rxjs_lock.outcome` attribute of `rxjs_lock.acquisitions`. */
+export type AcquisitionOutcome = 'acquired' | 'timed_out' | 'skipped' | 'failed' | 'closed';
+/** How a hold ended, as the `rxjs_lock.outcome` attribute of `rxjs_lock.releases`. */
+export type ReleaseOutcome = 'released' | 'passed' | 'gone' | 'failed' | 'abandoned';
+
+/** The instruments, made once per instrumented locker. */
+export class LockMetrics {
+  private readonly acquisitions: Counter;
+  private readonly waitTime: Histogram;
+  private readonly holdTime: Histogram;
+  private readonly renewals: Counter;
+  private readonly losses: Counter;
+  private readonly releases: Counter;
+
+  constructor(
+    meter: Meter,
+    /** Attributes of one key (see InstrumentLockerOptions.keyGroup), merged into every data point about it. */
+    private readonly keyAttributes: (key: string) => Attributes,
+  ) {
+    this.acquisitions = meter.createCounter('rxjs_lock.acquisitions', {
+      description: 'Acquisitions that ended, by outcome (acquired, timed_out, skipped, failed, closed) and, when acquired, whether the lock came from a local holder (handoff)',
+    });
+    this.waitTime = meter.createHistogram('rxjs_lock.acquire.wait_time', {
+      description: 'Time from subscribing to the end of the wait (the lock held, or given up), by outcome',
+      unit: 'ms',
+    });
+    this.holdTime = meter.createHistogram('rxjs_lock.hold.duration', {
+      description: 'Time from the grant to the release (or the loss) of a lease, by outcome',
+      unit: 'ms',
+    });
+    this.renewals = meter.createCounter('rxjs_lock.renewals', { description: 'Lease renewals, by outcome (renewed, failed: retried while the lease is valid)' });
+    this.losses = meter.createCounter('rxjs_lock.losses', { description: 'Leases lost while held, by reason (expired, taken-over, store-unreachable, locker-closed, …)' });
+    this.releases = meter.createCounter('rxjs_lock.releases', { description: 'Holds that ended without a loss, by outcome (released, passed, gone, failed, abandoned)' });
+  }
+
+  /** Records what `event` says; `heldMs` is the hold time of a lost lease, when its grant was seen. */
+  record(event: LockEvent, heldMs?: number): void {
+    const key = this.keyAttributes(event.key);
+    switch (event.type) {
+      case 'acquired':
+        this.acquisitions.add(1, { ...key, 'rxjs_lock.outcome': 'acquired', 'rxjs_lock.handoff': event.passed });
+        this.waitTime.record(event.waitedMs, { ...key, 'rxjs_lock.outcome': 'acquired' });
+        return;
+      case 'timed-out': {
+        const outcome: AcquisitionOutcome = event.skipped ? 'skipped' : 'timed_out';
+        this.acquisitions.add(1, { ...key, 'rxjs_lock.outcome': outcome });
+        this.waitTime.record(event.waitedMs, { ...key, 'rxjs_lock.outcome': outcome });
+        return;
+      }
+      case 'acquire-failed':
+        this.acquisitions.add(1, { ...key, 'rxjs_lock.outcome': 'failed' });
+        return;
+      case 'closed':
+        this.acquisitions.add(1, { ...key, 'rxjs_lock.outcome': 'closed' });
+        return;
+      case 'renewed':
+        this.renewals.add(1, { ...key, 'rxjs_lock.outcome': 'renewed' });
+        return;
+      case 'renew-failed':
+        this.renewals.add(1, { ...key, 'rxjs_lock.outcome': 'failed' });
+        return;
+      case 'lost':
+        this.losses.add(1, { ...key, 'rxjs_lock.reason': event.reason });
+        if (heldMs !== undefined) this.holdTime.record(heldMs, { ...key, 'rxjs_lock.outcome': 'lost' });
+        return;
+      case 'released':
+        this.releases.add(1, { ...key, 'rxjs_lock.outcome': event.outcome });
+        this.holdTime.record(event.heldMs, { ...key, 'rxjs_lock.outcome': event.outcome });
+        return;
+      case 'release-failed':
+        this.releases.add(1, { ...key, 'rxjs_lock.outcome': 'failed' });
+        return;
+      case 'abandoned-released':
+        this.releases.add(1, { ...key, 'rxjs_lock.outcome': 'abandoned' });
+        return;
+    }
+  }
+}

@@ -1,0 +1,6 @@
+/**
+ * `rxjs-lock/otel`: a locker's events as OpenTelemetry metrics and spans (`instrumentLocker`).
+ * Needs `@opentelemetry/api` (an optional peer dependency) and an OpenTelemetry SDK of yours. The
+ * other entry points never load OpenTelemetry.
+ */
+export * from './integrations/otel/index.js';
