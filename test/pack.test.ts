@@ -1,6 +1,6 @@
 /**
  * What `npm pack` ships, from a checkout that was never built: `prepack` builds dist/ first, the
- * tarball holds the builds, the sources, README and LICENSE and nothing of the repository's
+ * tarball holds the builds, the sources, README, LICENSE and CHANGELOG and nothing of the repository's
  * tests, benchmarks or tooling, and it stays within a size budget. Then publint and Are the
  * Types Wrong (attw) check the tarball: exports map, files, and types under every module
  * resolution (node10, node16 from CJS and from ESM, bundler) for every subpath.
@@ -53,8 +53,9 @@ describe('npm pack', () => {
       }
     }
     expect(paths).toContain('dist/cjs/package.json');
-    expect(paths).toEqual(expect.arrayContaining(['package.json', 'README.md', 'LICENSE', 'src/index.ts']));
-    expect(paths.filter((p) => !/^(dist|src)\//.test(p) && !['package.json', 'README.md', 'LICENSE'].includes(p))).toEqual([]);
+    const topLevel = ['package.json', 'README.md', 'LICENSE', 'CHANGELOG.md'];
+    expect(paths).toEqual(expect.arrayContaining([...topLevel, 'src/index.ts']));
+    expect(paths.filter((p) => !/^(dist|src)\//.test(p) && !topLevel.includes(p))).toEqual([]);
     expect(packed!.size).toBeLessThan(PACKED_BUDGET);
   });
 
