@@ -10,7 +10,7 @@
 const BRAND = Symbol.for('rxjs-lock/error');
 
 /** Names of the errors rxjs-lock raises. */
-export type LockErrorName = 'LockTimeoutError' | 'LockStoreError' | 'LockLostError' | 'LockOptionsError' | 'LockerClosedError';
+export type LockErrorName = 'LockTimeoutError' | 'LockStoreError' | 'ReplicaAckError' | 'LockLostError' | 'LockOptionsError' | 'LockerClosedError';
 
 /** Common base of every error raised by rxjs-lock. */
 export abstract class LockError extends Error {
@@ -54,7 +54,8 @@ export class LockTimeoutError extends LockError {
  * `cause`. Nothing is known about who holds the lock.
  */
 export class LockStoreError extends LockError {
-  readonly name = 'LockStoreError' as const;
+  /** `'LockStoreError'`, or the name of the more specific failure a subclass reports. */
+  readonly name: 'LockStoreError' | 'ReplicaAckError' = 'LockStoreError';
   constructor(
     /** The key being worked on (without the locker's `keyPrefix`). */
     readonly key: string,
@@ -66,6 +67,52 @@ export class LockStoreError extends LockError {
   ) {
     super(`Lock store ${operation} of ${quote(key)} failed: ${bounded(message)}`, { cause });
   }
+}
+
+/**
+ * A Redis store with `replicaAcks` granted the key, but fewer replicas than asked acknowledged the
+ * grant within the timeout (Redis `WAIT`), so a failover could lose it: the store gave the key
+ * back (if the server could still be reached; else it lapses with its TTL) and the acquisition
+ * failed. `isLockStoreError` is true of it too. Like any store failure, it is not retried.
+ *
+ * @example
+ * ```ts
+ * locker.acquire('invoice:42').pipe(
+ *   catchError((e) => {
+ *     if (isReplicaAckError(e)) console.warn(`only ${e.acknowledged} of ${e.replicas} replicas within ${e.timeoutMs} ms`);
+ *     return throwError(() => e);
+ *   }),
+ * );
+ * ```
+ */
+export class ReplicaAckError extends LockStoreError {
+  override readonly name = 'ReplicaAckError' as const;
+  constructor(
+    key: string,
+    operation: StoreOperation,
+    /** How many replicas acknowledged the grant (`WAIT`'s answer). */
+    readonly acknowledged: number,
+    /** How many were asked for (`replicaAcks.replicas`). */
+    readonly replicas: number,
+    /** How long the store waited for them, in ms (`replicaAcks.timeout`). */
+    readonly timeoutMs: number,
+    cause?: unknown,
+  ) {
+    super(key, operation, `${acknowledged} of ${replicas} replica${replicas === 1 ? '' : 's'} acknowledged the grant within ${timeoutMs} ms; it was given back`, cause);
+  }
+}
+
+/**
+ * The error a store call's failure reaches the user as: the store's own {@link LockStoreError}
+ * (a {@link ReplicaAckError}) about `key` as the user named it (the store's own in `cause`), or a `LockStoreError` wrapping
+ * whatever else the store rejected with (in `cause`).
+ */
+export function storeFailure(key: string, operation: StoreOperation, error: unknown): LockStoreError {
+  if (error instanceof ReplicaAckError || isLockError(error, 'ReplicaAckError')) {
+    const e = error as ReplicaAckError;
+    return new ReplicaAckError(key, operation, e.acknowledged, e.replicas, e.timeoutMs, error);
+  }
+  return new LockStoreError(key, operation, error instanceof Error ? error.message : String(error), error);
 }
 
 /**
@@ -177,8 +224,10 @@ export function isLockError(e: unknown, name?: LockErrorName): e is LockError {
 
 /** Is `e` a {@link LockTimeoutError}? Works across ESM and CommonJS copies. */
 export const isLockTimeoutError = (e: unknown): e is LockTimeoutError => isLockError(e, 'LockTimeoutError');
-/** Is `e` a {@link LockStoreError}? Works across ESM and CommonJS copies. */
-export const isLockStoreError = (e: unknown): e is LockStoreError => isLockError(e, 'LockStoreError');
+/** Is `e` a {@link LockStoreError} (a {@link ReplicaAckError} included)? Works across ESM and CommonJS copies. */
+export const isLockStoreError = (e: unknown): e is LockStoreError => isLockError(e, 'LockStoreError') || isLockError(e, 'ReplicaAckError');
+/** Is `e` a {@link ReplicaAckError}? Works across ESM and CommonJS copies. */
+export const isReplicaAckError = (e: unknown): e is ReplicaAckError => isLockError(e, 'ReplicaAckError');
 /** Is `e` a {@link LockLostError}? Works across ESM and CommonJS copies. */
 export const isLockLostError = (e: unknown): e is LockLostError => isLockError(e, 'LockLostError');
 /** Is `e` a {@link LockOptionsError}? Works across ESM and CommonJS copies. */

@@ -19,6 +19,15 @@ export interface RedisClient {
   readonly options?: { readonly keyPrefix?: string };
   /** A new connection with the same options (ioredis `duplicate()`): the store's subscriber. */
   duplicate?(): RedisSubscriber;
+  /**
+   * Redis `WAIT numreplicas timeout` on the client's connection: how many replicas acknowledged
+   * this connection's writes so far (the store's `replicaAcks` option).
+   */
+  wait?(numreplicas: number, timeout: number): Promise<number>;
+  /** Connection events (an ioredis client is an EventEmitter): `replicaAcks` notes each close. */
+  on?(event: 'close', listener: () => void): unknown;
+  /** Stops a listener added with `on`. */
+  off?(event: 'close', listener: () => void): unknown;
 }
 
 /** Answers of a pipeline or transaction: one `[error, reply]` pair per command, in order. */

@@ -18,11 +18,12 @@ import type {
   StoreWatch,
   WakeSignal,
 } from '../../store/capabilities.js';
-import type { AcquireResult, ExtendOutcome, LockStore, ReleasedGrant } from '../../store/LockStore.js';
+import type { Acquired, AcquireResult, ExtendOutcome, LockStore, ReleasedGrant } from '../../store/LockStore.js';
 import { acquireArgs, decodeAcquire, decodeExtend, decodeInboxMessage, decodeLeave, decodeRelease, releaseArgs } from './protocol/codec.js';
 import { defineCommands, queueScript, runScript } from './protocol/commands.js';
 import { checkLockKey, hashTag, isReserved, lockKeys, RESERVED_PREFIX, reservedKeyError, type LockKeys } from './protocol/keyLayout.js';
 import type { RedisClient, RedisSubscriber } from './RedisClient.js';
+import { checkReplicaAcks, ReplicaAcks, type GrantWrite, type ReplicaAcksOptions } from './ReplicaAcks.js';
 import { WakeInbox } from './WakeInbox.js';
 
 /** Prefix of the stores' inbox channels (see ./WakeInbox.ts). */
@@ -57,9 +58,36 @@ export interface RedisLockStoreOptions {
    * @default 2000
    */
   lingerMs?: number;
+  /**
+   * Count a grant only once this many replicas acknowledged it within `timeout` ms (Redis `WAIT`,
+   * sent on the client's connection right after the grant). If fewer did, the store gives the key
+   * back and the acquisition fails with `ReplicaAckError` (not retried, like any store failure).
+   * Every way to a grant honours it: `tryAcquire`, `tryAcquireInLine` (a key handed over by a
+   * release included: it is first re-written by this connection, so that `WAIT` covers it), and a
+   * `leave` that finds the key handed over; a hand-off announced by pub/sub makes the waiter ask
+   * the store rather than take the signal's word.
+   *
+   * It narrows the window in which a failover loses a fresh grant (the master dies before any
+   * replica has the key, a replica is promoted, and a second client gets the same lock): it does
+   * not close it. `WAIT` is not a consensus: a replica that acknowledged may still not be the one
+   * promoted, the lease's later renewals are not waited for, and a replica restarted without
+   * persistence forgets. Keep fencing tokens for correctness (`FencedResource`).
+   *
+   * Costs: a round trip per grant (two for a key found handed over), and `WAIT` blocks the client's
+   * connection — every other command of that client — for up to `timeout` while replicas lag;
+   * give the store a client of its own if that matters. Refused on a Cluster client
+   * (`LockOptionsError`): ioredis sends a keyless `WAIT` to any node, not to the master that
+   * granted the key. Works through Sentinel (`new Redis({ sentinels, name })`).
+   * @default undefined (grants count at once, replicated asynchronously)
+   * @example
+   * ```ts
+   * const store = new RedisLockStore(redis, { replicaAcks: { replicas: 1, timeout: 50 } });
+   * ```
+   */
+  replicaAcks?: ReplicaAcksOptions;
 }
 
-const OPTION_NAMES = 'wakeUp, subscriber, placeTtl, lingerMs';
+const OPTION_NAMES = 'wakeUp, subscriber, placeTtl, lingerMs, replicaAcks';
 
 /**
  * A lock store on Redis through an ioredis client (`Redis` or `Cluster`, ioredis 5 or 6) that the
@@ -109,6 +137,8 @@ export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStor
   private readonly inbox: string;
   /** The client's own key prefix (ioredis `keyPrefix`), which the key layout must account for. */
   private readonly clientPrefix: string;
+  /** Replica acknowledgement of grants, when `replicaAcks` is set. */
+  private readonly acks: ReplicaAcks | undefined;
 
   /**
    * @param client The ioredis client (`Redis` or `Cluster`) to run commands on; yours to close.
@@ -123,7 +153,7 @@ export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStor
       throw new LockOptionsError('client', 'an ioredis client (a Redis or a Cluster)', client);
     }
     if (typeof options !== 'object' || options === null || Array.isArray(options)) throw new LockOptionsError('options', `an object of RedisLockStore options (${OPTION_NAMES})`, options);
-    const { wakeUp = true, subscriber, placeTtl = 3000, lingerMs = 2000, ...unknown } = options;
+    const { wakeUp = true, subscriber, placeTtl = 3000, lingerMs = 2000, replicaAcks, ...unknown } = options;
     const extra = Object.keys(unknown)[0];
     if (extra !== undefined) throw new LockOptionsError(`options.${extra}`, `one of the known RedisLockStore options: ${OPTION_NAMES}`, (unknown as Record<string, unknown>)[extra]);
     if (typeof wakeUp !== 'boolean') throw new LockOptionsError('wakeUp', 'true or false', wakeUp);
@@ -139,10 +169,12 @@ export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStor
     if (clientPrefix.includes(RESERVED_PREFIX)) {
       throw new LockOptionsError('client keyPrefix', `an ioredis keyPrefix that does not contain "${RESERVED_PREFIX}", the store's own namespace`, clientPrefix);
     }
+    const acks = checkReplicaAcks(replicaAcks, client);
     this.clientPrefix = clientPrefix;
     this.placeTtl = placeTtl;
     this.inbox = INBOX_PREFIX + uuidv4();
     defineCommands(client);
+    this.acks = acks === undefined ? undefined : new ReplicaAcks(client, acks);
     if (wakeUp) {
       if (subscriber !== undefined) this.wake = new WakeInbox(this.inbox, () => subscriber, lingerMs, false);
       // The inbox subscribes again by itself when its connection comes back (WakeInbox, on 'ready',
@@ -165,7 +197,8 @@ export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStor
     if (isReserved(key, this.clientPrefix)) return Promise.reject(reservedKeyError(key));
     if (!isStoreTtl(ttlMs)) return Promise.reject(storeTtlError(ttlMs));
     if (!isFenceCount(fences)) return Promise.reject(fenceCountError(fences));
-    return runScript(this.client, 'acquire', this.keysOf(key), acquireArgs(token, ttlMs, fences)).then((reply) => decodeAcquire(reply, ttlMs, this.placeTtl));
+    const epoch = this.acks?.epoch ?? 0;
+    return runScript(this.client, 'acquire', this.keysOf(key), acquireArgs(token, ttlMs, fences)).then((reply) => this.granted(key, token, reply, ttlMs, epoch));
   }
 
   tryAcquireInLine(key: string, token: string, ttlMs: number, fences: number, place: 'keep' | 'leave'): Promise<AcquireResult> {
@@ -173,7 +206,21 @@ export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStor
     if (!isStoreTtl(ttlMs)) return Promise.reject(storeTtlError(ttlMs));
     if (!isFenceCount(fences)) return Promise.reject(fenceCountError(fences));
     const args = acquireArgs(token, ttlMs, fences, { placeTtl: this.placeTtl, place, inbox: this.wake === undefined ? '' : this.inbox });
-    return runScript(this.client, 'acquire', this.keysOf(key), args).then((reply) => decodeAcquire(reply, ttlMs, this.placeTtl));
+    const epoch = this.acks?.epoch ?? 0;
+    return runScript(this.client, 'acquire', this.keysOf(key), args).then((reply) => this.granted(key, token, reply, ttlMs, epoch));
+  }
+
+  /**
+   * The acquire script's answer; with `replicaAcks`, a grant only once replicas acknowledged it.
+   * A bare fence is the common path, a SET by this very call; any other grant may be a key a
+   * release handed over (written by another connection), so it is touched first.
+   */
+  private granted(key: string, token: string, reply: unknown, ttlMs: number, epoch: number): AcquireResult | Promise<AcquireResult> {
+    const result = decodeAcquire(reply, ttlMs, this.placeTtl);
+    const acks = this.acks;
+    if (acks === undefined || !result.acquired) return result;
+    const write: GrantWrite = typeof reply === 'number' ? { epoch } : { touch: (result as Acquired).ttl ?? ttlMs };
+    return acks.confirm(key, token, 'acquire', write, () => this.release(key, token)).then(() => result);
   }
 
   release(key: string, token: string, grant?: ReleasedGrant): Promise<boolean> {
@@ -201,6 +248,7 @@ export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStor
       await this.release(key, token);
       return { granted: false };
     }
+    if (left.granted && this.acks !== undefined) await this.acks.confirm(key, token, 'leave', { touch: left.ttl }, () => this.release(key, token));
     return left;
   }
 
@@ -233,7 +281,9 @@ export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStor
         message: (message) => {
           const decoded = decodeInboxMessage(message);
           if (decoded === undefined || decoded.token !== token) return;
-          if (decoded.kind === 'granted') listener({ type: 'granted', token, fence: decoded.fence, fences: decoded.fences, waiting: decoded.waiting, at: decoded.at });
+          // (With replicaAcks a hand-off is taken only through a call that confirms it: a signal
+          // with no date makes the waiter ask the store at once.)
+          if (decoded.kind === 'granted') listener({ type: 'granted', token, fence: decoded.fence, fences: decoded.fences, waiting: decoded.waiting, at: this.acks === undefined ? decoded.at : undefined });
           else listener({ type: 'behind', token, ttl: decoded.ttl });
         },
         status: (active) => listener({ type: active ? 'resumed' : 'interrupted' }),
@@ -246,10 +296,12 @@ export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStor
 
   /**
    * Unsubscribes its inbox and closes the subscriber connection if the store opened it (never the
-   * client, nor a subscriber you passed in). Waiters that come later poll.
+   * client, nor a subscriber you passed in), and stops listening to the client's `close` events
+   * (`replicaAcks`). Waiters that come later poll.
    */
   close(): void {
     this.wake?.close();
+    this.acks?.close();
   }
 
   private keysOf(key: string): LockKeys {

@@ -5,7 +5,7 @@
  * nobody must be given back. `settled` hears of the store's actual answer whenever it comes, so a
  * call that must follow this one on the store (a waiter leaving the line) can wait for it.
  */
-import { LockStoreError, type StoreOperation } from '../../errors/errors.js';
+import { LockStoreError, storeFailure, type StoreOperation } from '../../errors/errors.js';
 import type { CallDeadlines, Tracked } from './CallDeadlines.js';
 
 export interface StoreCallHandlers<T> {
@@ -62,7 +62,7 @@ class PendingCall<T> implements StoreCall, Tracked {
   failed(error: unknown): void {
     if (!this.settled) {
       this.deadlines.settle(this);
-      this.handlers.error(new LockStoreError(this.key, this.operation, error instanceof Error ? error.message : String(error), error));
+      this.handlers.error(storeFailure(this.key, this.operation, error));
     }
     this.done();
   }

@@ -52,7 +52,7 @@ export type LockErrorMapper = (error: LockError, context: ExecutionContext) => u
  * | failure | HTTP | RPC (`RpcException` error `code`) |
  * |---|---|---|
  * | `LockTimeoutError` (still busy after `waitTimeout`) | `busyStatus` (409) | `LOCK_BUSY` |
- * | `LockStoreError` (store failed or timed out), `LockerClosedError` | 503 + `Retry-After` | `LOCK_STORE_UNAVAILABLE` |
+ * | `LockStoreError` (store failed or timed out; `ReplicaAckError` too), `LockerClosedError` | 503 + `Retry-After` | `LOCK_STORE_UNAVAILABLE` |
  * | `LockLostError` (lease lost while the handler ran; its stream is unsubscribed) | 500 | `LOCK_LOST` |
  * | a template value the request lacks | 400 | `LOCK_KEY_MISSING` |
  *
@@ -123,6 +123,7 @@ export function classify(error: unknown, options: LockErrorOptions): LockFailure
       return { status, code: 'LOCK_BUSY', message: `The resource is busy: ${error.message}`, ...(status === 503 ? { retryAfter } : {}) };
     }
     case 'LockStoreError':
+    case 'ReplicaAckError':
     case 'LockerClosedError':
       return { status: HttpStatus.SERVICE_UNAVAILABLE, code: 'LOCK_STORE_UNAVAILABLE', message: `The lock service is unavailable: ${error.message}`, retryAfter };
     case 'LockLostError':

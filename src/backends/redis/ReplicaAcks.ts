@@ -1,0 +1,127 @@
+/**
+ * Replica acknowledgement of grants, the Redis store's `replicaAcks` option: a grant counts only
+ * once enough replicas have acknowledged it (Redis `WAIT`), else the key is given back and the
+ * acquisition fails with `ReplicaAckError`.
+ *
+ * `WAIT` counts the replicas that acknowledged the writes *of the connection it is sent on* (up to
+ * that connection's last propagated write). So it must follow the grant on the same connection,
+ * and a grant this connection did not write itself (a release by another client handed the key
+ * over) must first be covered by a write of ours. Hence:
+ * - it is sent once the script that granted the key has answered, never pipelined with it: ioredis
+ *   re-sends a script the server lost (NOSCRIPT) only after that answer, so a pipelined `WAIT`
+ *   could run before the grant's write;
+ * - a key found already handed over (by a later attempt, or by `leave`) is first "touched": an
+ *   owner-checked PEXPIRE to the TTL it has left (the extend script), a write that replicates;
+ * - a connection that closed between the grant's call and `WAIT`'s answer voids the answer (a
+ *   `WAIT` on a new connection counts nothing of ours and answers at once): the grant is given
+ *   back as if unacknowledged.
+ */
+import { LockOptionsError, ReplicaAckError, type StoreOperation } from '../../errors/errors.js';
+import { MAX_MS } from '../../options/limits.js';
+import { decodeExtend } from './protocol/codec.js';
+import { runScript } from './protocol/commands.js';
+import type { RedisClient } from './RedisClient.js';
+
+/**
+ * The `replicaAcks` option of the Redis store: how many replicas must acknowledge a grant, and
+ * how long to wait for them.
+ *
+ * @example
+ * ```ts
+ * // a grant counts once 1 replica has it, waiting at most 50 ms for it
+ * const store = new RedisLockStore(redis, { replicaAcks: { replicas: 1, timeout: 50 } });
+ * ```
+ */
+export interface ReplicaAcksOptions {
+  /** How many replicas must acknowledge each grant: an integer from 1 to 2147483647. */
+  readonly replicas: number;
+  /**
+   * How long to wait for them, in ms: an integer from 1 to 2147483647 (`WAIT`'s 0, "forever", is
+   * refused). Keep it well below the locker's `commandTimeout` (default 2000), which bounds the
+   * whole acquire call: an acquisition that times out first fails with a plain `LockStoreError`,
+   * and a grant acknowledged later is given back.
+   */
+  readonly timeout: number;
+}
+
+/** Checks the `replicaAcks` option for `client`; `undefined` when it is not set. */
+export function checkReplicaAcks(value: unknown, client: RedisClient): ReplicaAcksOptions | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new LockOptionsError('replicaAcks', 'an object { replicas, timeout }', value);
+  const { replicas, timeout, ...unknown } = value as Record<string, unknown>;
+  const extra = Object.keys(unknown)[0];
+  if (extra !== undefined) throw new LockOptionsError(`replicaAcks.${extra}`, 'one of replicas, timeout', unknown[extra]);
+  if (typeof replicas !== 'number' || !Number.isInteger(replicas) || replicas < 1 || replicas > MAX_MS) {
+    throw new LockOptionsError('replicaAcks.replicas', `an integer from 1 to ${MAX_MS} (replicas)`, replicas);
+  }
+  if (typeof timeout !== 'number' || !Number.isInteger(timeout) || timeout < 1 || timeout > MAX_MS) {
+    throw new LockOptionsError('replicaAcks.timeout', `an integer from 1 to ${MAX_MS} (ms)`, timeout);
+  }
+  if (client.isCluster === true) {
+    // WAIT must reach the connection that wrote the grant, the key's master; ioredis Cluster sends
+    // a keyless command to any node.
+    throw new LockOptionsError(
+      'replicaAcks',
+      'no replicaAcks with a Cluster client (WAIT counts the writes of the connection it is sent on, and ioredis Cluster sends a keyless WAIT to any node, not to the master that granted the key)',
+      value,
+    );
+  }
+  if (typeof client.wait !== 'function' || typeof client.on !== 'function' || typeof client.off !== 'function') {
+    throw new LockOptionsError('replicaAcks', 'a client with WAIT and connection events (an ioredis Redis, direct or through Sentinel)', value);
+  }
+  return { replicas, timeout };
+}
+
+/** How a grant reached this connection: written by the call sent at `epoch`, or found handed over (`touch`: the TTL it has left). */
+export type GrantWrite = { readonly epoch: number } | { readonly touch: number };
+
+/** Confirms grants on one client's connection (see the module comment). */
+export class ReplicaAcks {
+  /** Closes of the client's connection so far. */
+  private closes = 0;
+  private readonly onClose = (): void => {
+    this.closes++;
+  };
+
+  constructor(
+    private readonly client: RedisClient,
+    readonly options: ReplicaAcksOptions,
+  ) {
+    client.on!('close', this.onClose);
+  }
+
+  /** The connection as of now, for a grant's call about to be sent (compare at `WAIT`'s answer). */
+  get epoch(): number {
+    return this.closes;
+  }
+
+  /**
+   * Resolves once `options.replicas` replicas acknowledged the grant of `key` to `token`.
+   * Otherwise gives the key back (`giveBack`, awaited, its failure ignored: the key then lapses
+   * with its TTL) and rejects: `ReplicaAckError` when too few acknowledged, the failure itself
+   * when a call failed or the connection changed.
+   */
+  async confirm(key: string, token: string, operation: StoreOperation, write: GrantWrite, giveBack: () => Promise<unknown>): Promise<void> {
+    const { replicas, timeout } = this.options;
+    try {
+      let epoch: number;
+      if ('epoch' in write) epoch = write.epoch;
+      else {
+        epoch = this.closes;
+        const touched = decodeExtend(await runScript(this.client, 'extend', [key], [token, Math.max(1, write.touch)]));
+        if (touched !== 'extended') throw new Error(`the key handed over was ${touched} before its replication could be confirmed`);
+      }
+      const acknowledged = await this.client.wait!(replicas, timeout);
+      if (this.closes !== epoch) throw new Error('the connection closed between the grant and WAIT: its replication cannot be confirmed');
+      if (acknowledged < replicas) throw new ReplicaAckError(key, operation, acknowledged, replicas, timeout);
+    } catch (error) {
+      await giveBack().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** Stops listening to the client. */
+  close(): void {
+    this.client.off!('close', this.onClose);
+  }
+}

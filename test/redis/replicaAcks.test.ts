@@ -1,0 +1,242 @@
+/**
+ * Issue 13 part 3, replica acknowledgement, on a real master and replica started per test: a
+ * failover can grant one lock twice (seed 003) — the master dies before its replica has the grant
+ * (the replication link lags: see ../support/replicatedPair.ts),
+ * the replica is promoted, and a second client takes the same key while the first still holds it.
+ * The store's `replicaAcks` option (`WAIT`) refuses a grant no replica acknowledged, on every path
+ * that grants a key, and gives the key back. Fencing tokens make the protected resource reject the
+ * stale holder either way.
+ */
+import { Cluster } from 'ioredis';
+import { lastValueFrom } from 'rxjs';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createLocker, isLockStoreError, isReplicaAckError, LockOptionsError, ReplicaAckError, type Lease, type Locker } from '../../src/index.js';
+import { FencedResource, RedisLockStore, type RedisLockStoreOptions } from '../../src/redis.js';
+import { helperKey } from '../../src/backends/redis/protocol/keyLayout.js';
+import { EPHEMERAL } from '../support/dataLossServers.js';
+import { connect, EmbeddedRedis } from '../support/redis.js';
+import { replicatedPair, type ReplicatedPair } from '../support/replicatedPair.js';
+import { eventually } from '../support/timing.js';
+import { unhandledRejections } from '../support/unhandled.js';
+
+/** A replica whose link is held back acknowledges nothing: 150 ms is enough to say so. */
+const HELD_LINK_ACKS = { replicas: 1, timeout: 150 };
+
+const rejections = unhandledRejections();
+let resourceServer: EmbeddedRedis;
+const closers: Array<() => unknown> = [];
+beforeAll(async () => {
+  rejections.start();
+  resourceServer = await EmbeddedRedis.start({ args: EPHEMERAL });
+});
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+});
+afterAll(async () => {
+  rejections.stop();
+  await resourceServer?.stop();
+  expect(rejections.seen).toEqual([]);
+});
+
+async function pair(): Promise<ReplicatedPair> {
+  const servers = await replicatedPair();
+  closers.push(() => servers.stop());
+  return servers;
+}
+
+/** A store on `server` and a locker on it (ttl 10 s: no lease lapses during a test), closed after the test. */
+function newProcess(servers: ReplicatedPair, server: EmbeddedRedis, options: RedisLockStoreOptions = {}): { store: RedisLockStore; locker: Locker } {
+  const store = new RedisLockStore(servers.client(server), options);
+  const locker = createLocker({ store, ttl: 10_000, commandTimeout: 5_000 });
+  closers.push(async () => {
+    await locker.close();
+    store.close();
+  });
+  return { store, locker };
+}
+
+/** Holds `key` with `locker` until `release()` is called; resolves the lease once held. */
+function hold(locker: Locker, key: string): { lease: Promise<Lease>; release: () => void; ended: Promise<unknown> } {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let gotLease!: (lease: Lease) => void;
+  const lease = new Promise<Lease>((resolve) => (gotLease = resolve));
+  const ended = lastValueFrom(
+    locker.using(key, async (l) => {
+      gotLease(l);
+      await released;
+      return 'done';
+    }),
+  ).catch((error: unknown) => error);
+  closers.push(release);
+  return { lease, release, ended };
+}
+
+describe('a failover without replica acknowledgement', () => {
+  it('grants one key to two holders at once, and the fences let the resource reject the stale one', async () => {
+    const servers = await pair();
+    const a = newProcess(servers, servers.master);
+    servers.holdReplication();
+    const holderA = hold(a.locker, 'invoice');
+    const leaseA = await holderA.lease;
+
+    await servers.failOver();
+    const b = newProcess(servers, servers.replica);
+    const holderB = hold(b.locker, 'invoice');
+    const leaseB = await holderB.lease;
+
+    // Two holders: A's lease has not ended (its renewals fail against a dead master, but its
+    // deadline is seconds away) and B holds the same key on the promoted replica.
+    expect(leaseA.held).toBe(true);
+    expect(leaseB.held).toBe(true);
+    expect(leaseB.key).toBe(leaseA.key);
+
+    // B's fence is above A's (seeded from the promoted server's clock), so a fenced resource on
+    // another server keeps B's write and refuses A's late one.
+    expect(leaseB.fence).toBeGreaterThan(leaseA.fence);
+    const report = new FencedResource(servers.client(resourceServer), 'report:invoice');
+    expect(await report.write(leaseB.fence, 'by B')).toEqual({ accepted: true, fence: leaseB.fence });
+    expect(await report.write(leaseA.fence, 'by A')).toEqual({ accepted: false, highestFence: leaseB.fence });
+    expect(await report.read()).toEqual({ fence: leaseB.fence, value: 'by B' });
+
+    holderB.release();
+    expect(await holderB.ended).toBe('done');
+    holderA.release();
+    // A cannot give back a key on a dead master: its stream ends (with its work's value, or the
+    // loss if a renewal deadline passed first), never with an uncaught error.
+    const endA = await holderA.ended;
+    expect(endA === 'done' || (endA as Error).name === 'LockLostError').toBe(true);
+  });
+});
+
+describe('replicaAcks', () => {
+  it('refuses the grant in the same setup: typed error on the stream, lock released on the master, one holder after the failover', async () => {
+    const servers = await pair();
+    const a = newProcess(servers, servers.master, { replicaAcks: HELD_LINK_ACKS });
+    const masterAdmin = servers.client(servers.master);
+    servers.holdReplication();
+
+    const error = await lastValueFrom(a.locker.using('invoice', () => Promise.resolve('ran'))).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ReplicaAckError);
+    expect(isReplicaAckError(error) && isLockStoreError(error)).toBe(true);
+    expect(error).toMatchObject({ name: 'ReplicaAckError', key: 'invoice', operation: 'acquire', acknowledged: 0, replicas: 1, timeoutMs: 150 });
+    expect((error as Error).message).toContain('0 of 1 replica acknowledged the grant within 150 ms');
+    expect(await masterAdmin.get('lock:invoice')).toBeNull();
+    await eventually(async () => (await masterAdmin.keys('*')).length === 0, 5000, 20);
+
+    await servers.failOver();
+    const b = newProcess(servers, servers.replica);
+    const holderB = hold(b.locker, 'invoice');
+    expect((await holderB.lease).held).toBe(true);
+  });
+
+  it('counts a grant once the replica has it: the replica holds the key when the lease is given', async () => {
+    const servers = await pair();
+    const a = newProcess(servers, servers.master, { replicaAcks: { replicas: 1, timeout: 4000 } });
+    const replicaClient = servers.client(servers.replica);
+    const seen = await lastValueFrom(a.locker.using('invoice', async (lease) => [lease.token, await replicaClient.get('lock:invoice')]));
+    expect(seen[1]).toBe(seen[0]);
+  });
+
+  it('refuses a key handed over by a release, found by a later attempt in line', async () => {
+    const servers = await pair();
+    const redis = servers.client(servers.master);
+    const other = new RedisLockStore(redis);
+    const storeClient = servers.client(servers.master);
+    const store = new RedisLockStore(storeClient, { replicaAcks: HELD_LINK_ACKS, wakeUp: false });
+    expect(await other.tryAcquire('k', 'x', 10_000)).toMatchObject({ acquired: true });
+    expect(await store.tryAcquireInLine('k', 'a', 10_000, 1, 'keep')).toMatchObject({ acquired: false, queued: true });
+    // The replica acknowledged everything the store's connection wrote (its place in line): a WAIT
+    // now answers 1 at once unless the store's connection writes again after the hand-off.
+    expect(await storeClient.wait(1, 5000)).toBe(1);
+    servers.holdReplication();
+    expect(await other.release('k', 'x')).toBe(true);
+    expect(await redis.get('k')).toBe('a'); // handed to a by the release (written by another connection)
+
+    const error = await store.tryAcquireInLine('k', 'a', 10_000, 1, 'keep').catch((e: unknown) => e);
+    expect(error).toMatchObject({ name: 'ReplicaAckError', key: 'k', operation: 'acquire', acknowledged: 0, replicas: 1 });
+    expect(await redis.get('k')).toBeNull();
+  });
+
+  it('refuses a key handed over by a release, found by leave', async () => {
+    const servers = await pair();
+    const redis = servers.client(servers.master);
+    const other = new RedisLockStore(redis);
+    const storeClient = servers.client(servers.master);
+    const store = new RedisLockStore(storeClient, { replicaAcks: HELD_LINK_ACKS, wakeUp: false });
+    expect(await other.tryAcquire('k', 'x', 10_000)).toMatchObject({ acquired: true });
+    expect(await store.tryAcquireInLine('k', 'a', 10_000, 1, 'keep')).toMatchObject({ acquired: false, queued: true });
+    // The replica acknowledged everything the store's connection wrote (its place in line): a WAIT
+    // now answers 1 at once unless the store's connection writes again after the hand-off.
+    expect(await storeClient.wait(1, 5000)).toBe(1);
+    servers.holdReplication();
+    expect(await other.release('k', 'x')).toBe(true);
+
+    const error = await store.leave('k', 'a').catch((e: unknown) => e);
+    expect(error).toMatchObject({ name: 'ReplicaAckError', key: 'k', operation: 'leave', acknowledged: 0 });
+    expect(await redis.get('k')).toBeNull();
+  });
+
+  it('refuses a hand-off announced by pub/sub: the waiter asks the store instead of taking the signal', async () => {
+    const servers = await pair();
+    const masterAdmin = servers.client(servers.master);
+    const x = newProcess(servers, servers.master);
+    const a = newProcess(servers, servers.master, { replicaAcks: HELD_LINK_ACKS });
+    const holderX = hold(x.locker, 'hot');
+    await holderX.lease;
+    // A waits in the store's line (polling only every 5 s: its grant can only come by signal).
+    const waiting = lastValueFrom(a.locker.using('hot', () => Promise.resolve('ran'), { retry: { minDelay: 5000, jitter: 0 }, waitTimeout: 20_000 })).catch((e: unknown) => e);
+    await eventually(async () => (await masterAdmin.zcard(helperKey('lock:hot', 'line'))) === 1, 10_000, 20);
+    servers.holdReplication();
+    holderX.release();
+    expect(await holderX.ended).toBe('done');
+
+    expect(await waiting).toMatchObject({ name: 'ReplicaAckError', key: 'hot', acknowledged: 0 });
+    expect(await masterAdmin.get('lock:hot')).toBeNull();
+  });
+
+  it('refuses the direct tryAcquire of a store used without a locker, and gives the key back', async () => {
+    const servers = await pair();
+    const redis = servers.client(servers.master);
+    const store = new RedisLockStore(servers.client(servers.master), { replicaAcks: HELD_LINK_ACKS });
+    servers.holdReplication();
+    const error = await store.tryAcquire('k', 'a', 10_000).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ReplicaAckError);
+    expect(await redis.get('k')).toBeNull();
+  });
+
+  it('is checked when the store is made: values, and no Cluster client', () => {
+    const redis = connect(resourceServer, { lazyConnect: true });
+    closers.push(() => redis.disconnect());
+    const bad: Array<[unknown, string]> = [
+      [5, 'replicaAcks'],
+      [{ replicas: 0, timeout: 10 }, 'replicaAcks.replicas'],
+      [{ replicas: 1.5, timeout: 10 }, 'replicaAcks.replicas'],
+      [{ replicas: 1, timeout: 0 }, 'replicaAcks.timeout'],
+      [{ replicas: 1, timeout: 2 ** 31 }, 'replicaAcks.timeout'],
+      [{ replicas: 1 }, 'replicaAcks.timeout'],
+      [{ replicas: 1, timeout: 10, wait: true }, 'replicaAcks.wait'],
+    ];
+    for (const [replicaAcks, option] of bad) {
+      let thrown: unknown;
+      try {
+        new RedisLockStore(redis, { replicaAcks } as RedisLockStoreOptions);
+      } catch (e) {
+        thrown = e;
+      }
+      expect(thrown, JSON.stringify(replicaAcks)).toBeInstanceOf(LockOptionsError);
+      expect((thrown as LockOptionsError).option).toBe(option);
+    }
+    const cluster = new Cluster([{ host: '127.0.0.1', port: resourceServer.port }], { lazyConnect: true });
+    closers.push(() => cluster.disconnect());
+    expect(() => new RedisLockStore(cluster, { replicaAcks: { replicas: 1, timeout: 10 } })).toThrow(/no replicaAcks with a Cluster client/);
+    // (a store without the option adds no listener to the client)
+    const before = redis.listenerCount('close');
+    new RedisLockStore(redis).close();
+    expect(redis.listenerCount('close')).toBe(before);
+    const store = new RedisLockStore(redis, { replicaAcks: { replicas: 1, timeout: 10 } });
+    expect(redis.listenerCount('close')).toBe(before + 1);
+    store.close();
+    expect(redis.listenerCount('close')).toBe(before);
+  });
+});
