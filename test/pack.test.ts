@@ -3,10 +3,13 @@
  * tarball holds the builds, the sources, README, LICENSE and CHANGELOG and nothing of the repository's
  * tests, benchmarks or tooling, and it stays within a size budget. Then publint and Are the
  * Types Wrong (attw) check the tarball: exports map, files, and types under every module
- * resolution (node10, node16 from CJS and from ESM, bundler) for every subpath.
+ * resolution (node10, node16 from CJS and from ESM, bundler) for every subpath. Last, a fresh
+ * project installs the tarball with npm, as a user would (dependencies from npm's cache, or the
+ * registry), first without the optional peers, then with ioredis, and uses it from ESM, CommonJS
+ * and TypeScript (node16 and bundler resolution).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, symlinkSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -69,4 +72,69 @@ describe('npm pack', () => {
     expect(report.analysis.problems).toEqual([]);
     expect(types.status).toBe(0);
   }, 60_000);
+
+  describe('installed into a fresh project', () => {
+    let project: string;
+    const npm = (...args: string[]) => execFileSync('npm', [...args, '--prefer-offline', '--no-audit', '--no-fund'], { cwd: project, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    const node = (file: string, source: string) => {
+      writeFileSync(join(project, file), source);
+      return execFileSync(process.execPath, [file], { cwd: project, encoding: 'utf8' }).trim();
+    };
+    const typecheck = (module: string, moduleResolution: string) => {
+      const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+      return spawnSync(process.execPath, [tsc, '--noEmit', '--strict', '--skipLibCheck', '--target', 'es2022', '--module', module, '--moduleResolution', moduleResolution, 'use.ts'], { cwd: project, encoding: 'utf8' });
+    };
+
+    beforeAll(() => {
+      project = mkdtempSync(join(tmpdir(), 'rxjs-lock-user-'));
+      writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'user', version: '1.0.0', private: true }));
+      npm('install', join(dir, packed!.filename));
+    }, 180_000);
+
+    it('runs without the optional peers, from ESM and from CommonJS (rxjs comes as a peer)', () => {
+      const esm = node(
+        'use.mjs',
+        `import { createLocker, isLockTimeoutError } from 'rxjs-lock';
+         import { RedisLockStore } from 'rxjs-lock/redis';
+         import { of, lastValueFrom } from 'rxjs';
+         const locker = createLocker();
+         const value = await lastValueFrom(of('esm').pipe(locker.withLock('k')));
+         await locker.close();
+         console.log(value, typeof isLockTimeoutError, typeof RedisLockStore);`,
+      );
+      expect(esm).toBe('esm function function');
+      const cjs = node(
+        'use.cjs',
+        `const { createLocker } = require('rxjs-lock');
+         const { findOverlaps } = require('rxjs-lock/testing');
+         const { of, lastValueFrom } = require('rxjs');
+         const locker = createLocker();
+         lastValueFrom(of('cjs').pipe(locker.withLock('k'))).then(async (v) => { await locker.close(); console.log(v, typeof findOverlaps); });`,
+      );
+      expect(cjs).toBe('cjs function');
+    });
+
+    it('type-checks with ioredis installed, under node16 and bundler resolution', () => {
+      npm('install', 'ioredis@6');
+      writeFileSync(
+        join(project, 'use.ts'),
+        `import { createLocker, type Lease } from 'rxjs-lock';
+         import { RedisLockStore } from 'rxjs-lock/redis';
+         import { Redis } from 'ioredis';
+         export async function main(): Promise<number> {
+           const redis = new Redis({ lazyConnect: true });
+           const locker = createLocker({ store: new RedisLockStore(redis) });
+           const lease: Lease = await new Promise((resolve) => locker.acquire('k').subscribe(resolve));
+           return lease.fence;
+         }`,
+      );
+      for (const [module, resolution] of [['node16', 'node16'], ['esnext', 'bundler']]) {
+        const checked = typecheck(module!, resolution!);
+        expect({ module, status: checked.status, out: checked.stdout }).toEqual({ module, status: 0, out: '' });
+      }
+      // and a type error is reported, so the check is not vacuous
+      writeFileSync(join(project, 'use.ts'), `import { createLocker } from 'rxjs-lock';\nexport const n: number = createLocker();\n`);
+      expect(typecheck('node16', 'node16').status).not.toBe(0);
+    }, 180_000);
+  });
 });
