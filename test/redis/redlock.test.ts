@@ -6,9 +6,20 @@
  */
 import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
-import { firstValueFrom, lastValueFrom, of, timer } from 'rxjs';
+import { firstValueFrom, lastValueFrom, map, of, timer } from 'rxjs';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { createLocker, isLockStoreError, isLockTimeoutError, isQuorumUnreachableError, LockOptionsError, QuorumUnreachableError, type Locker } from '../../src/index.js';
+import {
+  createLocker,
+  isLockLostError,
+  isLockStoreError,
+  isLockTimeoutError,
+  isQuorumUnreachableError,
+  LockOptionsError,
+  QuorumUnreachableError,
+  type LockEvent,
+  type Locker,
+  type LockLostError,
+} from '../../src/index.js';
 import { helperKey } from '../../src/backends/redis/protocol/keyLayout.js';
 import { defineCommands, runScript } from '../../src/backends/redis/protocol/commands.js';
 import { FencedResource, RedlockStore, type RedlockStoreOptions } from '../../src/redis.js';
@@ -195,6 +206,39 @@ describe('RedlockStore: nodes down', () => {
   });
 });
 
+describe('RedlockStore: renewal', () => {
+  it('renews a lease through a quorum (2 nodes dead), and loses it by its deadline once no quorum is left', async () => {
+    const { locker } = lockerOn({ ttl: 600 }, { nodeTimeout: 100 });
+    await nodes.connected();
+    const key = fresh('renew');
+    const events: LockEvent[] = [];
+    locker.events$.subscribe((e) => events.push(e));
+    try {
+      await nodes.kill(3, 4);
+      let acquiredAt = 0;
+      const outcome = lastValueFrom(
+        locker.using(key, (lease) => {
+          acquiredAt = performance.now();
+          return timer(60_000).pipe(map(() => lease));
+        }),
+      ).catch((e: unknown) => e);
+      await eventually(() => events.filter((e) => e.type === 'renewed').length >= 3, 10_000);
+      expect(events.some((e) => e.type === 'lost')).toBe(false);
+      await nodes.kill(2);
+      const killedAt = performance.now();
+      const error = await within(outcome, 10_000, 'the loss');
+      expect(isLockLostError(error)).toBe(true);
+      expect((error as LockLostError).reason).toBe('store-unreachable');
+      // by the lease's deadline (600 ms after the last renewal was sent), not later
+      expect(performance.now() - killedAt).toBeLessThan(600 + 1_000);
+      expect(acquiredAt).toBeGreaterThan(0);
+    } finally {
+      await nodes.restart(2, 3, 4);
+      await locker.close();
+    }
+  });
+});
+
 describe('RedlockStore: validity', () => {
   it('a lock won after a long wait has its full validity (ttl − drift), not what is left after the wait', async () => {
     const holder = lockerOn().locker;
@@ -244,53 +288,58 @@ describe('RedlockStore: fences', () => {
     const { locker } = lockerOn({ waitTimeout: 5_000 });
     await nodes.connected();
     const key = fresh('fences');
-    const resource = new FencedResource(nodes.admins[4]!, `${key}:resource`);
-    // Node 0's clock stands 20 s ahead of the others': its fence counter is there (as its seed
-    // would be). A grant's fences come from it; node 0 then restarts without its data.
+    // Node 0's fences stand 20 s ahead of the others' (as if its clock did): its fence counter is
+    // set there. Nodes 3 and 4 are down, so the first grant's quorum is nodes 0, 1 and 2.
     const ahead = (await seedOf(nodes.admins[0]!)) + 20_000 * 4_000;
     await nodes.admins[0]!.set(helperKey(`lock:${key}`, 'fence'), String(ahead), 'PX', 60_000);
     try {
+      await nodes.kill(3, 4);
       const first = await firstValueFrom(locker.acquire(key, { renew: false }));
       expect(first.fence).toBeGreaterThan(ahead);
       await first.release();
+      // node 0 restarts without its data; the next quorum is again 0, 1 and 2: without the raise
+      // of the first grant's fence on nodes 1 and 2, its fences would come from the clocks, 20 s
+      // behind the first grant's
       await nodes.kill(0);
       await nodes.restart(0);
-      // nodes 1..4 (and node 0, empty): without the raise of the first grant's fence on its
-      // quorum, the next fence would come from the clocks, 20 s behind the first one
       const second = await firstValueFrom(locker.acquire(key, { renew: false }));
       expect(second.fence).toBeGreaterThan(first.fence);
-      // a later grant on yet another subset (nodes 0, 3, 4)
+      await second.release();
+      // yet another subset: nodes 0, 3 (restarted empty) and 4; node 0 took the second raise
+      await nodes.restart(3, 4);
       await nodes.kill(1, 2);
-      const stale = second;
-      await stale.release();
       const third = await firstValueFrom(locker.acquire(key, { renew: false }));
       expect(third.fence).toBeGreaterThan(second.fence);
-      // the new holder writes; the stale one (paused past its lease, say) is refused
+      // the new holder writes; the stale one (the second, paused past its lease, say) is refused
+      const resource = new FencedResource(nodes.admins[3]!, `${key}:resource`);
       expect(await resource.write(third.fence, 'new')).toMatchObject({ accepted: true });
-      expect(await resource.write(stale.fence, 'stale')).toMatchObject({ accepted: false, highestFence: third.fence });
+      expect(await resource.write(second.fence, 'stale')).toMatchObject({ accepted: false, highestFence: third.fence });
       expect(await resource.read()).toEqual({ fence: third.fence, value: 'new' });
       await third.release();
     } finally {
-      await nodes.restart(1, 2);
+      await nodes.restart(0, 1, 2, 3, 4);
       await locker.close();
     }
   });
 
-  it("a fence more than 60 s ahead of a node's clock is refused by that node, not capped: no quorum took it, so no grant", async () => {
+  it("a fence more than 60 s ahead of a node's clock is refused by that node, not capped: when no quorum took it, no grant", async () => {
     const store = nodes.store();
     const key = fresh('far-ahead');
+    // every node's fences stand 90 s ahead of its clock (its counter says so): whichever quorum
+    // answers first, the grant's fence is that far ahead of every node's clock
     const far = (await seedOf(nodes.admins[0]!)) + 90_000 * 4_000;
-    await nodes.admins[0]!.set(helperKey(key, 'fence'), String(far), 'PX', 60_000);
+    await Promise.all(nodes.admins.map((admin) => admin.set(helperKey(key, 'fence'), String(far), 'PX', 60_000)));
     const error = await store.tryAcquire(key, 't', 10_000).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(QuorumUnreachableError);
     expect((error as Error).message).toMatch(/more than 60 s ahead of this node's clock/);
     expect(await Promise.all(nodes.admins.map((admin) => admin.get(key)))).toEqual([null, null, null, null, null]);
     // the script itself: a fence within 60 s is recorded until the clock passes it
     defineCommands(nodes.admins[1]!);
+    const other = helperKey(fresh('near'), 'fence');
     const near = (await seedOf(nodes.admins[1]!)) + 1_000 * 4_000;
-    expect(await runScript(nodes.admins[1]!, 'raiseFence', [helperKey(key, 'fence')], [String(near)])).toBe(1);
-    expect(Number(await nodes.admins[1]!.get(helperKey(key, 'fence')))).toBe(near);
-    expect(await nodes.admins[1]!.pttl(helperKey(key, 'fence'))).toBeGreaterThan(900);
+    expect(await runScript(nodes.admins[1]!, 'raiseFence', [other], [String(near)])).toBe(1);
+    expect(Number(await nodes.admins[1]!.get(other))).toBe(near);
+    expect(await nodes.admins[1]!.pttl(other)).toBeGreaterThan(900);
   });
 });
 

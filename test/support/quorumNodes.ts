@@ -8,7 +8,8 @@ import type { Redis, RedisOptions } from 'ioredis';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { RedlockStore, type RedlockStoreOptions } from '../../src/redis.js';
 import { EPHEMERAL } from './dataLossServers.js';
-import { lockKeyCount } from './lockKeys.js';
+import { liveKeysOf } from './lockKeys.js';
+import { RESERVED_PREFIX } from '../../src/backends/redis/protocol/keyLayout.js';
 import { connect, EmbeddedRedis } from './redis.js';
 import { eventually } from './timing.js';
 import { unhandledRejections } from './unhandled.js';
@@ -20,11 +21,11 @@ export interface QuorumNodes {
   readonly admins: readonly Redis[];
   /** New clients, one per server, closed after the last test. */
   clients(options?: RedisOptions): Redis[];
-  /** A store on new clients of every server. */
+  /** A store on new clients of every server (`nodeTimeout` 1,000 ms unless `options` say). */
   store(options?: RedlockStoreOptions): RedlockStore;
   /** FLUSHALL on every running server. */
   flush(): Promise<void>;
-  /** The most lock keys one node holds. */
+  /** How many lock keys a quorum of the nodes holds. */
   countKeys(): Promise<number>;
   /** Kills servers `indexes` (SIGKILL). */
   kill(...indexes: number[]): Promise<void>;
@@ -32,6 +33,11 @@ export interface QuorumNodes {
   connected(): Promise<void>;
   /** Starts those of servers `indexes` that were killed again (empty), and waits until the admin clients are ready. */
   restart(...indexes: number[]): Promise<void>;
+}
+
+/** The lock keys alive on a node (not the store's helper keys). */
+async function liveLockKeysOf(node: Redis): Promise<string[]> {
+  return (await liveKeysOf(node)).filter((key) => !key.startsWith(RESERVED_PREFIX));
 }
 
 export function quorumNodes(count: number): QuorumNodes {
@@ -70,7 +76,9 @@ export function quorumNodes(count: number): QuorumNodes {
     admins,
     clients,
     store(options) {
-      const store = new RedlockStore(clients(), options);
+      // (a generous node timeout unless the test is about it: a loaded machine must not make a
+      // live node look dead)
+      const store = new RedlockStore(clients(), { nodeTimeout: 1_000, ...options });
       stores.push(store);
       return store;
     },
@@ -78,8 +86,12 @@ export function quorumNodes(count: number): QuorumNodes {
       await Promise.all(admins.filter((_, i) => !down.has(i)).map((admin) => admin.flushall()));
     },
     async countKeys() {
-      const counts = await Promise.all(admins.filter((_, i) => !down.has(i)).map((admin) => lockKeyCount(admin)));
-      return Math.max(0, ...counts);
+      // A lock of a quorum store is a key held on a quorum: a release answers once a quorum of
+      // nodes gave it up, and the others follow a moment later.
+      const keys = await Promise.all(admins.filter((_, i) => !down.has(i)).map((admin) => liveLockKeysOf(admin)));
+      const held = new Map<string, number>();
+      for (const key of keys.flat()) held.set(key, (held.get(key) ?? 0) + 1);
+      return [...held.values()].filter((nodesHolding) => nodesHolding >= Math.floor(count / 2) + 1).length;
     },
     async kill(...indexes) {
       for (const i of indexes) down.add(i);

@@ -139,7 +139,7 @@ export class RedlockStore implements LockStore, KeyCheckingStore, ClosableStore 
       }
       await this.giveBack(key, token, fences, replies);
       // The raise failed on so many winners that a quorum of all nodes no longer gave an answer.
-      if (refused + raisedOn < quorum) throw this.unreachable(key, 'acquire', [...failed, ...failures(raised)], refused + raisedOn);
+      if (refused + raisedOn < quorum) throw this.unreachable(key, 'acquire', [...failures(replies, true), ...failures(raised)], refused + raisedOn);
       return notAcquired(holderTtl);
     }
     await this.giveBack(key, token, fences, replies);
@@ -219,10 +219,14 @@ function nodeOf(clients: readonly QuorumClient[], before: readonly QuorumNode[],
   return node;
 }
 
-/** The nodes of a round that failed, and why. */
-function failures(replies: ReadonlyArray<NodeReply<unknown>>): FailedNode[] {
+/** The nodes of a round that failed, and why (and those still out, when `pending`). */
+function failures(replies: ReadonlyArray<NodeReply<unknown>>, pending = false): FailedNode[] {
   const failed: FailedNode[] = [];
-  for (const { node, answer } of replies) if (answer !== undefined && !answer.ok) failed.push({ node: node.name, reason: answer.reason });
+  for (const { node, answer } of replies) {
+    if (answer === undefined) {
+      if (pending) failed.push({ node: node.name, reason: 'had not answered when a quorum of the others had' });
+    } else if (!answer.ok) failed.push({ node: node.name, reason: answer.reason });
+  }
   return failed;
 }
 
