@@ -68,7 +68,13 @@ export class LockStoreError extends LockError {
   }
 }
 
-/** One node of a quorum store that failed a call, and why. */
+/**
+ * One node of a quorum store that failed a call, and why (in {@link QuorumUnreachableError.nodes}).
+ * @example
+ * ```ts
+ * const failed: FailedNode = { node: '10.0.0.7:6379', reason: 'gave no answer within 100 ms (connection reconnecting)' };
+ * ```
+ */
 export interface FailedNode {
   /** The node, as `host:port` (or the socket path). */
   readonly node: string;
@@ -231,7 +237,14 @@ export const isLockStoreError = (e: unknown): e is LockStoreError => isLockError
 export const isLockLostError = (e: unknown): e is LockLostError => isLockError(e, 'LockLostError');
 /** Is `e` a {@link LockOptionsError}? Works across ESM and CommonJS copies. */
 export const isLockOptionsError = (e: unknown): e is LockOptionsError => isLockError(e, 'LockOptionsError');
-/** Is `e` a {@link QuorumUnreachableError} (a {@link LockStoreError} too)? Works across ESM and CommonJS copies. */
+/**
+ * Is `e` a {@link QuorumUnreachableError} (a {@link LockStoreError} too)? Works across ESM and
+ * CommonJS copies. A locker's stream error carries it as its `cause`.
+ * @example
+ * ```ts
+ * locker.acquire('k').subscribe({ error: (e) => isQuorumUnreachableError(e.cause) && alert(e.cause.nodes) });
+ * ```
+ */
 export const isQuorumUnreachableError = (e: unknown): e is QuorumUnreachableError => isLockStoreError(e) && (e as unknown as Record<symbol, unknown>)[QUORUM_BRAND] === true;
 /** Is `e` a {@link LockerClosedError}? Works across ESM and CommonJS copies. */
 export const isLockerClosedError = (e: unknown): e is LockerClosedError => isLockError(e, 'LockerClosedError');

@@ -274,6 +274,19 @@ describe('RedlockStore: validity', () => {
     expect(result.ttl).toBeUndefined();
   });
 
+  it('counts a node that already holds our token as won, with what is left of its TTL: the validity is the quorum-th longest', async () => {
+    const store = nodes.store();
+    const key = fresh('own-token');
+    // an earlier attempt of ours left the key on nodes 0..2 (its release did not reach them)
+    await Promise.all(nodes.admins.slice(0, 3).map((admin) => admin.set(key, 'mine', 'PX', 2_000)));
+    const result = await store.tryAcquire(key, 'mine', 10_000);
+    if (!result.acquired) throw new Error('refused');
+    // nodes 3 and 4 hold it for 10 s, nodes 0..2 for what is left of 2 s: a quorum holds it ≤ 2 s
+    expect(result.ttl).toBeLessThanOrEqual(2_000);
+    expect(result.validity).toBeLessThan(2_000 - 100);
+    expect(await store.release(key, 'mine')).toBe(true);
+  });
+
   it('refuses a grant whose validity is gone by the time a quorum answered (and gives it back everywhere)', async () => {
     // a drift allowance larger than the TTL: no grant can have any validity left
     const store = nodes.store({ drift: 50 });

@@ -10,7 +10,18 @@ import { lockKeys } from '../protocol/keyLayout.js';
 import type { RedisClient } from '../RedisClient.js';
 import { RedisLockStore } from '../RedisLockStore.js';
 
-/** What a quorum store needs of an ioredis `Redis` client, beyond what the Redis store needs. */
+/**
+ * What a quorum store needs of an ioredis `Redis` client (ioredis 5 or 6), beyond what the Redis
+ * store needs: its address (to name it in errors and refuse one server twice) and its connection
+ * state. Declared structurally so the core never imports ioredis at run time.
+ * @example
+ * ```ts
+ * import { Redis } from 'ioredis';
+ * import type { QuorumClient } from 'rxjs-lock/redis';
+ *
+ * const node: QuorumClient = new Redis(6380, '127.0.0.1');
+ * ```
+ */
 export interface QuorumClient extends RedisClient {
   readonly options?: {
     readonly keyPrefix?: string;

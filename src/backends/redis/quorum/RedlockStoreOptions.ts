@@ -5,7 +5,18 @@
 import { LockOptionsError } from '../../../errors/errors.js';
 import { MAX_MS } from '../../../options/limits.js';
 
-/** Options of `RedlockStore`. */
+/**
+ * Options of `RedlockStore`: how long a node may take, and the clock-drift margin of its validity.
+ * @example
+ * ```ts
+ * import { Redis } from 'ioredis';
+ * import { RedlockStore, type RedlockStoreOptions } from 'rxjs-lock/redis';
+ *
+ * const options: RedlockStoreOptions = { nodeTimeout: 50, driftFactor: 0.01, drift: 2 };
+ * const nodes = [6380, 6381, 6382].map((port) => new Redis(port, '127.0.0.1'));
+ * const store = new RedlockStore(nodes, options);
+ * ```
+ */
 export interface RedlockStoreOptions {
   /**
    * How long one node may take to answer one call, in ms (an integer from 1 to 2147483647). A node
