@@ -103,6 +103,60 @@ export class ReplicaAckError extends LockStoreError {
 }
 
 /**
+ * One node of a quorum store that failed a call, and why (in {@link QuorumUnreachableError.nodes}).
+ * @example
+ * ```ts
+ * const failed: FailedNode = { node: '10.0.0.7:6379', reason: 'gave no answer within 100 ms (connection reconnecting)' };
+ * ```
+ */
+export interface FailedNode {
+  /** The node, as `host:port` (or the socket path). */
+  readonly node: string;
+  /** Why: no answer within the per-node timeout (with the connection's state), or the error's text. */
+  readonly reason: string;
+}
+
+const QUORUM_BRAND = Symbol.for('rxjs-lock/quorum-unreachable');
+
+/**
+ * A quorum store (`RedlockStore`) could not reach enough of its nodes to decide: fewer than a
+ * quorum (⌊N/2⌋+1) answered. Not the same as a busy lock: when a quorum answered and someone else
+ * holds the key, the acquisition keeps waiting and ends with {@link LockTimeoutError}. `nodes`
+ * names each node that failed and why. A locker hands it to the stream as the `cause` of its
+ * {@link LockStoreError}.
+ *
+ * @example
+ * ```ts
+ * locker.acquire('report').pipe(
+ *   catchError((e) => {
+ *     const unreachable = isQuorumUnreachableError(e) ? e : isQuorumUnreachableError(e?.cause) ? e.cause : undefined;
+ *     if (unreachable) console.error('down:', unreachable.nodes.map((n) => `${n.node} (${n.reason})`).join(', '));
+ *     return throwError(() => e);
+ *   }),
+ * );
+ * ```
+ */
+export class QuorumUnreachableError extends LockStoreError {
+  /** @internal brand checked by {@link isQuorumUnreachableError}. */
+  readonly [QUORUM_BRAND] = true;
+  constructor(
+    key: string,
+    operation: StoreOperation,
+    /** The nodes that failed the call, and why. */
+    readonly nodes: readonly FailedNode[],
+    /** How many nodes answered. */
+    readonly answered: number,
+    /** How many answers a decision needs (⌊N/2⌋+1). */
+    readonly needed: number,
+  ) {
+    super(key, operation, 'quorum unreachable');
+    // (its own message, not "Lock store … failed: …": the engine wraps it in a LockStoreError of
+    // its own, whose message says that and quotes this one)
+    this.message = bounded(`quorum unreachable for ${quote(key)} (${operation}): ${answered} of ${answered + nodes.length} nodes answered, ${needed} needed: ${nodes.map((n) => `${n.node} ${n.reason}`).join('; ')}`, 2000);
+  }
+}
+
+/**
  * The error a store call's failure reaches the user as: the store's own {@link LockStoreError}
  * (a {@link ReplicaAckError}) about `key` as the user named it (the store's own in `cause`), or a `LockStoreError` wrapping
  * whatever else the store rejected with (in `cause`).
@@ -189,9 +243,9 @@ export const MAX_QUOTED_LENGTH = 120;
  * `text` cut to {@link MAX_QUOTED_LENGTH} characters (never inside a surrogate pair), with the
  * full length said: a message about a 1 MB key must not carry the megabyte.
  */
-function bounded(text: string): string {
-  if (text.length <= MAX_QUOTED_LENGTH) return text;
-  let end = MAX_QUOTED_LENGTH;
+function bounded(text: string, limit = MAX_QUOTED_LENGTH): string {
+  if (text.length <= limit) return text;
+  let end = limit;
   const last = text.charCodeAt(end - 1);
   if (last >= 0xd800 && last <= 0xdbff) end--;
   return `${text.slice(0, end)}… (${text.length} characters)`;
@@ -232,5 +286,14 @@ export const isReplicaAckError = (e: unknown): e is ReplicaAckError => isLockErr
 export const isLockLostError = (e: unknown): e is LockLostError => isLockError(e, 'LockLostError');
 /** Is `e` a {@link LockOptionsError}? Works across ESM and CommonJS copies. */
 export const isLockOptionsError = (e: unknown): e is LockOptionsError => isLockError(e, 'LockOptionsError');
+/**
+ * Is `e` a {@link QuorumUnreachableError} (a {@link LockStoreError} too)? Works across ESM and
+ * CommonJS copies. A locker's stream error carries it as its `cause`.
+ * @example
+ * ```ts
+ * locker.acquire('k').subscribe({ error: (e) => isQuorumUnreachableError(e.cause) && alert(e.cause.nodes) });
+ * ```
+ */
+export const isQuorumUnreachableError = (e: unknown): e is QuorumUnreachableError => isLockStoreError(e) && (e as unknown as Record<symbol, unknown>)[QUORUM_BRAND] === true;
 /** Is `e` a {@link LockerClosedError}? Works across ESM and CommonJS copies. */
 export const isLockerClosedError = (e: unknown): e is LockerClosedError => isLockError(e, 'LockerClosedError');

@@ -79,6 +79,14 @@ export interface Acquired {
   readonly ttl?: number;
   /** How many other waiters were in the store's line at the grant, when the store keeps one. */
   readonly waiting?: number;
+  /**
+   * How long the lock stays safe, in ms, when the store measured it itself and it can be shorter
+   * than the caller's own margin gives (a quorum store: the TTL, less the time the attempt took,
+   * less its clock-drift allowance). The key's TTL is still the one asked for (or `ttl`): no
+   * extension is needed. The caller counts it from the moment it sent the call, before the store
+   * started measuring, so its deadline comes no later than the store's.
+   */
+  readonly validity?: number;
 }
 
 export interface NotAcquired {

@@ -72,9 +72,14 @@ export class StoreLease implements Scheduled {
      * grant's fences only then needs it, see `LockStore.release`); `undefined` when not known.
      */
     readonly grant?: ReleasedGrant,
+    /**
+     * The validity the store measured for the grant (`Acquired.validity`), when it did: the
+     * deadline is the earlier of it and the engine's own margin, both counted from `acquiredAt`.
+     */
+    storeValidity?: number,
   ) {
     this.currentTtl = ttl;
-    this.until = acquiredAt + leaseValidity(ttl);
+    this.until = acquiredAt + (storeValidity === undefined ? leaseValidity(ttl) : Math.min(leaseValidity(ttl), storeValidity));
   }
 
   get ttl(): number {

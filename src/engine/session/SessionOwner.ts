@@ -28,6 +28,8 @@ export interface Grant {
   readonly ttl: number;
   /** How many other processes were in the store's line at the grant, when the store says. */
   readonly waiting: number | undefined;
+  /** The validity the store measured (`Acquired.validity`), counted from `sentAt`, when it says. */
+  readonly validity?: number | undefined;
 }
 
 /** The gate a session works for. */

@@ -164,7 +164,7 @@ export class StoreSession {
         this.call = undefined;
         if (this.closed) return;
         if (result.acquired) {
-          this.won(result.fence, result.fences ?? fences, sentAt, result.ttl ?? ttl, result.waiting);
+          this.won(result.fence, result.fences ?? fences, sentAt, result.ttl ?? ttl, result.waiting, result.validity);
           return;
         }
         this.refused(result, sentAt, mode, ttl, fences, refresh);
@@ -443,10 +443,10 @@ export class StoreSession {
     this.won(signal.fence, signal.fences, place.sentAt, Math.min(place.placeTtl, place.ttl), signal.waiting);
   };
 
-  private won(fence: number, fences: number, sentAt: number, ttl: number, waiting: number | undefined): void {
+  private won(fence: number, fences: number, sentAt: number, ttl: number, waiting: number | undefined, validity?: number): void {
     this.close();
     this.place = undefined;
-    this.owner.won(this, { fence, fences, sentAt, ttl, waiting });
+    this.owner.won(this, { fence, fences, sentAt, ttl, waiting, validity });
   }
 
   private close(): void {

@@ -1,0 +1,151 @@
+/**
+ * One node of a quorum store: an independent Redis master seen through a single-node
+ * {@link RedisLockStore} (the same keys, reserved namespace and data-loss-safe fences), every call
+ * bounded by the per-node timeout and answered as a value or as the reason it failed — never a
+ * rejection, so a dead node cannot fail a round that a quorum can decide.
+ */
+import { LockOptionsError } from '../../../errors/errors.js';
+import { runScript } from '../protocol/commands.js';
+import { lockKeys } from '../protocol/keyLayout.js';
+import type { RedisClient } from '../RedisClient.js';
+import { RedisLockStore } from '../RedisLockStore.js';
+
+/**
+ * What a quorum store needs of an ioredis `Redis` client (ioredis 5 or 6), beyond what the Redis
+ * store needs: its address (to name it in errors and refuse one server twice) and its connection
+ * state. Declared structurally so the core never imports ioredis at run time.
+ * @example
+ * ```ts
+ * import { Redis } from 'ioredis';
+ * import type { QuorumClient } from 'rxjs-lock/redis';
+ *
+ * const node: QuorumClient = new Redis(6380, '127.0.0.1');
+ * ```
+ */
+export interface QuorumClient extends RedisClient {
+  readonly options?: {
+    readonly keyPrefix?: string;
+    readonly host?: string;
+    readonly port?: number;
+    readonly path?: string;
+    readonly name?: string;
+    readonly sentinels?: ReadonlyArray<unknown> | null;
+  };
+  /** The connection's state (ioredis: `'ready'` when commands go out at once). */
+  readonly status?: string;
+  on?(event: 'error', listener: (error: Error) => void): unknown;
+  on?(event: 'ready' | 'close', listener: () => void): unknown;
+  removeListener?(event: 'error' | 'ready', listener: (error: Error) => void): unknown;
+  listenerCount?(event: 'error'): number;
+}
+
+/** A node's answer to one call: its value, or why it gave none in time. */
+export type NodeAnswer<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly reason: string };
+
+/** How a node is named in errors: `host:port`, the socket path, or the Sentinel master's name. */
+export function nodeName(client: QuorumClient): string {
+  const options = client.options ?? {};
+  if (typeof options.path === 'string' && options.path !== '') return options.path;
+  if (Array.isArray(options.sentinels) && options.sentinels.length > 0) return `sentinel master ${String(options.name)}`;
+  return `${options.host ?? 'localhost'}:${options.port ?? 6379}`;
+}
+
+export class QuorumNode {
+  readonly name: string;
+  readonly store: RedisLockStore;
+  private readonly clientPrefix: string;
+  /** The connection's last error since it was last ready, when the client reports errors to anyone. */
+  private lastError: string | undefined;
+  private readonly detach: (() => void) | undefined;
+
+  constructor(
+    readonly client: QuorumClient,
+    private readonly timeoutMs: number,
+    index: number,
+  ) {
+    if (client.isCluster === true) throw new LockOptionsError(`clients[${index}]`, 'an ioredis Redis client of one independent master (not a Cluster: its masters are not independent)', client);
+    this.name = nodeName(client);
+    // No wake-up (the quorum store has no line), so the node store opens no connection of its own.
+    try {
+      this.store = new RedisLockStore(client, { wakeUp: false });
+    } catch (error) {
+      if (error instanceof LockOptionsError) throw new LockOptionsError(`clients[${index}]${error.option === 'client' ? '' : ` (${error.option})`}`, error.allowed, error.received);
+      throw error;
+    }
+    this.clientPrefix = client.options?.keyPrefix ?? '';
+    // Why a node is down is worth naming ("connect ECONNREFUSED …"): the connection's errors say it.
+    // Listened to only when someone else listens already, since a listener of ours would silence
+    // ioredis' own "Unhandled error event" output for a client that has none.
+    if (typeof client.on === 'function' && typeof client.removeListener === 'function' && (client.listenerCount?.('error') ?? 0) > 0) {
+      const onError = (error: Error): void => {
+        this.lastError = error.message;
+      };
+      const onReady = (): void => {
+        this.lastError = undefined;
+      };
+      client.on('error', onError);
+      client.on('ready', onReady);
+      this.detach = () => {
+        client.removeListener!('error', onError);
+        client.removeListener!('ready', onReady);
+      };
+    }
+  }
+
+  /** `run()` on this node within the per-node timeout; never rejects. */
+  call<T>(run: () => Promise<T>): Promise<NodeAnswer<T>> {
+    return new Promise((resolve) => {
+      let done = false;
+      // The verdict waits for the I/O of this turn of the event loop (setImmediate runs after it):
+      // after a stall of this process longer than the timeout (a GC pause, a long task), an answer
+      // that arrived meanwhile is read before the timer could call the node silent.
+      const timer = setTimeout(() => {
+        setImmediate(() => {
+          if (done) return;
+          done = true;
+          resolve({ ok: false, reason: `gave no answer within ${this.timeoutMs} ms${this.connectionState()}` });
+        });
+      }, this.timeoutMs);
+      let promise: Promise<T>;
+      try {
+        promise = Promise.resolve(run());
+      } catch (error) {
+        promise = Promise.reject(error);
+      }
+      promise.then(
+        (value) => {
+          if (done) return;
+          done = true;
+          clearTimeout(timer);
+          resolve({ ok: true, value });
+        },
+        (error: unknown) => {
+          if (done) return;
+          done = true;
+          clearTimeout(timer);
+          resolve({ ok: false, reason: `failed: ${error instanceof Error ? error.message : String(error)}${this.connectionState()}` });
+        },
+      );
+    });
+  }
+
+  /**
+   * Raises the fence record of `key` on this node to `last` (see ../protocol/lua/raiseFence-1.lua):
+   * rejects when the node refuses a value too far ahead of its clock.
+   */
+  raiseFence(key: string, last: number): Promise<unknown> {
+    return runScript(this.client, 'raiseFence', [lockKeys(key, this.clientPrefix)[1]], [String(last)]);
+  }
+
+  /** Stops listening to the client's connection errors. */
+  close(): void {
+    this.detach?.();
+  }
+
+  /** `' (connection reconnecting: connect ECONNREFUSED …)'` when the connection is not ready. */
+  private connectionState(): string {
+    const status = this.client.status;
+    if (status === undefined || status === 'ready') return '';
+    return ` (connection ${status}${this.lastError === undefined ? '' : `: ${this.lastError}`})`;
+  }
+}

@@ -1,0 +1,238 @@
+/**
+ * The quorum store (Redlock): a lock held on a majority of independent Redis masters, so it
+ * survives the loss of a minority of them. It implements the core store contract only (no line,
+ * no wake-up): the engine polls it with back-off and adds the local gate, renewal and loss
+ * detection on top. Each node is a single-node RedisLockStore used through its core operations.
+ */
+import { LockOptionsError, QuorumUnreachableError, type FailedNode, type StoreOperation } from '../../../errors/errors.js';
+import { MAX_MS } from '../../../options/limits.js';
+import type { KeyCheckingStore, ClosableStore } from '../../../store/capabilities.js';
+import type { AcquireResult, Acquired, ExtendOutcome, LockStore, NotAcquired, ReleasedGrant } from '../../../store/LockStore.js';
+import { driftOf, quorumOf, validityOf } from './quorum.js';
+import { quorumFences } from './quorumFences.js';
+import { QuorumNode, type QuorumClient } from './QuorumNode.js';
+import { decided, round, tally, type NodeReply } from './round.js';
+import { resolveRedlockOptions, type RedlockSettings, type RedlockStoreOptions } from './RedlockStoreOptions.js';
+
+/**
+ * A lock store over N independent Redis masters (Redlock): a key is held when a majority
+ * (⌊N/2⌋+1) of them hold it for the same token, so the lock survives the crash of a minority.
+ * Use it where a lock must outlive a Redis node; a single {@link RedisLockStore} is faster, fairer
+ * under contention (its line hands the key over in arrival order) and enough when its Redis is as
+ * available as the data the lock protects. See docs/redlock.md.
+ *
+ * **Acquire.** One attempt sends the grant to every node at once, each call bounded by
+ * `nodeTimeout`. It holds when a quorum granted it (a node that finds our token already there — an
+ * attempt whose release did not reach it — counts) and its validity `ttl − elapsed − drift`
+ * (`drift = ttl × driftFactor + drift`) is still positive, `elapsed` counted from the start of this
+ * attempt (redlock 5 counts from its first attempt, so a lock won after contention looked nearly
+ * expired). The validity is answered as `Acquired.validity`, which the locker takes as the lease's
+ * deadline. A failed attempt gives the key back on every node that granted it or did not answer
+ * (bounded by `nodeTimeout`) before it returns.
+ *
+ * **Busy is not down.** When a quorum of nodes answered and no quorum granted the key (someone
+ * else holds it, or the vote split), the answer is "not acquired": the locker keeps waiting, and
+ * ends with `LockTimeoutError`. When fewer than a quorum answered, the call rejects with
+ * {@link QuorumUnreachableError}, which names each failed node and why (the locker's stream gets it
+ * as the `cause` of its `LockStoreError`).
+ *
+ * **Fences.** A single node's fence is not safe across nodes. A grant's fences are the highest
+ * first fence of its winners and the smallest of their blocks, and before the grant is answered a
+ * second round raises each winner's fence record to the block's last fence; the grant holds only
+ * if a quorum took the raise. Any later quorum shares a node with that quorum, so fences strictly
+ * increase across grants — provided no node's clock steps back, and a node restarted without its
+ * data stays down longer than the nodes' clocks differ (docs/redlock.md). The raise costs one more
+ * round trip per acquisition; a node more than 60 s behind the fence refuses it.
+ *
+ * **Extend** needs a quorum of nodes to extend (and validity left); otherwise it answers `'taken'`
+ * if a node has another holder, else `'gone'`, or rejects with the quorum error when fewer than a
+ * quorum answered. **Release** goes to every node and never rejects.
+ *
+ * What it does not promise: safety when a holder pauses longer than its validity (use the fences),
+ * or when clocks jump; see docs/redlock.md.
+ *
+ * @example
+ * ```ts
+ * import { Redis } from 'ioredis';
+ * import { lastValueFrom, of } from 'rxjs';
+ * import { createLocker } from 'rxjs-lock';
+ * import { RedlockStore } from 'rxjs-lock/redis';
+ *
+ * const nodes = [6380, 6381, 6382].map((port) => new Redis(port, '127.0.0.1'));
+ * const locker = createLocker({ store: new RedlockStore(nodes), ttl: 10_000 });
+ * await lastValueFrom(of('work').pipe(locker.withLock('report')));
+ * // on shutdown:
+ * await locker.close();
+ * await Promise.all(nodes.map((node) => node.quit()));
+ * ```
+ */
+export class RedlockStore implements LockStore, KeyCheckingStore, ClosableStore {
+  private readonly nodes: readonly QuorumNode[];
+  private readonly quorum: number;
+  private readonly settings: RedlockSettings;
+
+  /**
+   * @param clients One ioredis `Redis` client per independent Redis master (not a `Cluster`, and
+   * no two of one server); yours to close. The store registers its scripts on each.
+   * @param options See {@link RedlockStoreOptions}.
+   */
+  constructor(clients: readonly QuorumClient[], options?: RedlockStoreOptions) {
+    if (!Array.isArray(clients) || clients.length === 0) {
+      throw new LockOptionsError('clients', 'a non-empty array of ioredis Redis clients, one per independent Redis master', clients);
+    }
+    this.settings = resolveRedlockOptions(options);
+    const nodes: QuorumNode[] = [];
+    try {
+      clients.forEach((client, i) => nodes.push(nodeOf(clients, nodes, client, i, this.settings.nodeTimeout)));
+    } catch (error) {
+      // (the nodes made so far listen to their clients' errors)
+      for (const node of nodes) node.close();
+      throw error;
+    }
+    this.nodes = nodes;
+    this.quorum = quorumOf(nodes.length);
+  }
+
+  async tryAcquire(key: string, token: string, ttlMs: number, fences = 1): Promise<AcquireResult> {
+    this.checkKey(key);
+    if (!Number.isInteger(ttlMs) || ttlMs < 1 || ttlMs > MAX_MS) throw new LockOptionsError('ttlMs', `an integer from 1 to ${MAX_MS} (ms)`, ttlMs);
+    if (!Number.isSafeInteger(fences) || fences < 1) throw new LockOptionsError('fences', 'an integer from 1 (a grant reserves at most 1,024)', fences);
+    const start = performance.now();
+    const quorum = this.quorum;
+    const replies = await round(this.nodes, (node) => node.store.tryAcquire(key, token, ttlMs, fences), (rs) => decided(tally(rs, granted), quorum));
+    const winners: Array<{ node: QuorumNode; grant: Acquired }> = [];
+    let refused = 0;
+    let holderTtl = Infinity;
+    for (const { node, answer } of replies) {
+      if (answer === undefined || !answer.ok) continue;
+      if (answer.value.acquired) winners.push({ node, grant: answer.value });
+      else {
+        refused++;
+        if (answer.value.holderTtl !== undefined) holderTtl = Math.min(holderTtl, answer.value.holderTtl);
+      }
+    }
+    const failed = failures(replies);
+    if (winners.length >= quorum) {
+      const block = quorumFences(winners.map(({ grant }) => ({ fence: grant.fence, fences: grant.fences ?? fences })));
+      const raised = await round(
+        winners.map(({ node }) => node),
+        (node) => node.raiseFence(key, block.last),
+        (rs) => decided(tally(rs, () => true), quorum),
+      );
+      const raisedOn = tally(raised, () => true).yes;
+      if (raisedOn >= quorum) {
+        // A winner that found our token already there (an earlier attempt's key that its release
+        // did not reach) has only what is left of that key's TTL: the lock lasts as long as the
+        // quorum-th longest of the winners' keys.
+        const ttls = winners.map(({ grant }) => Math.min(grant.ttl ?? ttlMs, ttlMs)).sort((a, b) => b - a);
+        const ttl = ttls[quorum - 1]!;
+        const validity = ttl - (performance.now() - start) - driftOf(ttlMs, this.settings);
+        if (validity > 0) {
+          return {
+            acquired: true,
+            fence: block.fence,
+            ...(block.fences === fences ? {} : { fences: block.fences }),
+            ...(ttl === ttlMs ? {} : { ttl }),
+            validity,
+          };
+        }
+      }
+      await this.giveBack(key, token, fences, replies);
+      // The raise failed on so many winners that a quorum of all nodes no longer gave an answer.
+      if (refused + raisedOn < quorum) throw this.unreachable(key, 'acquire', [...failures(replies, true), ...failures(raised)], refused + raisedOn);
+      return notAcquired(holderTtl);
+    }
+    await this.giveBack(key, token, fences, replies);
+    if (winners.length + refused < quorum) throw this.unreachable(key, 'acquire', failed, winners.length + refused);
+    return notAcquired(holderTtl);
+  }
+
+  async extend(key: string, token: string, ttlMs: number): Promise<ExtendOutcome> {
+    if (!Number.isInteger(ttlMs) || ttlMs < 1 || ttlMs > MAX_MS) throw new LockOptionsError('ttlMs', `an integer from 1 to ${MAX_MS} (ms)`, ttlMs);
+    const start = performance.now();
+    const quorum = this.quorum;
+    const replies = await round(this.nodes, (node) => node.store.extend(key, token, ttlMs), (rs) => decided(tally(rs, isExtended), quorum));
+    const { yes, answered } = tally(replies, isExtended);
+    if (yes >= quorum && validityOf(ttlMs, performance.now() - start, this.settings) > 0) return 'extended';
+    if (answered < quorum) throw this.unreachable(key, 'extend', failures(replies), answered);
+    return replies.some(({ answer }) => answer?.ok === true && answer.value === 'taken') ? 'taken' : 'gone';
+  }
+
+  /**
+   * Gives the key up on every node, each call bounded by `nodeTimeout`, and resolves once a quorum
+   * of nodes answered (then no quorum holds the key any more) or every call ended: a dead node
+   * costs no waiting. Never rejects: a node that fails keeps the key until its TTL. Resolves `true`
+   * when a node that answered had it for `token`.
+   */
+  async release(key: string, token: string, grant?: ReleasedGrant): Promise<boolean> {
+    const quorum = this.quorum;
+    const replies = await round(this.nodes, (node) => node.store.release(key, token, grant), (rs) => {
+      const { answered, pending } = tally(rs, Boolean);
+      return answered >= quorum || pending === 0;
+    });
+    return tally(replies, Boolean).yes > 0;
+  }
+
+  /** Throws `LockOptionsError` for a key that one of the nodes cannot keep (see RedisLockStore). */
+  checkKey(key: string): void {
+    for (const node of this.nodes) node.store.checkKey(key);
+  }
+
+  /** Stops listening to the clients' connection errors; the clients are yours to close. */
+  close(): void {
+    for (const node of this.nodes) node.close();
+  }
+
+  /**
+   * A failed attempt gives the key back on every node that granted it, or that may have (it did
+   * not answer: its grant may still come, and the release, sent on the same connection, follows
+   * it). A node that refused holds nothing of ours. Bounded by `nodeTimeout`; never rejects.
+   */
+  private async giveBack(key: string, token: string, fences: number, replies: ReadonlyArray<NodeReply<AcquireResult>>): Promise<void> {
+    await Promise.all(
+      replies.map(({ node, answer, answeredAt }) => {
+        if (answer?.ok === true && !answer.value.acquired) return undefined;
+        const grant = answer?.ok === true && answer.value.acquired ? { fence: answer.value.fence, fences: answer.value.fences ?? fences, answeredAt } : undefined;
+        return node.call(() => node.store.release(key, token, grant));
+      }),
+    );
+  }
+
+  private unreachable(key: string, operation: StoreOperation, failed: readonly FailedNode[], answered: number): QuorumUnreachableError {
+    return new QuorumUnreachableError(key, operation, failed, answered, this.quorum);
+  }
+}
+
+/** The node of `clients[i]`, checked against the nodes made before it. */
+function nodeOf(clients: readonly QuorumClient[], before: readonly QuorumNode[], client: QuorumClient, i: number, nodeTimeout: number): QuorumNode {
+  if (typeof client !== 'object' || client === null || typeof client.defineCommand !== 'function') {
+    throw new LockOptionsError(`clients[${i}]`, 'an ioredis Redis client', client);
+  }
+  const same = clients.indexOf(client);
+  if (same !== i) throw new LockOptionsError(`clients[${i}]`, `a client of another Redis server than clients[${same}] (the same client twice)`, client);
+  const node = new QuorumNode(client, nodeTimeout, i);
+  const twin = before.findIndex((other) => other.name === node.name);
+  if (twin >= 0) {
+    node.close();
+    throw new LockOptionsError(`clients[${i}]`, `a client of another Redis server than clients[${twin}] (both ${node.name}: one server's databases are not independent nodes)`, client);
+  }
+  return node;
+}
+
+/** The nodes of a round that failed, and why (and those still out, when `pending`). */
+function failures(replies: ReadonlyArray<NodeReply<unknown>>, pending = false): FailedNode[] {
+  const failed: FailedNode[] = [];
+  for (const { node, answer } of replies) {
+    if (answer === undefined) {
+      if (pending) failed.push({ node: node.name, reason: 'had not answered when a quorum of the others had' });
+    } else if (!answer.ok) failed.push({ node: node.name, reason: answer.reason });
+  }
+  return failed;
+}
+
+const granted = (result: AcquireResult): boolean => result.acquired;
+const isExtended = (outcome: ExtendOutcome): boolean => outcome === 'extended';
+
+function notAcquired(holderTtl: number): NotAcquired {
+  return holderTtl === Infinity ? { acquired: false } : { acquired: false, holderTtl };
+}

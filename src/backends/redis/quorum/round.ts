@@ -1,0 +1,67 @@
+/**
+ * One round of a quorum store: the same call sent to every node at once, each bounded by the
+ * per-node timeout, that ends as soon as its outcome is known — a quorum agreed, or no quorum can
+ * any more — so a slow or dead minority of nodes costs no waiting once the rest decided. Calls
+ * still out go on in the background (each ends by its own timeout) and fill in their replies as
+ * they come: a failed acquisition gives the key back on the nodes that have not answered too.
+ */
+import type { NodeAnswer, QuorumNode } from './QuorumNode.js';
+
+/** A node's reply in a round: `answer` is undefined while the call is still out. */
+export interface NodeReply<T> {
+  readonly node: QuorumNode;
+  answer: NodeAnswer<T> | undefined;
+  /** `performance.now()` when the answer came. */
+  answeredAt: number;
+}
+
+/** How a round stands: nodes that answered `yes`, that answered otherwise, that failed, still out. */
+export interface Tally {
+  readonly yes: number;
+  readonly answered: number;
+  readonly pending: number;
+}
+
+/** Counts the replies; `yes` says which answers agree. */
+export function tally<T>(replies: ReadonlyArray<NodeReply<T>>, yes: (value: T) => boolean): Tally {
+  let agreed = 0;
+  let answered = 0;
+  let pending = 0;
+  for (const { answer } of replies) {
+    if (answer === undefined) pending++;
+    else if (answer.ok) {
+      answered++;
+      if (yes(answer.value)) agreed++;
+    }
+  }
+  return { yes: agreed, answered, pending };
+}
+
+/**
+ * Is the round decided for a quorum of `quorum`? Yes when that many agreed, when every node has
+ * replied, or when no quorum can agree any more and a quorum answered (so "no" is the nodes'
+ * answer, not their silence).
+ */
+export function decided({ yes, answered, pending }: Tally, quorum: number): boolean {
+  return yes >= quorum || pending === 0 || (yes + pending < quorum && answered >= quorum);
+}
+
+/** Sends `run` to every node; resolves with the replies once `done` says the round is decided. */
+export function round<T>(nodes: readonly QuorumNode[], run: (node: QuorumNode) => Promise<T>, done: (replies: ReadonlyArray<NodeReply<T>>) => boolean): Promise<Array<NodeReply<T>>> {
+  return new Promise((resolve) => {
+    const replies: Array<NodeReply<T>> = nodes.map((node) => ({ node, answer: undefined, answeredAt: Number.NaN }));
+    let resolved = false;
+    replies.forEach((reply) => {
+      void reply.node
+        .call(() => run(reply.node))
+        .then((answer) => {
+          reply.answer = answer;
+          reply.answeredAt = performance.now();
+          if (!resolved && done(replies)) {
+            resolved = true;
+            resolve(replies);
+          }
+        });
+    });
+  });
+}
