@@ -24,6 +24,7 @@ export type {
   AbandonedReleasedEvent,
   ClosedEvent,
 } from './engine/events/events.js';
+export type { LockerLockInfo, WaitUntilFreeOptions } from './engine/inspection/KeyInspector.js';
 export {
   DEFAULTS,
   type LockerOptions,
@@ -47,6 +48,8 @@ export type {
   ExtendRequest,
   KeyCheckingStore,
   ClosableStore,
+  InspectableStore,
+  LockInfo,
 } from './store/capabilities.js';
 export { MemoryLockStore, type MemoryLockStoreOptions } from './backends/memory/MemoryLockStore.js';
 export {
@@ -56,12 +59,14 @@ export {
   LockLostError,
   LockOptionsError,
   LockerClosedError,
+  LockCapabilityError,
   isLockError,
   isLockTimeoutError,
   isLockStoreError,
   isLockLostError,
   isLockOptionsError,
   isLockerClosedError,
+  isLockCapabilityError,
   type LockErrorName,
   type LockLostReason,
   type StoreOperation,

@@ -14,6 +14,7 @@ import { catchError, EMPTY, throwError, type MonoTypeOperatorFunction, type Obse
 import { isLockTimeoutError } from '../errors/errors.js';
 import type { AcquireOptions, LockOperatorOptions } from '../options/LockerOptions.js';
 import { resolveAcquireOptions, resolveOperatorOptions, validateKey, type AcquireSettings, type LockerSettings } from '../options/validate.js';
+import { KeyInspector, type LockerLockInfo, type WaitUntilFreeOptions } from './inspection/KeyInspector.js';
 import { closerOf } from '../store/capabilities.js';
 import { acquisition, type AcquisitionContext, type WaitingLine } from './acquisition/acquisition.js';
 import { runWhileHeld, type WorkScope } from './acquisition/whileHeld.js';
@@ -33,6 +34,9 @@ import { HoldLease, SharedHold } from './reentrancy/SharedHold.js';
 import { ContentionMemory } from './session/ContentionMemory.js';
 import { Clock } from './timing/Clock.js';
 
+/** The options `waitUntilFree` accepts. */
+const WAIT_KEYS: readonly string[] = ['waitTimeout', 'retry'];
+
 /** How the engine is put together beyond the validated settings. */
 export interface EngineParts {
   /** The engine made its store (the default in-memory one): close() closes it. */
@@ -49,6 +53,7 @@ export class LockEngine implements Locker, AcquisitionContext {
   private readonly reporter = new EventReporter();
   private readonly leases: LeaseKeeper;
   private readonly gates: GateRegistry;
+  private readonly inspector: KeyInspector;
   private readonly ownsStore: boolean;
   private closing: Promise<void> | undefined;
   private closeCalled = false;
@@ -78,6 +83,8 @@ export class LockEngine implements Locker, AcquisitionContext {
       },
       settings.localGate,
     );
+    const gates = this.gates;
+    this.inspector = new KeyInspector({ access, clock, localSide: (storeKey) => gates.localSide(storeKey) });
   }
 
   // ─── Locker ──────────────────────────────────────────────────────────────────────────────────
@@ -97,6 +104,20 @@ export class LockEngine implements Locker, AcquisitionContext {
     const settings = resolveOperatorOptions(options, this.defaults);
     const lease$ = this.operatorAcquisitionOf(key, settings);
     return runWhileHeld(lease$, (lease) => withWorkSignal(lease, work), settings.onLost, this.workScope(key, settings));
+  }
+
+  isLocked(key: string): Observable<boolean> {
+    return this.inspector.isLocked(key, this.storeKeyOf(key));
+  }
+
+  inspect(key: string): Observable<LockerLockInfo | null> {
+    return this.inspector.inspect(key, this.storeKeyOf(key));
+  }
+
+  waitUntilFree(key: string, options?: WaitUntilFreeOptions): Observable<void> {
+    const storeKey = this.storeKeyOf(key);
+    const settings = resolveAcquireOptions(options, this.defaults, WAIT_KEYS, 'waitUntilFree options');
+    return this.inspector.waitUntilFree(key, storeKey, settings);
   }
 
   get closed(): boolean {
@@ -154,9 +175,14 @@ export class LockEngine implements Locker, AcquisitionContext {
   }
 
   private acquisitionOf(key: string, settings: AcquireSettings): Observable<WorkLease> {
+    return acquisition(this, key, this.storeKeyOf(key), settings);
+  }
+
+  /** The key as the store knows it; throws `LockOptionsError` for a key the locker or store refuses. */
+  private storeKeyOf(key: string): string {
     const storeKey = this.keyPrefix + validateKey(key);
     this.access.keyCheck?.checkKey(storeKey);
-    return acquisition(this, key, storeKey, settings);
+    return storeKey;
   }
 
   /**
