@@ -115,6 +115,13 @@ export interface ClosableStore {
 /**
  * Read-only answers about a key's lock, for operators and for `locker.isLocked` /
  * `locker.waitUntilFree` / `locker.inspect`: who holds it, for how long, and how many wait.
+ *
+ * @example
+ * ```ts
+ * const store = new MemoryLockStore();
+ * await store.tryAcquire('lock:report', 'some-token', 5_000);
+ * console.log(await store.inspect('lock:report')); // { token: 'some-token', ttl: 5000, fence: 1, waiting: 0 }
+ * ```
  */
 export interface InspectableStore {
   /**
@@ -124,7 +131,15 @@ export interface InspectableStore {
   inspect(key: string): Promise<LockInfo | null>;
 }
 
-/** A held key, as {@link InspectableStore.inspect} sees it. */
+/**
+ * A held key, as {@link InspectableStore.inspect} sees it.
+ *
+ * @example
+ * ```ts
+ * const info: LockInfo | null = await store.inspect('lock:report');
+ * if (info !== null) console.log(`${info.token} holds it for ${info.ttl} ms more; ${info.waiting} waiting`);
+ * ```
+ */
 export interface LockInfo {
   /** The holder's token (its store session's UUID: the value the store keeps for the key). */
   readonly token: string;
@@ -162,6 +177,7 @@ export function keyCheckOf(store: LockStore): (LockStore & KeyCheckingStore) | u
   return has(store, 'checkKey') ? (store as LockStore & KeyCheckingStore) : undefined;
 }
 
+/** The store's `inspect`, or `undefined`. */
 export function inspectorOf(store: LockStore): (LockStore & InspectableStore) | undefined {
   return has(store, 'inspect') ? (store as LockStore & InspectableStore) : undefined;
 }

@@ -27,7 +27,15 @@ import { backoff } from '../session/backoff.js';
 import { newToken } from '../session/tokens.js';
 import type { Clock } from '../timing/Clock.js';
 
-/** What `locker.inspect()` answers for a held key: the store's {@link LockInfo}, and this locker's side. */
+/**
+ * What `locker.inspect()` answers for a held key: the store's {@link LockInfo}, and this locker's side.
+ *
+ * @example
+ * ```ts
+ * const info = await lastValueFrom(locker.inspect('invoice:42'));
+ * if (info?.heldHere) console.log('this process holds it, fence', info.fence ?? 'unknown');
+ * ```
+ */
 export interface LockerLockInfo extends LockInfo {
   /** True when one of this locker's own acquisitions holds the key (or is passing it to the next). */
   readonly heldHere: boolean;
@@ -35,7 +43,15 @@ export interface LockerLockInfo extends LockInfo {
   readonly waitingHere: number;
 }
 
-/** Options of `locker.waitUntilFree()`. */
+/**
+ * Options of `locker.waitUntilFree()`.
+ *
+ * @example
+ * ```ts
+ * const options: WaitUntilFreeOptions = { waitTimeout: 60_000, retry: { minDelay: 200, jitter: 100 } };
+ * await lastValueFrom(locker.waitUntilFree('job:import', options));
+ * ```
+ */
 export interface WaitUntilFreeOptions {
   /**
    * How long to wait for the key to be free before failing with `LockTimeoutError`, in ms (an
