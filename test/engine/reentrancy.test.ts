@@ -207,10 +207,13 @@ describe('reentrancy: nested acquisitions join the enclosing lease', () => {
     });
   });
 
-  it('reentrant: false on the nested acquisition waits for the outer one, as without reentrancy', async () => {
+  it('reentrant: false on the nested acquisition waits for the outer one, as without reentrancy; on the outer one, nothing joins it', async () => {
     await withLocker(async (locker) => {
       const error = await lastValueFrom(locker.using('k', () => of(1).pipe(locker.withLock('k', { waitTimeout: 50, reentrant: false })))).catch((e: unknown) => e);
       expect(isLockTimeoutError(error)).toBe(true);
+      // and an outer stream with reentrant: false cannot be joined
+      const outer = await lastValueFrom(locker.using('k', () => of(1).pipe(locker.withLock('k', { waitTimeout: 50 })), { reentrant: false })).catch((e: unknown) => e);
+      expect(isLockTimeoutError(outer)).toBe(true);
     });
   });
 });
@@ -254,6 +257,26 @@ describe('reentrancy never makes unrelated streams share a lock', () => {
       const holding = lastValueFrom(locker.using('k', () => timer(300)));
       expect(isLockTimeoutError(await late)).toBe(true);
       await holding;
+    });
+  });
+
+  it('code the locked work calls synchronously (a Subject.next into another pipeline) joins, as under a thread\'s reentrant lock; reentrant: false keeps it out', async () => {
+    await withLocker(async (locker) => {
+      const outcomes: string[] = [];
+      for (const reentrant of [true, false]) {
+        const events = new Subject<void>();
+        const pipeline = events
+          .pipe(mergeMap(() => of('joined').pipe(locker.withLock('k', { waitTimeout: 50, reentrant }))))
+          .subscribe({ next: (v) => outcomes.push(`${reentrant}:${v}`), error: (e: unknown) => outcomes.push(`${reentrant}:${isLockTimeoutError(e) ? 'timed out' : String(e)}`) });
+        await lastValueFrom(
+          locker.using('k', () => {
+            events.next();
+            return timer(150);
+          }),
+        );
+        pipeline.unsubscribe();
+      }
+      expect(outcomes).toEqual(['true:joined', 'false:timed out']);
     });
   });
 
