@@ -14,7 +14,6 @@ import { catchError, EMPTY, throwError, type MonoTypeOperatorFunction, type Obse
 import { isLockTimeoutError } from '../errors/errors.js';
 import type { AcquireOptions, LockOperatorOptions } from '../options/LockerOptions.js';
 import { resolveAcquireOptions, resolveOperatorOptions, validateKey, type AcquireSettings, type LockerSettings } from '../options/validate.js';
-import { KeyInspector, type LockerLockInfo, type WaitUntilFreeOptions } from './inspection/KeyInspector.js';
 import { closerOf } from '../store/capabilities.js';
 import { acquisition, type AcquisitionContext, type WaitingLine } from './acquisition/acquisition.js';
 import { runWhileHeld, type WorkScope } from './acquisition/whileHeld.js';
@@ -24,6 +23,7 @@ import type { LockEvent } from './events/events.js';
 import { EventReporter } from './events/EventReporter.js';
 import { GateRegistry } from './gate/GateRegistry.js';
 import { CohortPolicy, NO_HANDOFF, type HandoffPolicy } from './handoff/HandoffPolicy.js';
+import { KeyInspector, type LockerLockInfo, type WaitUntilFreeOptions } from './inspection/KeyInspector.js';
 import type { HeldLease } from './lease/HeldLease.js';
 import type { WorkLease } from './lease/WorkLease.js';
 import type { Lease } from './lease/Lease.js';

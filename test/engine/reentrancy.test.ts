@@ -43,6 +43,7 @@ describe('reentrancy: nested acquisitions join the enclosing lease', () => {
               note('using', inner);
               return defer(async () => {
                 const acquired = await firstValueFrom(locker.acquire('k', { waitTimeout: 0 }));
+                expect(acquired.held).toBe(true); // the caller's until it releases it
                 note('acquire', acquired);
                 await acquired.release();
                 return 'work';

@@ -47,9 +47,7 @@ export function acquisition(ctx: AcquisitionContext, key: string, storeKey: stri
     // withLock/using of this locker): join its lease, no store call, no wait.
     const outer = settings.reentrant === false ? undefined : ctx.enclosingHold(storeKey);
     if (outer !== undefined) {
-      const hold = outer.join();
-      subscriber.next(hold);
-      if (subscriber.closed && !hold.released) void hold.release();
+      subscriber.next(outer.join());
       subscriber.complete();
       return;
     }
