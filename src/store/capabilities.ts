@@ -147,10 +147,11 @@ export interface LockInfo {
   readonly ttl: number;
   /**
    * The first fence of the holder's grant, when the store keeps it: the in-memory store always
-   * does; the Redis store only for a key it handed to the holder from its line (it records that
-   * hand-off's fences). An uncontended Redis grant keeps no fence beside the key — its block is
-   * read off the server clock and given to the holder only (see the Redis store's fences) — so
-   * the field is absent then, never a guess.
+   * does; the Redis store only for a key it handed to the holder from its line, while it keeps
+   * the record of that hand-off (until the grantee's place would have lapsed: `placeTtl`, 3 s by
+   * default, after the hand-off). An uncontended Redis grant keeps no fence beside the key — its
+   * block is read off the server clock and given to the holder only (see the Redis store's
+   * fences) — so the field is absent then, never a guess.
    */
   readonly fence?: number;
   /** Live waiters in the store's line for this key (0 for a store without a line). */

@@ -250,8 +250,9 @@ export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStor
   /**
    * The holder of `key` (token, remaining TTL, waiters in line whose places have not lapsed), or
    * `null` when it is free: one MULTI of read commands (see ./inspection.ts), nothing changed.
-   * `fence` is there only for a key handed to its holder from the line; an uncontended grant
-   * keeps no fence in Redis (see ../../store/capabilities.ts, `LockInfo.fence`).
+   * `fence` is there only for a key handed to its holder from the line, while the record of that
+   * hand-off lives; an uncontended grant keeps no fence in Redis (see
+   * ../../store/capabilities.ts, `LockInfo.fence`).
    */
   inspect(key: string): Promise<LockInfo | null> {
     if (isReserved(key, this.clientPrefix)) return Promise.reject(reservedKeyError(key));
