@@ -24,6 +24,7 @@ export type {
   AbandonedReleasedEvent,
   ClosedEvent,
 } from './engine/events/events.js';
+export type { LockerLockInfo, WaitUntilFreeOptions } from './engine/inspection/KeyInspector.js';
 export {
   DEFAULTS,
   type LockerOptions,
@@ -47,6 +48,8 @@ export type {
   ExtendRequest,
   KeyCheckingStore,
   ClosableStore,
+  InspectableStore,
+  LockInfo,
 } from './store/capabilities.js';
 export { MemoryLockStore, type MemoryLockStoreOptions } from './backends/memory/MemoryLockStore.js';
 export {
@@ -58,6 +61,7 @@ export {
   LockOptionsError,
   LockerClosedError,
   QuorumUnreachableError,
+  LockCapabilityError,
   isLockError,
   isLockTimeoutError,
   isLockStoreError,
@@ -67,6 +71,7 @@ export {
   isLockerClosedError,
   isQuorumUnreachableError,
   type FailedNode,
+  isLockCapabilityError,
   type LockErrorName,
   type LockLostReason,
   type StoreOperation,

@@ -6,3 +6,4 @@ export type { QuorumClient } from './backends/redis/quorum/QuorumNode.js';
 export { FencedResource, type FencedWriteResult } from './backends/redis/FencedResource.js';
 export type { ReplicaAcksOptions } from './backends/redis/ReplicaAcks.js';
 export type { RedisClient, RedisPipeline, RedisTransaction, RedisSubscriber, RedisReplies } from './backends/redis/RedisClient.js';
+export { scanLocks, type ScanLocksOptions, type ListedLock, type ScanningClient } from './backends/redis/scanLocks.js';

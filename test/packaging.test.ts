@@ -3,7 +3,7 @@
  * package name, each subpath resolves, and errors are recognised across the two copies.
  */
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -133,6 +133,14 @@ describe('package exports', () => {
        console.log(before, typeof instrumentLocker, loadedOtel() > 0);`,
     );
     expect(cjs).toBe('0 function true');
+  });
+
+  it('installs the rxjs-lock command (package.json bin): it runs from the build and explains itself', () => {
+    const { bin } = JSON.parse(readFileSync(join(consumer, 'node_modules', 'rxjs-lock', 'package.json'), 'utf8')) as { bin: Record<string, string> };
+    const command = join(consumer, 'node_modules', 'rxjs-lock', bin['rxjs-lock']!);
+    expect(readFileSync(command, 'utf8').startsWith('#!/usr/bin/env node\n')).toBe(true);
+    const out = execFileSync(process.execPath, [command, '--help'], { cwd: consumer, encoding: 'utf8' });
+    expect(out).toMatch(/^Usage: rxjs-lock inspect <redis-url> \[pattern\]/);
   });
 
   for (const [module, moduleResolution] of [['NodeNext', 'NodeNext'], ['CommonJS', 'Node10'], ['ESNext', 'Bundler']] as const) {

@@ -126,7 +126,7 @@ describe('unknown and malformed options', () => {
   it('rejects an unknown locker option, listing the known ones', () => {
     const error = optionsError(() => createLocker({ tll: 5 } as never));
     expect(error.option).toBe('options.tll');
-    expect(error.allowed).toContain('ttl, waitTimeout, retry, renew, onLost, store, commandTimeout, keyPrefix');
+    expect(error.allowed).toContain('ttl, waitTimeout, retry, renew, onLost, reentrant, store, commandTimeout, keyPrefix');
   });
 
   it('rejects locker-only options in a per-call override', () => {

@@ -16,19 +16,26 @@ import type { AcquireOptions, LockOperatorOptions } from '../options/LockerOptio
 import { resolveAcquireOptions, resolveOperatorOptions, validateKey, type AcquireSettings, type LockerSettings } from '../options/validate.js';
 import { closerOf } from '../store/capabilities.js';
 import { acquisition, type AcquisitionContext, type WaitingLine } from './acquisition/acquisition.js';
-import { runWhileHeld } from './acquisition/whileHeld.js';
+import { runWhileHeld, type WorkScope } from './acquisition/whileHeld.js';
 import { withWorkSignal, type LockedWork } from './acquisition/workSignal.js';
 import { StoreAccess } from './calls/StoreAccess.js';
 import type { LockEvent } from './events/events.js';
 import { EventReporter } from './events/EventReporter.js';
 import { GateRegistry } from './gate/GateRegistry.js';
 import { CohortPolicy, NO_HANDOFF, type HandoffPolicy } from './handoff/HandoffPolicy.js';
+import { KeyInspector, type LockerLockInfo, type WaitUntilFreeOptions } from './inspection/KeyInspector.js';
 import type { HeldLease } from './lease/HeldLease.js';
+import type { WorkLease } from './lease/WorkLease.js';
 import type { Lease } from './lease/Lease.js';
 import { LeaseKeeper } from './lease/LeaseKeeper.js';
 import type { Locker } from './Locker.js';
+import { currentFrame, enclosingHold, runHolding, runInFrame } from './reentrancy/enclosingHolds.js';
+import { HoldLease, SharedHold } from './reentrancy/SharedHold.js';
 import { ContentionMemory } from './session/ContentionMemory.js';
 import { Clock } from './timing/Clock.js';
+
+/** The options `waitUntilFree` accepts. */
+const WAIT_KEYS: readonly string[] = ['waitTimeout', 'retry'];
 
 /** How the engine is put together beyond the validated settings. */
 export interface EngineParts {
@@ -46,6 +53,7 @@ export class LockEngine implements Locker, AcquisitionContext {
   private readonly reporter = new EventReporter();
   private readonly leases: LeaseKeeper;
   private readonly gates: GateRegistry;
+  private readonly inspector: KeyInspector;
   private readonly ownsStore: boolean;
   private closing: Promise<void> | undefined;
   private closeCalled = false;
@@ -75,6 +83,8 @@ export class LockEngine implements Locker, AcquisitionContext {
       },
       settings.localGate,
     );
+    const gates = this.gates;
+    this.inspector = new KeyInspector({ access, clock, localSide: (storeKey) => gates.localSide(storeKey) });
   }
 
   // ─── Locker ──────────────────────────────────────────────────────────────────────────────────
@@ -86,13 +96,28 @@ export class LockEngine implements Locker, AcquisitionContext {
   withLock<T>(key: string, options?: LockOperatorOptions): MonoTypeOperatorFunction<T> {
     const settings = resolveOperatorOptions(options, this.defaults);
     const lease$ = this.operatorAcquisitionOf(key, settings);
-    return (source) => runWhileHeld(lease$, () => source, settings.onLost);
+    const scope = this.workScope(key, settings);
+    return (source) => runWhileHeld(lease$, () => source, settings.onLost, scope);
   }
 
   using<R>(key: string, work: LockedWork<R>, options?: LockOperatorOptions): Observable<R> {
     const settings = resolveOperatorOptions(options, this.defaults);
     const lease$ = this.operatorAcquisitionOf(key, settings);
-    return runWhileHeld(lease$, (lease) => withWorkSignal(lease, work), settings.onLost);
+    return runWhileHeld(lease$, (lease) => withWorkSignal(lease, work), settings.onLost, this.workScope(key, settings));
+  }
+
+  isLocked(key: string): Observable<boolean> {
+    return this.inspector.isLocked(key, this.storeKeyOf(key));
+  }
+
+  inspect(key: string): Observable<LockerLockInfo | null> {
+    return this.inspector.inspect(key, this.storeKeyOf(key));
+  }
+
+  waitUntilFree(key: string, options?: WaitUntilFreeOptions): Observable<void> {
+    const storeKey = this.storeKeyOf(key);
+    const settings = resolveAcquireOptions(options, this.defaults, WAIT_KEYS, 'waitUntilFree options');
+    return this.inspector.waitUntilFree(key, storeKey, settings);
   }
 
   get closed(): boolean {
@@ -120,6 +145,10 @@ export class LockEngine implements Locker, AcquisitionContext {
     return this.gates.gateFor(key, storeKey);
   }
 
+  enclosingHold(storeKey: string): SharedHold | undefined {
+    return enclosingHold(currentFrame(), this, storeKey);
+  }
+
   // ─── for tests ───────────────────────────────────────────────────────────────────────────────
 
   /** Keys with a local gate right now (holders, waiters or releases in flight). */
@@ -139,16 +168,41 @@ export class LockEngine implements Locker, AcquisitionContext {
   }
 
   /** With `onBusy: 'skip'`, a busy lock (the one attempt timed out) completes empty instead. */
-  private operatorAcquisitionOf(key: string, settings: AcquireSettings): Observable<HeldLease> {
+  private operatorAcquisitionOf(key: string, settings: AcquireSettings): Observable<WorkLease> {
     const lease$ = this.acquisitionOf(key, settings);
     if (settings.skip !== true) return lease$;
     return lease$.pipe(catchError((error: unknown) => (isLockTimeoutError(error) ? EMPTY : throwError(() => error))));
   }
 
-  private acquisitionOf(key: string, settings: AcquireSettings): Observable<HeldLease> {
+  private acquisitionOf(key: string, settings: AcquireSettings): Observable<WorkLease> {
+    return acquisition(this, key, this.storeKeyOf(key), settings);
+  }
+
+  /** The key as the store knows it; throws `LockOptionsError` for a key the locker or store refuses. */
+  private storeKeyOf(key: string): string {
     const storeKey = this.keyPrefix + validateKey(key);
     this.access.keyCheck?.checkKey(storeKey);
-    return acquisition(this, key, storeKey, settings);
+    return storeKey;
+  }
+
+  /**
+   * Reentrancy (see ./reentrancy): the work runs in the frames of the code that subscribed to the
+   * stream — captured at subscription, not where the grant arrives (a callback of whoever made the
+   * store call or passed the lock) — with, on top, the lease it took from the store, which streams
+   * nested in the work then join. A stream that joined an enclosing hold adds no frame (the hold is
+   * in the frames already); with `reentrant: false` it adds none either, so nothing joins it.
+   */
+  private workScope(key: string, settings: AcquireSettings): WorkScope {
+    const storeKey = this.keyPrefix + key;
+    const reentrant = settings.reentrant !== false;
+    return () => {
+      const parent = currentFrame();
+      return (lease, start) => {
+        if (!reentrant || lease instanceof HoldLease) return runInFrame(parent, () => start(lease));
+        const shared = new SharedHold(lease as HeldLease, this, storeKey);
+        return runHolding(shared, parent, () => start(shared.outermost()));
+      };
+    };
   }
 
   private async shutDown(): Promise<void> {

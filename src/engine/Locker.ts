@@ -4,6 +4,7 @@
 import type { MonoTypeOperatorFunction, Observable } from 'rxjs';
 import type { AcquireOptions, LockOperatorOptions } from '../options/LockerOptions.js';
 import type { LockedWork } from './acquisition/workSignal.js';
+import type { LockerLockInfo, WaitUntilFreeOptions } from './inspection/KeyInspector.js';
 import type { LockEvent } from './events/events.js';
 import type { Lease } from './lease/Lease.js';
 
@@ -93,6 +94,57 @@ export interface Locker {
    * ```
    */
   using<R>(key: string, work: LockedWork<R>, options?: LockOperatorOptions): Observable<R>;
+
+  /**
+   * Is `key` locked now? A cold Observable that answers once and completes: `true` when one of
+   * this locker's acquisitions holds it (no store call then) or the store says someone holds it,
+   * `false` when it is free. Takes nothing: no lock, no place in line. Errors with
+   * `LockStoreError` when the store fails or does not answer within `commandTimeout`. With a store
+   * that has `inspect` (the in-memory and Redis stores) it asks that; with one that has only the
+   * core contract, it probes with an owner-checked `extend` under a token no acquisition ever had,
+   * which changes nothing. The answer may be stale by the time it arrives; to act on a free key,
+   * acquire it. Throws `LockOptionsError` at once for an invalid key.
+   *
+   * @example
+   * ```ts
+   * locker.isLocked('job:nightly').subscribe((locked) => console.log(locked ? 'running elsewhere' : 'idle'));
+   * ```
+   */
+  isLocked(key: string): Observable<boolean>;
+
+  /**
+   * Emits once (and completes) when `key` is free, without taking it: what `waitForUnlock` is to
+   * async-mutex. It looks at once, then polls with the `retry` back-off, each sleep capped by the
+   * holder's remaining TTL; it errors with `LockTimeoutError` if the key is still held after
+   * `waitTimeout`, and with `LockStoreError` if the store fails. Unsubscribing stops it. The key
+   * may be taken again right after: use it to wait for a running job, not for exclusion. Throws
+   * `LockOptionsError` at once for an invalid key or option.
+   *
+   * @example
+   * ```ts
+   * // start the report once the nightly import (another instance) is done
+   * locker.waitUntilFree('job:import', { waitTimeout: 60_000 }).pipe(
+   *   mergeMap(() => buildReport()),
+   * ).subscribe();
+   * ```
+   */
+  waitUntilFree(key: string, options?: WaitUntilFreeOptions): Observable<void>;
+
+  /**
+   * Who holds `key`: a cold Observable of the store's answer — the holder's token, remaining TTL in
+   * ms, fence (when the store keeps it: not for an uncontended Redis grant), the waiters in the
+   * store's line — plus this locker's own side (`heldHere`, `waitingHere`), or `null` when the key
+   * is free. Errors with `LockCapabilityError` when the store has no `inspect`, `LockStoreError`
+   * when it fails. Throws `LockOptionsError` at once for an invalid key.
+   *
+   * @example
+   * ```ts
+   * locker.inspect('invoice:42').subscribe((info) =>
+   *   console.log(info === null ? 'free' : `held by ${info.token} for ${info.ttl} ms more, ${info.waiting} waiting`),
+   * );
+   * ```
+   */
+  inspect(key: string): Observable<LockerLockInfo | null>;
 
   /**
    * Closes the locker: new acquisitions error with `LockerClosedError`; acquisitions still waiting

@@ -10,7 +10,7 @@
 const BRAND = Symbol.for('rxjs-lock/error');
 
 /** Names of the errors rxjs-lock raises. */
-export type LockErrorName = 'LockTimeoutError' | 'LockStoreError' | 'ReplicaAckError' | 'LockLostError' | 'LockOptionsError' | 'LockerClosedError';
+export type LockErrorName = 'LockTimeoutError' | 'LockStoreError' | 'ReplicaAckError' | 'LockLostError' | 'LockOptionsError' | 'LockerClosedError' | 'LockCapabilityError';
 
 /** Common base of every error raised by rxjs-lock. */
 export abstract class LockError extends Error {
@@ -20,7 +20,7 @@ export abstract class LockError extends Error {
 }
 
 /** What a store call was doing when it failed. */
-export type StoreOperation = 'acquire' | 'release' | 'extend' | 'leave';
+export type StoreOperation = 'acquire' | 'release' | 'extend' | 'leave' | 'inspect';
 
 /**
  * The lock stayed held by someone else for the whole wait (`waitTimeout`).
@@ -210,6 +210,30 @@ export class LockerClosedError extends LockError {
 }
 
 /**
+ * The locker's store lacks an optional capability that the call needs (`capability` names it,
+ * see `src/store/capabilities.ts`): `locker.inspect()` needs a store with `inspect`
+ * (`InspectableStore`), which the in-memory and Redis stores have.
+ *
+ * @example
+ * ```ts
+ * locker.inspect('report').pipe(
+ *   catchError((e) => (isLockCapabilityError(e) ? of(undefined) : throwError(() => e))),
+ * );
+ * ```
+ */
+export class LockCapabilityError extends LockError {
+  readonly name = 'LockCapabilityError' as const;
+  constructor(
+    /** The key asked about (without the locker's `keyPrefix`). */
+    readonly key: string,
+    /** The missing capability: the store method the call needs. */
+    readonly capability: 'inspect',
+  ) {
+    super(`Lock ${quote(key)}: the locker's store cannot ${capability} (it has no ${capability}() method; the in-memory and Redis stores have one)`);
+  }
+}
+
+/**
  * An option or argument is invalid. `option` names it, `allowed` says what is accepted and
  * `received` is what was passed. Raised synchronously, when the locker, Observable or operator is
  * created, so nothing is acquired.
@@ -295,5 +319,8 @@ export const isLockOptionsError = (e: unknown): e is LockOptionsError => isLockE
  * ```
  */
 export const isQuorumUnreachableError = (e: unknown): e is QuorumUnreachableError => isLockStoreError(e) && (e as unknown as Record<symbol, unknown>)[QUORUM_BRAND] === true;
+
+/** Is `e` a {@link LockCapabilityError}? Works across ESM and CommonJS copies. */
+export const isLockCapabilityError = (e: unknown): e is LockCapabilityError => isLockError(e, 'LockCapabilityError');
 /** Is `e` a {@link LockerClosedError}? Works across ESM and CommonJS copies. */
 export const isLockerClosedError = (e: unknown): e is LockerClosedError => isLockError(e, 'LockerClosedError');

@@ -94,6 +94,30 @@ export interface AcquireOptions {
    * @default 'error'
    */
   onLost?: OnLost;
+  /**
+   * Reentrancy. When `true`, an acquisition subscribed inside the work of a `withLock`/`using` of
+   * the same locker that holds the same key — directly, or in anything that work started: nested
+   * operators, `mergeMap` fan-out, timers, promises, a NestJS service called by a `@WithLock`
+   * handler — joins that lease (same token and fence, no store call) instead of waiting for
+   * itself, and the lock is given back only when the outermost stream ends. The context is Node's
+   * `AsyncLocalStorage`, so code that runs on behalf of the locked work joins, and so does code
+   * the work calls synchronously (a `Subject.next()` into another pipeline), as with a reentrant
+   * lock in a thread. With `false`, this acquisition never joins another, and its own work's
+   * acquisitions cannot join it (they wait for it, as before reentrancy). Options of a joining
+   * acquisition (`ttl`, `renew`, …) are those of the lease it joins. See the README's "Reentrancy".
+   * @default true
+   * @example
+   * ```ts
+   * // a nested withLock on the same key joins the outer lease: no deadlock, one store lease
+   * saveOrder(order).pipe(
+   *   mergeMap(() => updateStock(order).pipe(locker.withLock(`order:${order.id}`))),
+   *   locker.withLock(`order:${order.id}`),
+   * ).subscribe();
+   * // a lock that work started from inside must never share (a callback serving other streams):
+   * events$.pipe(mergeMap((e) => apply(e).pipe(locker.withLock(e.key, { reentrant: false }))));
+   * ```
+   */
+  reentrant?: boolean;
 }
 
 /**
@@ -215,6 +239,7 @@ export const DEFAULTS = Object.freeze({
   retry: Object.freeze({ minDelay: 10, jitter: 20 }),
   renew: Object.freeze({}) as RenewOptions,
   onLost: 'error' as OnLost,
+  reentrant: true,
   commandTimeout: 2_000,
   keyPrefix: 'lock:',
   localGate: true,

@@ -20,6 +20,8 @@ export interface AcquireSettings {
   /** `false`: no renewal; otherwise the explicit interval, or `undefined` for ttl / 3. */
   readonly renew: false | { readonly interval: number | undefined };
   readonly onLost: OnLost;
+  /** `false`: neither joins an enclosing hold nor can be joined (see `AcquireOptions.reentrant`). */
+  readonly reentrant?: boolean;
   /** True for `onBusy: 'skip'` (then `waitTimeout` is 0): a time-out is reported as a skip. */
   readonly skip?: boolean;
 }
@@ -35,7 +37,7 @@ export interface LockerSettings extends AcquireSettings {
   readonly cohort: { readonly maxPasses: number; readonly maxMs: number; readonly roundMs: number };
 }
 
-const ACQUIRE_KEYS = ['ttl', 'waitTimeout', 'retry', 'renew', 'onLost'] as const;
+const ACQUIRE_KEYS = ['ttl', 'waitTimeout', 'retry', 'renew', 'onLost', 'reentrant'] as const;
 const LOCKER_KEYS = [...ACQUIRE_KEYS, 'store', 'commandTimeout', 'keyPrefix', 'random', 'scheduler', 'localGate', 'cohort'] as const;
 const RETRY_KEYS = ['minDelay', 'jitter'] as const;
 const RENEW_KEYS = ['interval'] as const;
@@ -83,7 +85,7 @@ export function resolveLockerOptions(options: LockerOptions | undefined, default
 export function resolveAcquireOptions(options: AcquireOptions | undefined, defaults: AcquireSettings, allowed: readonly string[] = ACQUIRE_KEYS, what = 'acquire options'): AcquireSettings {
   if (options === undefined) return defaults;
   const o = checkObject(options, 'options', allowed, what);
-  if (o.ttl === undefined && o.waitTimeout === undefined && o.retry === undefined && o.renew === undefined && o.onLost === undefined) return defaults;
+  if (o.ttl === undefined && o.waitTimeout === undefined && o.retry === undefined && o.renew === undefined && o.onLost === undefined && o.reentrant === undefined) return defaults;
   const ttl = o.ttl === undefined ? defaults.ttl : checkMs('ttl', o.ttl, 1);
   const renew = o.renew === undefined ? defaults.renew : checkRenew(o.renew);
   checkRenewFits(ttl, renew);
@@ -93,6 +95,7 @@ export function resolveAcquireOptions(options: AcquireOptions | undefined, defau
     retry: o.retry === undefined ? defaults.retry : checkRetry(o.retry),
     renew,
     onLost: o.onLost === undefined ? defaults.onLost : checkOnLost(o.onLost),
+    reentrant: checkBoolean('reentrant', o.reentrant, defaults.reentrant !== false),
   };
 }
 

@@ -112,6 +112,52 @@ export interface ClosableStore {
   close(): Promise<void> | void;
 }
 
+/**
+ * Read-only answers about a key's lock, for operators and for `locker.isLocked` /
+ * `locker.waitUntilFree` / `locker.inspect`: who holds it, for how long, and how many wait.
+ *
+ * @example
+ * ```ts
+ * const store = new MemoryLockStore();
+ * await store.tryAcquire('lock:report', 'some-token', 5_000);
+ * console.log(await store.inspect('lock:report')); // { token: 'some-token', ttl: 5000, fence: 1, waiting: 0 }
+ * ```
+ */
+export interface InspectableStore {
+  /**
+   * What the store holds for `key` (already prefixed) right now, or `null` when it is free (absent
+   * or expired). Changes nothing: no lock is taken, no place in line, no TTL touched.
+   */
+  inspect(key: string): Promise<LockInfo | null>;
+}
+
+/**
+ * A held key, as {@link InspectableStore.inspect} sees it.
+ *
+ * @example
+ * ```ts
+ * const info: LockInfo | null = await store.inspect('lock:report');
+ * if (info !== null) console.log(`${info.token} holds it for ${info.ttl} ms more; ${info.waiting} waiting`);
+ * ```
+ */
+export interface LockInfo {
+  /** The holder's token (its store session's UUID: the value the store keeps for the key). */
+  readonly token: string;
+  /** The key's remaining time-to-live in ms (0 when it expires this very millisecond). */
+  readonly ttl: number;
+  /**
+   * The first fence of the holder's grant, when the store keeps it: the in-memory store always
+   * does; the Redis store only for a key it handed to the holder from its line, while it keeps
+   * the record of that hand-off (until the grantee's place would have lapsed: `placeTtl`, 3 s by
+   * default, after the hand-off). An uncontended Redis grant keeps no fence beside the key — its
+   * block is read off the server clock and given to the holder only (see the Redis store's
+   * fences) — so the field is absent then, never a guess.
+   */
+  readonly fence?: number;
+  /** Live waiters in the store's line for this key (0 for a store without a line). */
+  readonly waiting: number;
+}
+
 const has = (store: object, name: string): boolean => typeof (store as Record<string, unknown>)[name] === 'function';
 
 /** The store with its line, or `undefined` when it has none. */
@@ -130,6 +176,11 @@ export function batchExtendOf(store: LockStore): (LockStore & BatchExtendStore) 
 
 export function keyCheckOf(store: LockStore): (LockStore & KeyCheckingStore) | undefined {
   return has(store, 'checkKey') ? (store as LockStore & KeyCheckingStore) : undefined;
+}
+
+/** The store's `inspect`, or `undefined`. */
+export function inspectorOf(store: LockStore): (LockStore & InspectableStore) | undefined {
+  return has(store, 'inspect') ? (store as LockStore & InspectableStore) : undefined;
 }
 
 export function closerOf(store: LockStore): (LockStore & ClosableStore) | undefined {

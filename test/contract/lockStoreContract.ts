@@ -3,7 +3,7 @@
  * Times are real: stores are tested with their real clocks and TTLs.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { batchExtendOf, queueingOf } from '../../src/store/capabilities.js';
+import { batchExtendOf, inspectorOf, queueingOf } from '../../src/store/capabilities.js';
 import type { LockStore } from '../../src/store/LockStore.js';
 
 export interface StoreUnderTest {
@@ -262,6 +262,47 @@ export function lockStoreContract(name: string, open: () => Promise<StoreUnderTe
         expect(await q.tryAcquireInLine(key, 'a', 10_000, 1, 'leave')).toMatchObject({ acquired: true });
         await store.release(key, 'a'); // nobody left in line: deleted, not handed to b
         expect(await store.tryAcquire(key, 'c', 10_000)).toMatchObject({ acquired: true });
+      });
+    });
+
+    describe('inspect (InspectableStore), when offered', () => {
+      it('names the holder and its remaining TTL, null when free or expired, and changes nothing', async () => {
+        const inspector = inspectorOf(store);
+        if (inspector === undefined) return;
+        const key = fresh('inspect');
+        expect(await inspector.inspect(key)).toBeNull();
+        const granted = await store.tryAcquire(key, 'holder', 5_000);
+        const info = await inspector.inspect(key);
+        expect(info).toMatchObject({ token: 'holder', waiting: 0 });
+        expect(info!.ttl).toBeGreaterThan(0);
+        expect(info!.ttl).toBeLessThanOrEqual(5_000);
+        // the fence, when the store says it, is the grant's
+        if (info!.fence !== undefined && granted.acquired) expect(info!.fence).toBe(granted.fence);
+        expect(await sut.countKeys()).toBe(1);
+        expect(await store.release(key, 'holder')).toBe(true);
+        expect(await inspector.inspect(key)).toBeNull();
+        await store.tryAcquire(key, 'short', 50);
+        await sleep(120);
+        expect(await inspector.inspect(key)).toBeNull();
+      });
+
+      it('counts the live waiters in the line, and names the fence of a key handed over from it', async () => {
+        const inspector = inspectorOf(store);
+        const q = queueingOf(store);
+        if (inspector === undefined || q === undefined) return;
+        const key = fresh('inspect-line');
+        await q.tryAcquireInLine(key, 'holder', 10_000, 1, 'keep');
+        await q.tryAcquireInLine(key, 'w1', 10_000, 3, 'keep');
+        await q.tryAcquireInLine(key, 'w2', 10_000, 1, 'keep');
+        expect(await inspector.inspect(key)).toMatchObject({ token: 'holder', waiting: 2 });
+        await store.release(key, 'holder'); // hands it to w1
+        const info = await inspector.inspect(key);
+        expect(info).toMatchObject({ token: 'w1', waiting: 1 });
+        const claimed = await q.tryAcquireInLine(key, 'w1', 10_000, 3, 'keep');
+        if (!claimed.acquired) throw new Error('w1 was not handed the key');
+        expect(info!.fence).toBe(claimed.fence);
+        await q.leave(key, 'w2');
+        expect(await inspector.inspect(key)).toMatchObject({ token: 'w1', waiting: 0 });
       });
     });
 

@@ -5,7 +5,7 @@
  */
 import { LockOptionsError } from '../../errors/errors.js';
 import { MAX_MS } from '../../options/limits.js';
-import type { ClosableStore } from '../../store/capabilities.js';
+import type { ClosableStore, InspectableStore, LockInfo } from '../../store/capabilities.js';
 import type { AcquireResult, ExtendOutcome, LockStore } from '../../store/LockStore.js';
 
 /** Options of {@link MemoryLockStore}. */
@@ -27,6 +27,8 @@ export interface MemoryLockStoreOptions {
 interface Entry {
   token: string;
   expiresAt: number;
+  /** The first fence of the holder's grant (for inspect). */
+  fence: number;
 }
 
 /**
@@ -42,7 +44,7 @@ interface Entry {
  * const locker = createLocker({ store: new MemoryLockStore() });
  * ```
  */
-export class MemoryLockStore implements LockStore, ClosableStore {
+export class MemoryLockStore implements LockStore, InspectableStore, ClosableStore {
   private readonly entries = new Map<string, Entry>();
   private readonly clock: () => number;
   private readonly sweepInterval: number;
@@ -70,9 +72,10 @@ export class MemoryLockStore implements LockStore, ClosableStore {
       if (held.token === token) return Promise.resolve({ acquired: true, fence: this.reserve(fences), ttl: left });
       return Promise.resolve({ acquired: false, holderTtl: left });
     }
-    this.entries.set(key, { token, expiresAt: this.clock() + ttlMs });
+    const fence = this.reserve(fences);
+    this.entries.set(key, { token, expiresAt: this.clock() + ttlMs, fence });
     this.startSweeper();
-    return Promise.resolve({ acquired: true, fence: this.reserve(fences) });
+    return Promise.resolve({ acquired: true, fence });
   }
 
   /** Reserves `fences` fences (1 if not a positive integer); returns the first. */
@@ -95,6 +98,16 @@ export class MemoryLockStore implements LockStore, ClosableStore {
     if (entry.token !== token) return Promise.resolve('taken');
     entry.expiresAt = this.clock() + ttlMs;
     return Promise.resolve('extended');
+  }
+
+  /**
+   * The holder of `key` (token, remaining TTL, the first fence of its grant), or `null` when it is
+   * free. This store has no line: `waiting` is always 0 (a locker's own waiters are its business).
+   */
+  inspect(key: string): Promise<LockInfo | null> {
+    const entry = this.live(key);
+    if (entry === undefined) return Promise.resolve(null);
+    return Promise.resolve({ token: entry.token, ttl: this.pttl(key), fence: entry.fence, waiting: 0 });
   }
 
   /** The token holding `key`, or `undefined` when it is free. For inspection and tests. */

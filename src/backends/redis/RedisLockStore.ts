@@ -12,8 +12,10 @@ import type {
   BatchExtendStore,
   ClosableStore,
   ExtendRequest,
+  InspectableStore,
   KeyCheckingStore,
   LeaveResult,
+  LockInfo,
   QueueingStore,
   StoreWatch,
   WakeSignal,
@@ -21,6 +23,7 @@ import type {
 import type { Acquired, AcquireResult, ExtendOutcome, LockStore, ReleasedGrant } from '../../store/LockStore.js';
 import { acquireArgs, decodeAcquire, decodeExtend, decodeInboxMessage, decodeLeave, decodeRelease, releaseArgs } from './protocol/codec.js';
 import { defineCommands, queueScript, runScript } from './protocol/commands.js';
+import { inspectLock } from './inspection.js';
 import { checkLockKey, hashTag, isReserved, lockKeys, RESERVED_PREFIX, reservedKeyError, type LockKeys } from './protocol/keyLayout.js';
 import type { RedisClient, RedisSubscriber } from './RedisClient.js';
 import { checkReplicaAcks, ReplicaAcks, type GrantWrite, type ReplicaAcksOptions } from './ReplicaAcks.js';
@@ -131,7 +134,7 @@ const OPTION_NAMES = 'wakeUp, subscriber, placeTtl, lingerMs, replicaAcks';
  * await redis.quit();
  * ```
  */
-export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStore, KeyCheckingStore, ClosableStore {
+export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStore, KeyCheckingStore, InspectableStore, ClosableStore {
   private readonly wake: WakeInbox | undefined;
   private readonly placeTtl: number;
   private readonly inbox: string;
@@ -292,6 +295,18 @@ export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStor
 
   checkKey(key: string): void {
     checkLockKey(key, this.clientPrefix);
+  }
+
+  /**
+   * The holder of `key` (token, remaining TTL, waiters in line whose places have not lapsed), or
+   * `null` when it is free: one MULTI of read commands (see ./inspection.ts), nothing changed.
+   * `fence` is there only for a key handed to its holder from the line, while the record of that
+   * hand-off lives; an uncontended grant keeps no fence in Redis (see
+   * ../../store/capabilities.ts, `LockInfo.fence`).
+   */
+  inspect(key: string): Promise<LockInfo | null> {
+    if (isReserved(key, this.clientPrefix)) return Promise.reject(reservedKeyError(key));
+    return inspectLock(this.client, this.keysOf(key));
   }
 
   /**

@@ -2,7 +2,9 @@
  * One acquisition as an Observable. Cold: nothing happens before subscription, and each
  * subscription is a new waiter in its key's local gate (see ../gate), which emits the lease and
  * completes once the lock is this waiter's, or errors (`LockTimeoutError`, `LockStoreError`,
- * `LockerClosedError`).
+ * `LockerClosedError`). A subscription made inside the work of a `withLock`/`using` that holds the
+ * same key (of the same locker) joins that lease instead (see ../reentrancy), unless
+ * `reentrant: false`.
  *
  * Cancellation safety: unsubscribing takes the waiter out of line; if it was the last one, the
  * store session is abandoned, and a lock the store grants anyway is given back at once (the naive
@@ -13,7 +15,7 @@ import { Observable } from 'rxjs';
 import { LockerClosedError } from '../../errors/errors.js';
 import type { AcquireSettings } from '../../options/validate.js';
 import { Waiter } from '../gate/Waiter.js';
-import type { HeldLease } from '../lease/HeldLease.js';
+import type { WorkLease } from '../lease/WorkLease.js';
 
 /** Where an acquisition waits: its key's gate. */
 export interface WaitingLine {
@@ -28,12 +30,25 @@ export interface AcquisitionContext {
   /** The wait clock. */
   now(): number;
   lineFor(key: string, storeKey: string): WaitingLine;
+  /**
+   * A live hold on `storeKey` by the code subscribing now (see ../reentrancy), which a reentrant
+   * acquisition joins instead of waiting for itself; `undefined` when there is none.
+   */
+  enclosingHold(storeKey: string): { join(): WorkLease } | undefined;
 }
 
-export function acquisition(ctx: AcquisitionContext, key: string, storeKey: string, settings: AcquireSettings): Observable<HeldLease> {
-  return new Observable<HeldLease>((subscriber) => {
+export function acquisition(ctx: AcquisitionContext, key: string, storeKey: string, settings: AcquireSettings): Observable<WorkLease> {
+  return new Observable<WorkLease>((subscriber) => {
     if (ctx.closed) {
       subscriber.error(new LockerClosedError(key));
+      return;
+    }
+    // Reentrancy: the subscribing code holds this key already (the work of an enclosing
+    // withLock/using of this locker): join its lease, no store call, no wait.
+    const outer = settings.reentrant === false ? undefined : ctx.enclosingHold(storeKey);
+    if (outer !== undefined) {
+      subscriber.next(outer.join());
+      subscriber.complete();
       return;
     }
     const line = ctx.lineFor(key, storeKey);

@@ -5,7 +5,7 @@
  * can stop too.
  */
 import { from, Observable, type ObservableInput } from 'rxjs';
-import type { HeldLease } from '../lease/HeldLease.js';
+import type { WorkLease } from '../lease/WorkLease.js';
 import type { Lease } from '../lease/Lease.js';
 
 /**
@@ -22,7 +22,7 @@ import type { Lease } from '../lease/Lease.js';
 export type LockedWork<R> = (lease: Lease, signal: AbortSignal) => ObservableInput<R>;
 
 /** Subscribes to `work(lease, signal)`, aborting `signal` on loss or at the end of the subscription. */
-export function withWorkSignal<R>(lease: HeldLease, work: LockedWork<R>): Observable<R> {
+export function withWorkSignal<R>(lease: WorkLease, work: LockedWork<R>): Observable<R> {
   return new Observable<R>((subscriber) => {
     const controller = new AbortController();
     const lost = lease.lost$.subscribe((error) => controller.abort(error));

@@ -37,6 +37,21 @@ export class GateRegistry implements GateDirectory {
     return gate;
   }
 
+  /** This locker's side of `storeKey`: held by one of its acquisitions (or passing), and how many wait. */
+  localSide(storeKey: string): { held: boolean; waiting: number } {
+    let held = false;
+    let waiting = 0;
+    const add = (gate: KeyGate): void => {
+      const state = gate.stateName;
+      if (state === 'held' || state === 'passing') held = true;
+      waiting += gate.waiting;
+    };
+    const gate = this.shared.get(storeKey);
+    if (gate !== undefined) add(gate);
+    for (const own of this.own) if (own.storeKey === storeKey) add(own);
+    return { held, waiting };
+  }
+
   forget(gate: object): void {
     const keyGate = gate as KeyGate;
     if (this.shared.get(keyGate.storeKey) === keyGate) this.shared.delete(keyGate.storeKey);

@@ -68,6 +68,11 @@ export class KeyGate implements SessionOwner, HolderOwner {
     return this.state.name;
   }
 
+  /** Acquisitions waiting in this gate (for inspection). */
+  get waiting(): number {
+    return this.waiters.size;
+  }
+
   // ─── what the session sees (SessionOwner) ────────────────────────────────────────────────────
 
   head(): Waiter | undefined {

@@ -1,0 +1,114 @@
+#!/usr/bin/env node
+/**
+ * The `rxjs-lock` command (package.json `bin`). One subcommand:
+ *
+ *   rxjs-lock inspect <redis-url> [pattern] [--prefix <keyPrefix>] [--cluster] [--json]
+ *
+ * lists the locks held in that Redis whose key (as the locker names it, after `--prefix`, default
+ * `lock:`) matches the glob `pattern` (default `*`): key, holder token, remaining TTL, fence (when
+ * Redis keeps it) and waiters in line. Read-only (SCAN and reads; see backends/redis/scanLocks.ts).
+ * Needs `ioredis`, the store's peer dependency.
+ */
+import { scanLocks, type ListedLock, type ScanningClient } from './backends/redis/scanLocks.js';
+
+const USAGE = `Usage: rxjs-lock inspect <redis-url> [pattern] [--prefix <keyPrefix>] [--cluster] [--json]
+
+Lists held locks whose key matches the glob pattern (default "*"):
+holder token, remaining TTL, fence (when Redis keeps it) and waiters.
+
+  <redis-url>         redis://[user:password@]host:port[/db] (rediss:// for TLS)
+  --prefix <p>        the locker's keyPrefix (default "lock:"), with your ioredis keyPrefix in front if any
+  --cluster           the URL is a node of a Redis Cluster: every master is scanned
+  --json              one JSON object per lock instead of a table`;
+
+interface Args {
+  url: string;
+  pattern: string;
+  prefix: string;
+  cluster: boolean;
+  json: boolean;
+}
+
+/** The command line as {@link Args}, or a usage error's message. */
+export function parseArgs(argv: readonly string[]): Args | string {
+  const positional: string[] = [];
+  let prefix = 'lock:';
+  let cluster = false;
+  let json = false;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--prefix') {
+      const value = argv[++i];
+      if (value === undefined) return '--prefix needs a value';
+      prefix = value;
+    } else if (arg.startsWith('--prefix=')) prefix = arg.slice('--prefix='.length);
+    else if (arg === '--cluster') cluster = true;
+    else if (arg === '--json') json = true;
+    else if (arg.startsWith('--')) return `unknown option ${arg}`;
+    else positional.push(arg);
+  }
+  const [command, url, pattern = '*', ...extra] = positional;
+  if (command !== 'inspect') return command === undefined ? 'missing command' : `unknown command ${command}`;
+  if (url === undefined) return 'missing <redis-url>';
+  if (!/^rediss?:\/\//.test(url)) return `not a redis:// or rediss:// URL: ${url}`;
+  if (extra.length > 0) return `unexpected argument ${extra[0]}`;
+  return { url, pattern, prefix, cluster, json };
+}
+
+/** The locks as a table, or a line saying there is none. */
+export function formatTable(locks: readonly ListedLock[]): string {
+  if (locks.length === 0) return 'no held locks match';
+  const rows = [['KEY', 'HOLDER TOKEN', 'TTL (ms)', 'FENCE', 'WAITING'], ...locks.map((l) => [l.key, l.token, String(l.ttl), l.fence === undefined ? '-' : String(l.fence), String(l.waiting)])];
+  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
+  return rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd()).join('\n');
+}
+
+async function main(argv: readonly string[]): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h') || argv.length === 0) {
+    process.stdout.write(`${USAGE}\n`);
+    return argv.length === 0 ? 2 : 0;
+  }
+  const args = parseArgs(argv);
+  if (typeof args === 'string') {
+    process.stderr.write(`rxjs-lock: ${args}\n\n${USAGE}\n`);
+    return 2;
+  }
+  let ioredis: Pick<typeof import('ioredis'), 'Redis' | 'Cluster'>;
+  try {
+    ioredis = await import('ioredis');
+  } catch {
+    process.stderr.write('rxjs-lock: inspect needs ioredis (npm install ioredis)\n');
+    return 1;
+  }
+  const options = { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 5_000, retryStrategy: () => null };
+  const client = args.cluster
+    ? new ioredis.Cluster([args.url], { lazyConnect: true, clusterRetryStrategy: () => null, redisOptions: options })
+    : new ioredis.Redis(args.url, options);
+  // ioredis reports connection errors as events too: keep the first, it says more than "closed"
+  let connectionError: Error | undefined;
+  client.on('error', (error: Error) => (connectionError ??= error));
+  try {
+    await client.connect();
+    const locks: ListedLock[] = [];
+    for await (const lock of scanLocks(client as unknown as ScanningClient, { pattern: args.pattern, keyPrefix: args.prefix })) {
+      if (args.json) process.stdout.write(`${JSON.stringify(lock)}\n`);
+      else locks.push(lock);
+    }
+    if (!args.json) process.stdout.write(`${formatTable(locks.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)))}\n`);
+    return 0;
+  } catch (error) {
+    const reason = connectionError ?? error;
+    process.stderr.write(`rxjs-lock: ${reason instanceof Error ? reason.message : String(reason)}\n`);
+    return 1;
+  } finally {
+    client.disconnect();
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => (process.exitCode = code),
+  (error: unknown) => {
+    process.stderr.write(`rxjs-lock: ${String(error)}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,202 @@
+/**
+ * Reentrancy's hold count: one lease taken from the store, shared by the stream that took it and
+ * the streams nested in its work that asked for the same key of the same locker. Each of them has
+ * a {@link HoldLease}; the store lease is given back when the last hold is released — normally
+ * the outermost stream's, since the streams nested in its work end before it does.
+ *
+ * - The outermost hold's `release()` resolves once the lock was really given back (so its
+ *   stream's complete, passed on after it, still comes with the lock released), also when a hold
+ *   that outlived it (a nested subscription not tied to the outer work) ends later.
+ * - A nested hold's `release()` gives back nothing: it resolves at once, `true` if the lease was
+ *   still held then.
+ * - A loss of the store lease reaches every hold, the most recent first, so a nested stream
+ *   errors with the `LockLostError` before the stream around it hears of it.
+ */
+import { AsyncSubject, type Observable } from 'rxjs';
+import type { LockLostError } from '../../errors/errors.js';
+import type { HeldLease } from '../lease/HeldLease.js';
+import type { WorkLease } from '../lease/WorkLease.js';
+
+export class SharedHold {
+  private readonly holds = new Set<HoldLease>();
+  private finalRelease: Promise<boolean> | undefined;
+  private outermostRelease: ((released: boolean) => void) | undefined;
+
+  constructor(
+    /** The store lease, taken by the outermost stream. */
+    readonly lease: HeldLease,
+    /** The locker whose lease it is: a hold is joined only through the same locker. */
+    readonly owner: object,
+    /** The key as the store sees it (with the locker's prefix). */
+    readonly storeKey: string,
+  ) {
+    lease.watchLoss((error) => {
+      for (const hold of [...this.holds].reverse()) hold.lose(error);
+    });
+  }
+
+  /** Someone can still join: a hold is live and the lease is held. */
+  get live(): boolean {
+    return this.holds.size > 0 && this.finalRelease === undefined && this.lease.held;
+  }
+
+  /** How many holds are live (for tests and inspection). */
+  get count(): number {
+    return this.holds.size;
+  }
+
+  /** The outermost stream's hold. */
+  outermost(): HoldLease {
+    return this.add(true);
+  }
+
+  /** A nested stream's hold on the same lease. */
+  join(): HoldLease {
+    return this.add(false);
+  }
+
+  private add(outermost: boolean): HoldLease {
+    const hold = new HoldLease(this, outermost, performance.now());
+    this.holds.add(hold);
+    // (lost before this hold was made: an events$ handler that closed the locker on 'acquired')
+    const lost = this.lease.lostWith;
+    if (lost !== undefined) hold.lose(lost);
+    return hold;
+  }
+
+  /** Called once by each hold's `release()`. */
+  drop(hold: HoldLease): Promise<boolean> {
+    const held = this.lease.held;
+    this.holds.delete(hold);
+    if (this.holds.size === 0) {
+      const released = (this.finalRelease ??= this.lease.release());
+      if (this.outermostRelease !== undefined) {
+        const tell = this.outermostRelease;
+        this.outermostRelease = undefined;
+        void released.then(tell);
+      }
+      return released;
+    }
+    if (!hold.outermost) return Promise.resolve(held);
+    // The outermost stream ended with nested holds still running: its release is the lock's.
+    return new Promise((resolve) => (this.outermostRelease = resolve));
+  }
+}
+
+type State = 'held' | 'released' | 'lost';
+
+/** One stream's hold on a {@link SharedHold}: the lease as that stream sees it. */
+export class HoldLease implements WorkLease {
+  private state: State = 'held';
+  private releasing: Promise<boolean> | undefined;
+  private lossListener: ((error: LockLostError) => void) | undefined;
+  private lostSubject: AsyncSubject<LockLostError> | undefined;
+  private lostError: LockLostError | undefined;
+
+  constructor(
+    private readonly shared: SharedHold,
+    /** True for the hold of the stream that took the lease from the store. */
+    readonly outermost: boolean,
+    readonly acquiredAt: number,
+  ) {}
+
+  get key(): string {
+    return this.shared.lease.key;
+  }
+
+  get token(): string {
+    return this.shared.lease.token;
+  }
+
+  get id(): string {
+    return this.shared.lease.id;
+  }
+
+  get fence(): number {
+    return this.shared.lease.fence;
+  }
+
+  get ttl(): number {
+    return this.shared.lease.ttl;
+  }
+
+  get validUntil(): number {
+    return this.shared.lease.validUntil;
+  }
+
+  get held(): boolean {
+    return this.state === 'held' && this.shared.lease.held;
+  }
+
+  get released(): boolean {
+    return this.releasing !== undefined;
+  }
+
+  get lostWith(): LockLostError | undefined {
+    return this.lostError;
+  }
+
+  get lost$(): Observable<LockLostError> {
+    this.catchUp();
+    if (this.lostSubject === undefined) {
+      const subject = (this.lostSubject = new AsyncSubject<LockLostError>());
+      if (this.state === 'lost') {
+        subject.next(this.lostError!);
+        subject.complete();
+      } else if (this.state === 'released') subject.complete();
+    }
+    return this.lostSubject.asObservable();
+  }
+
+  watchLoss(listener: (error: LockLostError) => void): void {
+    this.catchUp();
+    if (this.state === 'lost') listener(this.lostError!);
+    else if (this.state === 'held') this.lossListener = listener;
+  }
+
+  unwatchLoss(): void {
+    this.lossListener = undefined;
+  }
+
+  /** Drops this hold (once; later calls return the first one's promise): see {@link SharedHold}. */
+  release(): Promise<boolean> {
+    if (this.releasing !== undefined) return this.releasing;
+    this.catchUp();
+    const wasHeld = this.state === 'held';
+    if (wasHeld) this.state = 'released';
+    this.lossListener = undefined;
+    const releasing = (this.releasing = this.shared.drop(this));
+    if (wasHeld) this.lostSubject?.complete();
+    return releasing;
+  }
+
+  /** Extends the shared lease (every hold's). */
+  extend(ttl?: number): Promise<boolean> {
+    if (this.state !== 'held') return Promise.resolve(false);
+    return this.shared.lease.extend(ttl);
+  }
+
+  /**
+   * The shared lease is lost but this hold has not heard yet (its loss is being reported: an
+   * `events$` handler on 'lost' runs before the holds are told): it is lost, not released.
+   */
+  private catchUp(): void {
+    const lost = this.shared.lease.lostWith;
+    if (this.state === 'held' && lost !== undefined) this.lose(lost);
+  }
+
+  /** The shared lease was lost. */
+  lose(error: LockLostError): void {
+    if (this.state !== 'held') return;
+    this.state = 'lost';
+    this.lostError = error;
+    const listener = this.lossListener;
+    this.lossListener = undefined;
+    listener?.(error);
+    const subject = this.lostSubject;
+    if (subject !== undefined) {
+      subject.next(error);
+      subject.complete();
+    }
+  }
+}
