@@ -190,11 +190,11 @@ export class LockEngine implements Locker, AcquisitionContext {
    * stream — captured at subscription, not where the grant arrives (a callback of whoever made the
    * store call or passed the lock) — with, on top, the lease it took from the store, which streams
    * nested in the work then join. A stream that joined an enclosing hold adds no frame (the hold is
-   * in the frames already); with `reentrant: false` it adds none either, so nothing joins it.
+   * in the frames already); without `reentrant: true` it adds none either, so nothing joins it.
    */
   private workScope(key: string, settings: AcquireSettings): WorkScope {
     const storeKey = this.keyPrefix + key;
-    const reentrant = settings.reentrant !== false;
+    const reentrant = settings.reentrant === true;
     return () => {
       const parent = currentFrame();
       return (lease, start) => {

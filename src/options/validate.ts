@@ -20,7 +20,7 @@ export interface AcquireSettings {
   /** `false`: no renewal; otherwise the explicit interval, or `undefined` for ttl / 3. */
   readonly renew: false | { readonly interval: number | undefined };
   readonly onLost: OnLost;
-  /** `false`: neither joins an enclosing hold nor can be joined (see `AcquireOptions.reentrant`). */
+  /** `true`: joins an enclosing hold and can be joined; else neither (see `AcquireOptions.reentrant`). */
   readonly reentrant?: boolean;
   /** True for `onBusy: 'skip'` (then `waitTimeout` is 0): a time-out is reported as a skip. */
   readonly skip?: boolean;
@@ -95,7 +95,7 @@ export function resolveAcquireOptions(options: AcquireOptions | undefined, defau
     retry: o.retry === undefined ? defaults.retry : checkRetry(o.retry),
     renew,
     onLost: o.onLost === undefined ? defaults.onLost : checkOnLost(o.onLost),
-    reentrant: checkBoolean('reentrant', o.reentrant, defaults.reentrant !== false),
+    reentrant: checkBoolean('reentrant', o.reentrant, defaults.reentrant === true),
   };
 }
 
@@ -139,6 +139,7 @@ const DEFAULT_ACQUIRE: AcquireSettings = {
   retry: DEFAULTS.retry,
   renew: { interval: undefined },
   onLost: DEFAULTS.onLost,
+  reentrant: DEFAULTS.reentrant,
 };
 
 /** Validates a TTL given to `lease.extend()`. */

@@ -22,7 +22,7 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 
 async function withLocker<T>(run: (locker: Locker, store: MemoryLockStore, calls: { tryAcquire: number; release: number }) => Promise<T>): Promise<T> {
   const { store, calls } = countingStore();
-  const locker = createLocker({ store, keyPrefix: '' });
+  const locker = createLocker({ store, keyPrefix: '', reentrant: true });
   try {
     return await run(locker, store, calls);
   } finally {
@@ -239,7 +239,7 @@ describe('reentrancy never makes unrelated streams share a lock', () => {
 
   it('another locker on the same store does not join (reentrancy is per locker)', async () => {
     const store = new MemoryLockStore();
-    const [one, two] = [createLocker({ store }), createLocker({ store })];
+    const [one, two] = [createLocker({ store, reentrant: true }), createLocker({ store, reentrant: true })];
     const error = await lastValueFrom(one.using('k', () => of(1).pipe(two.withLock('k', { waitTimeout: 50 })))).catch((e: unknown) => e);
     expect(isLockTimeoutError(error)).toBe(true);
     await Promise.all([one.close(), two.close()]);
@@ -306,5 +306,29 @@ describe('reentrancy never makes unrelated streams share a lock', () => {
       await x;
       expect(isLockTimeoutError(outcome)).toBe(true); // waited for X's k2, never joined it
     });
+  });
+});
+
+describe('reentrancy is opt-in: a default locker enters no async context', () => {
+  it('with the defaults the work runs in no AsyncLocalStorage frame (Node 20 would then track every promise of the process), and a nested same-key acquisition waits for the outer one', async () => {
+    const { currentFrame } = await import('../../src/engine/reentrancy/enclosingHolds.js');
+    const locker = createLocker({ store: new MemoryLockStore(), keyPrefix: '' });
+    try {
+      const frames: unknown[] = [];
+      const nested = await lastValueFrom(
+        locker.using('k', () =>
+          defer(() => {
+            frames.push(currentFrame());
+            return locker.using('k', () => of('joined'), { waitTimeout: 30 });
+          }).pipe(catchError((e: unknown) => of(isLockTimeoutError(e) ? 'waited' : 'other'))),
+        ),
+      );
+      expect({ nested, frames }).toEqual({ nested: 'waited', frames: [undefined] });
+      // per call, it can be turned on (on both: the outer one to be joinable, the nested one to join)
+      const joined = await lastValueFrom(locker.using('k', () => locker.using('k', () => of('joined'), { reentrant: true }), { reentrant: true }));
+      expect(joined).toBe('joined');
+    } finally {
+      await locker.close();
+    }
   });
 });

@@ -19,7 +19,7 @@ const suite = redisSuite();
 async function start(): Promise<{ app: INestApplication; locker: Locker; sections: Sections; acquired: LockEvent[] }> {
   const sections: Sections = [];
   const moduleRef = await Test.createTestingModule({
-    imports: [LockModule.forRoot({ redis: { host: suite.server.host, port: suite.server.port } })],
+    imports: [LockModule.forRoot({ redis: { host: suite.server.host, port: suite.server.port }, locker: { reentrant: true } })],
     controllers: [ReentrantController],
     providers: [OrderService, { provide: SECTIONS, useValue: sections }],
   }).compile();

@@ -45,7 +45,7 @@ export function acquisition(ctx: AcquisitionContext, key: string, storeKey: stri
     }
     // Reentrancy: the subscribing code holds this key already (the work of an enclosing
     // withLock/using of this locker): join its lease, no store call, no wait.
-    const outer = settings.reentrant === false ? undefined : ctx.enclosingHold(storeKey);
+    const outer = settings.reentrant === true ? ctx.enclosingHold(storeKey) : undefined;
     if (outer !== undefined) {
       subscriber.next(outer.join());
       subscriber.complete();
