@@ -54,3 +54,27 @@ export function growth(before: NodeCounters, after: NodeCounters): { calls: (nam
     bus: (name) => (after.bus[name] ?? 0) - (before.bus[name] ?? 0),
   };
 }
+
+/**
+ * Moves hash slot `slot` from `source` to `target` as redis-cli's resharding does: the target
+ * IMPORTING, the source MIGRATING, its keys MIGRATEd a few at a time (with `pauseMs` before each
+ * step, so traffic meets the slot half-moved), then every node told the new owner. Clients that
+ * keep using the old owner meanwhile get ASK (a key already moved), TRYAGAIN (a script whose keys
+ * are split between the two nodes) and, at the end, MOVED.
+ */
+export async function migrateSlot(slot: number, source: Redis, target: Redis, all: readonly Redis[], pauseMs = 0): Promise<void> {
+  const pause = () => new Promise((resolve) => setTimeout(resolve, pauseMs));
+  const [sourceId, targetId] = (await Promise.all([source.call('CLUSTER', 'MYID'), target.call('CLUSTER', 'MYID')])) as [string, string];
+  await target.call('CLUSTER', 'SETSLOT', String(slot), 'IMPORTING', sourceId);
+  await source.call('CLUSTER', 'SETSLOT', String(slot), 'MIGRATING', targetId);
+  await pause();
+  for (;;) {
+    const keys = (await source.call('CLUSTER', 'GETKEYSINSLOT', String(slot), '2')) as string[];
+    if (keys.length === 0) break;
+    await source.call('MIGRATE', String(target.options.host), String(target.options.port), '', '0', '5000', 'KEYS', ...keys);
+    await pause();
+  }
+  await target.call('CLUSTER', 'SETSLOT', String(slot), 'NODE', targetId);
+  await source.call('CLUSTER', 'SETSLOT', String(slot), 'NODE', targetId);
+  await Promise.all(all.filter((node) => node !== source && node !== target).map((node) => node.call('CLUSTER', 'SETSLOT', String(slot), 'NODE', targetId)));
+}
