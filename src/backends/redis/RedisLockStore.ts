@@ -40,8 +40,10 @@ export interface RedisLockStoreOptions {
   wakeUp?: boolean;
   /**
    * The connection that receives wake-up signals. It is put in subscriber mode, so it cannot be
-   * the client used for commands.
-   * @default client.duplicate(), opened on the first wait and closed when no key is watched
+   * the client used for commands. On a Cluster, giving one keeps wake-ups on the broadcast inbox
+   * (`PUBLISH`, relayed to every node) instead of sharded pub/sub.
+   * @default client.duplicate(), opened on the first wait and closed when no key is watched (on a
+   * Cluster that offers it, a duplicate with `shardedSubscribers: true`)
    */
   subscriber?: RedisSubscriber;
   /**
