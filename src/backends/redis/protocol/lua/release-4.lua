@@ -55,14 +55,7 @@ end
 -- `local function` statements on every call, and each costs the server a closure.
 --@include lib/fences.lua
 --@include lib/line.lua
-
-local function announce(inbox, message)
-  if string.find(inbox, 'rxjs-lock:wake:', 1, true) then
-    redis.call('SPUBLISH', inbox, message)
-  else
-    redis.call('PUBLISH', inbox, message)
-  end
-end
+--@include lib/announce.lua
 
 local nextToken, nextTtl, nextFences, inbox, lapseAt = firstLive(line, places, now)
 if nextToken then
