@@ -51,6 +51,11 @@ describe('a master failing over on a Redis Cluster', () => {
   it('keeps the lockers working after the replica is promoted; failures meanwhile are typed', async () => {
     const onEach = keysOnEachNode(clients[0]!, nodes, 'failover:');
     const keys = [...onEach, ...keysOnEachNode(clients[0]!, nodes, 'other:')];
+    // a wake-up watch for a key of the master about to fail: it must say it went down (its waiters
+    // poll meanwhile) and come back once ioredis subscribed it on the promoted node
+    const statuses: string[] = [];
+    const watch = stores[2]!.watch!(storeKeyOf(onEach[0]!), 'watcher', (signal) => statuses.push(signal.type));
+    await watch.ready;
     const run = contend(lockers, keys);
     try {
       await eventually(() => run.wins >= 30, 30_000, 10);
@@ -62,6 +67,11 @@ describe('a master failing over on a Redis Cluster', () => {
       await run.stop();
     }
     for (const error of run.errors) expect(isLockError(error), String(error)).toBe(true);
+    expect(statuses).toContain('interrupted');
+    await eventually(() => watch.active, 20_000, 20);
+    expect(statuses.at(-1)).toBe('resumed');
+    expect(((await replica.call('PUBSUB', 'SHARDCHANNELS', '*')) as string[]).some((channel) => channel.includes(storeKeyOf(onEach[0]!)))).toBe(true);
+    watch.stop();
     // every locker takes a key of the failed-over slots, now on the promoted replica
     const failedOver = onEach[0]!;
     for (const locker of lockers) {
