@@ -261,8 +261,9 @@ export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStor
   }
 
   /**
-   * Hand-offs to `token` (queued for `key`), by pub/sub to this store's inbox: the store's
-   * `WakeUpStore` capability, absent when wake-up is off.
+   * Hand-offs to `token` (queued for `key`), by pub/sub to this store's inbox, or on a Cluster
+   * with sharded subscribers to the key's shard channel: the store's `WakeUpStore` capability,
+   * absent when wake-up is off.
    */
   get watch(): ((key: string, token: string, listener: (signal: WakeSignal) => void) => StoreWatch) | undefined {
     const wake = this.wake;

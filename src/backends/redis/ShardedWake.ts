@@ -17,7 +17,7 @@
  * its subscribers are ready again.
  *
  * Detection: the client must be an ioredis Cluster whose options know `shardedSubscribers`
- * (ioredis 5.8 and 6 do); otherwise the store keeps the broadcast inbox. If the server refuses
+ * (ioredis 6 does); otherwise the store keeps the broadcast inbox. If the server refuses
  * `SSUBSCRIBE` (an unknown or renamed command), the store falls back to the broadcast inbox for
  * every later wait ({@link ShardedWake.available} turns false).
  */
