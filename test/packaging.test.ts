@@ -19,7 +19,8 @@ beforeAll(() => {
   mkdirSync(pkg, { recursive: true });
   execFileSync(process.execPath, ['scripts/build.mjs', join(pkg, 'dist')], { cwd: root, stdio: 'pipe' });
   copyFileSync(join(root, 'package.json'), join(pkg, 'package.json'));
-  for (const dep of ['rxjs', 'ioredis', 'uuid', 'heap-js', '@types', '@nestjs', '@opentelemetry', 'reflect-metadata']) symlinkSync(join(root, 'node_modules', dep), join(consumer, 'node_modules', dep), 'dir');
+  const { dependencies } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+  for (const dep of [...Object.keys(dependencies), 'rxjs', 'ioredis', '@types', '@nestjs', '@opentelemetry', 'reflect-metadata']) symlinkSync(join(root, 'node_modules', dep), join(consumer, 'node_modules', dep), 'dir');
 }, 300_000);
 
 const run = (file: string, source: string) => {

@@ -28,6 +28,11 @@ export interface RedisClient {
   on?(event: 'close', listener: () => void): unknown;
   /** Stops a listener added with `on`. */
   off?(event: 'close', listener: () => void): unknown;
+  /**
+   * A Cluster's slot table: for each hash slot, the keys (`host:port`) of the nodes serving it,
+   * master first. The store groups batched renewals by it.
+   */
+  readonly slots?: ReadonlyArray<readonly string[] | undefined>;
 }
 
 /** Answers of a pipeline or transaction: one `[error, reply]` pair per command, in order. */
@@ -55,5 +60,18 @@ export interface RedisSubscriber {
   on(event: 'message', listener: (channel: string, message: string) => void): unknown;
   on(event: 'error', listener: (error: Error) => void): unknown;
   on(event: 'close' | 'ready', listener: () => void): unknown;
+  disconnect(): void;
+}
+
+/**
+ * An ioredis `Cluster` made with the `shardedSubscribers` option: sharded pub/sub, one subscriber
+ * connection per master, re-subscribed after slot moves and failovers.
+ */
+export interface ShardSubscriber {
+  ssubscribe(...channels: string[]): Promise<unknown>;
+  sunsubscribe(...channels: string[]): Promise<unknown>;
+  on(event: 'smessage', listener: (channel: string, message: string) => void): unknown;
+  on(event: 'error', listener: (error: Error) => void): unknown;
+  on(event: '-subscriber' | 'subscribersReady', listener: () => void): unknown;
   disconnect(): void;
 }

@@ -25,9 +25,11 @@ import { acquireArgs, decodeAcquire, decodeExtend, decodeInboxMessage, decodeLea
 import { defineCommands, queueScript, runScript } from './protocol/commands.js';
 import { inspectLock } from './inspection.js';
 import { checkLockKey, hashTag, isReserved, lockKeys, RESERVED_PREFIX, reservedKeyError, type LockKeys } from './protocol/keyLayout.js';
+import { groupByNode } from './protocol/nodeGroups.js';
 import type { RedisClient, RedisSubscriber } from './RedisClient.js';
 import { checkReplicaAcks, ReplicaAcks, type GrantWrite, type ReplicaAcksOptions } from './ReplicaAcks.js';
-import { WakeInbox } from './WakeInbox.js';
+import { ShardedWake, supportsShardedWake } from './ShardedWake.js';
+import { WakeInbox, type InboxWatch } from './WakeInbox.js';
 
 /** Prefix of the stores' inbox channels (see ./WakeInbox.ts). */
 export const INBOX_PREFIX = 'rxjs-lock:inbox:';
@@ -42,8 +44,10 @@ export interface RedisLockStoreOptions {
   wakeUp?: boolean;
   /**
    * The connection that receives wake-up signals. It is put in subscriber mode, so it cannot be
-   * the client used for commands.
-   * @default client.duplicate(), opened on the first wait and closed when no key is watched
+   * the client used for commands. On a Cluster, giving one keeps wake-ups on the broadcast inbox
+   * (`PUBLISH`, relayed to every node) instead of sharded pub/sub.
+   * @default client.duplicate(), opened on the first wait and closed when no key is watched (on a
+   * Cluster that offers it, a duplicate with `shardedSubscribers: true`)
    */
   subscriber?: RedisSubscriber;
   /**
@@ -101,7 +105,11 @@ const OPTION_NAMES = 'wakeUp, subscriber, placeTtl, lingerMs, replicaAcks';
  * helper keys under the reserved `rxjs-lock:` namespace hold its fence counter (for a few
  * milliseconds after each grant) and, while anyone waits, the line and its places. Once a lock is
  * released and its TTLs have passed, nothing is left of it. Each store has an inbox channel
- * (`rxjs-lock:inbox:<uuid>`) on which releases announce hand-offs to its waiters.
+ * (`rxjs-lock:inbox:<uuid>`) on which releases announce hand-offs to its waiters. On a Cluster
+ * (an ioredis client that offers `shardedSubscribers`, and a store that opens its own subscriber)
+ * they are announced instead on a shard channel per key and store, in the key's hash slot
+ * (`rxjs-lock:wake:{…}`, `SPUBLISH`), which only the slot's node delivers, where a `PUBLISH` is
+ * relayed to every node of the cluster (see ./ShardedWake.ts).
  *
  * Fencing tokens grow from the server's clock (4 per microsecond since 2025) and a counter beside
  * the key, so they keep growing across a restart without persistence, `FLUSHALL`, eviction and a
@@ -117,7 +125,7 @@ const OPTION_NAMES = 'wakeUp, subscriber, placeTtl, lingerMs, replicaAcks';
  *
  * Store calls are bounded by the locker's `commandTimeout`, not by the client: a paused or
  * unreachable Redis fails the call with `LockStoreError` instead of hanging it. Lease renewals of
- * many leases go out as one pipeline (on a Cluster, one call per lease).
+ * many leases go out as one pipeline (on a Cluster, one pipeline per node).
  *
  * @example
  * ```ts
@@ -136,6 +144,8 @@ const OPTION_NAMES = 'wakeUp, subscriber, placeTtl, lingerMs, replicaAcks';
  */
 export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStore, KeyCheckingStore, InspectableStore, ClosableStore {
   private readonly wake: WakeInbox | undefined;
+  /** Wake-ups by shard channel, on a Cluster that offers them (else every wait uses `wake`). */
+  private readonly sharded: ShardedWake | undefined;
   private readonly placeTtl: number;
   private readonly inbox: string;
   /** The client's own key prefix (ioredis `keyPrefix`), which the key layout must account for. */
@@ -190,6 +200,7 @@ export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStor
         // (a Redis takes override options; the type says a Cluster's signature, start-up nodes first)
         const duplicate = client.duplicate.bind(client) as (override?: { autoResubscribe: boolean }) => RedisSubscriber;
         this.wake = new WakeInbox(this.inbox, () => (client.isCluster === true ? duplicate() : duplicate({ autoResubscribe: false })), lingerMs, true);
+        if (supportsShardedWake(client)) this.sharded = new ShardedWake(client, this.inbox.slice(INBOX_PREFIX.length), clientPrefix, lingerMs);
       }
     }
   }
@@ -208,7 +219,7 @@ export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStor
     if (isReserved(key, this.clientPrefix)) return Promise.reject(reservedKeyError(key));
     if (!isStoreTtl(ttlMs)) return Promise.reject(storeTtlError(ttlMs));
     if (!isFenceCount(fences)) return Promise.reject(fenceCountError(fences));
-    const args = acquireArgs(token, ttlMs, fences, { placeTtl: this.placeTtl, place, inbox: this.wake === undefined ? '' : this.inbox });
+    const args = acquireArgs(token, ttlMs, fences, { placeTtl: this.placeTtl, place, inbox: this.inboxOf(key) });
     const epoch = this.acks?.epoch ?? 0;
     return runScript(this.client, 'acquire', this.keysOf(key), args).then((reply) => this.granted(key, token, reply, ttlMs, epoch));
   }
@@ -257,30 +268,59 @@ export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStor
 
   /**
    * Extends many leases in one pipeline (one round trip); ioredis re-sends a script the server
-   * lost (NOSCRIPT) by its source. On a Cluster, where a pipeline must stay within one slot, each
-   * lease is extended with its own call (sent together, answered as they come).
+   * lost (NOSCRIPT) by its source. On a Cluster, one pipeline per node (ioredis sends a pipeline to
+   * one node): leases are grouped by the nodes serving their slots. A lease answered with a
+   * redirection or a cluster state error (`MOVED`/`ASK` when its slot is migrating or has moved,
+   * `TRYAGAIN`, `CLUSTERDOWN`) is extended again with its own call, which ioredis follows to the
+   * right node; a group whose pipeline fails as a whole (the slot table changed under it) is sent
+   * lease by lease. Extending is idempotent, so a retry cannot change an outcome; whatever still
+   * fails is that lease's error.
    */
   async extendMany(requests: readonly ExtendRequest[]): Promise<Array<ExtendOutcome | Error>> {
     const client = this.client;
-    if (client.isCluster === true || requests.length === 1) {
-      return Promise.all(requests.map((r) => this.extend(r.key, r.token, r.ttlMs).catch(asError)));
-    }
-    const pipeline = client.pipeline();
+    if (requests.length === 1) return [await this.extend(requests[0]!.key, requests[0]!.token, requests[0]!.ttlMs).catch(asError)];
+    if (client.isCluster !== true) return this.extendInPipeline(requests);
+    const slots = client.slots;
+    if (slots === undefined || slots.length === 0) return Promise.all(requests.map((r) => this.extendAlone(r)));
+    const outcomes = new Array<ExtendOutcome | Error>(requests.length);
+    await Promise.all(
+      groupByNode(requests, (r) => r.key, slots, this.clientPrefix).map(async (group) => {
+        const items = group.map(({ item }) => item);
+        const answers = items.length === 1 ? [await this.extendAlone(items[0]!)] : await this.extendInPipeline(items).catch(() => Promise.all(items.map((r) => this.extendAlone(r))));
+        await Promise.all(
+          group.map(async ({ item, index }, i) => {
+            const answer = answers[i]!;
+            outcomes[index] = answer instanceof Error && isClusterRedirection(answer) ? await this.extendAlone(item) : answer;
+          }),
+        );
+      }),
+    );
+    return outcomes;
+  }
+
+  /** The leases extended in one pipeline: each one's outcome or error, in order. */
+  private async extendInPipeline(requests: readonly ExtendRequest[]): Promise<Array<ExtendOutcome | Error>> {
+    const pipeline = this.client.pipeline();
     for (const r of requests) queueScript(pipeline, 'extend', [r.key], [r.token, r.ttlMs]);
     const replies = await pipeline.exec();
     if (replies === null) throw new Error('the pipeline was discarded');
     return replies.map(([error, reply]) => error ?? decodeExtend(reply));
   }
 
+  private extendAlone(r: ExtendRequest): Promise<ExtendOutcome | Error> {
+    return this.extend(r.key, r.token, r.ttlMs).catch(asError);
+  }
+
   /**
-   * Hand-offs to `token` (queued for `key`), by pub/sub to this store's inbox: the store's
-   * `WakeUpStore` capability, absent when wake-up is off.
+   * Hand-offs to `token` (queued for `key`), by pub/sub to this store's inbox, or on a Cluster
+   * with sharded subscribers to the key's shard channel: the store's `WakeUpStore` capability,
+   * absent when wake-up is off.
    */
   get watch(): ((key: string, token: string, listener: (signal: WakeSignal) => void) => StoreWatch) | undefined {
     const wake = this.wake;
     if (wake === undefined) return undefined;
-    return (_key, token, listener) =>
-      wake.watch(token, {
+    return (key, token, listener) =>
+      this.watchChannel(key, token, {
         message: (message) => {
           const decoded = decodeInboxMessage(message);
           if (decoded === undefined || decoded.token !== token) return;
@@ -317,11 +357,30 @@ export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStor
   close(): void {
     this.wake?.close();
     this.acks?.close();
+    this.sharded?.close();
+  }
+
+  /** The channel a waiter for `key` names in its place: its shard channel, or the store's inbox. */
+  private inboxOf(key: string): string {
+    if (this.wake === undefined) return '';
+    return this.sharded?.available === true ? this.sharded.channelOf(key) : this.inbox;
+  }
+
+  private watchChannel(key: string, token: string, listener: Parameters<WakeInbox['watch']>[1]): InboxWatch {
+    return this.sharded?.available === true ? this.sharded.watch(key, token, listener) : this.wake!.watch(token, listener);
   }
 
   private keysOf(key: string): LockKeys {
     return lockKeys(key, this.clientPrefix);
   }
+}
+
+/**
+ * A Cluster's answer that the command reached the wrong node or came mid-migration: sending it
+ * again on its own lets ioredis follow the redirection.
+ */
+function isClusterRedirection(error: Error): boolean {
+  return /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN)\b/.test(error.message);
 }
 
 /** A TTL the scripts accept: an integer from 1 ms to MAX_MS. */

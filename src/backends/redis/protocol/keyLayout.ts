@@ -72,3 +72,20 @@ export function isReserved(lockKey: string, clientPrefix = ''): boolean {
 export function reservedKeyError(lockKey: string): LockOptionsError {
   return new LockOptionsError('key', `a key (with its prefixes) that does not contain "${RESERVED_PREFIX}", the store's own namespace`, lockKey);
 }
+
+/** The marker of a shard wake-up channel in its name (the release script SPUBLISHes to those). */
+export const SHARD_CHANNEL_MARK = `${RESERVED_PREFIX}wake:`;
+
+/**
+ * The shard channel (Redis ≥ 7 sharded pub/sub) on which releases of `lockKey` wake the waiters of
+ * store `storeId`, as a client with key prefix `clientPrefix` subscribes to it (ioredis prefixes
+ * the channel of SSUBSCRIBE like a key) and as the release script publishes to it
+ * (`clientPrefix` + that). It shares the lock key's hash slot, as a script on a Cluster requires,
+ * and carries the store's id, so a hand-off wakes the grantee's store alone.
+ */
+export function shardChannel(lockKey: string, storeId: string, clientPrefix = ''): { readonly subscribed: string; readonly published: string } {
+  const full = clientPrefix + lockKey;
+  const tag = hashTag(full);
+  const subscribed = tag === undefined ? `${SHARD_CHANNEL_MARK}{${full}}:${storeId}` : `${SHARD_CHANNEL_MARK}{${tag}}:${storeId}:${lockKey}`;
+  return { subscribed, published: clientPrefix + subscribed };
+}

@@ -15,6 +15,11 @@
 -- lifetime at most), that one is told too, as 'behind <token> <ttl>': a grantee that died must not
 -- keep the key from the next one longer than its grant. Returns 2 when handed over, 1 when
 -- deleted, 0 when the key was not the caller's.
+--
+-- An inbox is either a store's broadcast channel ('rxjs-lock:inbox:<uuid>', PUBLISH) or, on a
+-- Redis Cluster, a shard channel of this key's hash slot ('…rxjs-lock:wake:{<tag>}…', SPUBLISH:
+-- it reaches the subscribers on the slot's node only, where PUBLISH goes to every node). A script
+-- may only touch channels of its keys' slot, which the store guarantees by the channel's hash tag.
 
 local lock, fenceKey, line, places = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local token = ARGV[1]
@@ -50,6 +55,7 @@ end
 -- `local function` statements on every call, and each costs the server a closure.
 --@include lib/fences.lua
 --@include lib/line.lua
+--@include lib/announce.lua
 
 local nextToken, nextTtl, nextFences, inbox, lapseAt = firstLive(line, places, now)
 if nextToken then
@@ -63,11 +69,11 @@ if nextToken then
   end
   local waiting = redis.call('ZCARD', line)
   if inbox ~= '' then
-    redis.call('PUBLISH', inbox, 'granted ' .. nextToken .. ' ' .. int(fence) .. ' ' .. int(waiting) .. ' ' .. int(count) .. ' ' .. int(seed))
+    announce(inbox, 'granted ' .. nextToken .. ' ' .. int(fence) .. ' ' .. int(waiting) .. ' ' .. int(count) .. ' ' .. int(seed))
   end
   local behind, _, _, behindInbox, behindLapse, behindPlaceTtl = firstLive(line, places, now)
   if behind and behindInbox ~= '' and now + grantTtl < behindLapse - behindPlaceTtl * 2 / 3 then
-    redis.call('PUBLISH', behindInbox, 'behind ' .. behind .. ' ' .. int(grantTtl))
+    announce(behindInbox, 'behind ' .. behind .. ' ' .. int(grantTtl))
   end
   return 2
 end

@@ -1,0 +1,80 @@
+/**
+ * Looking at a Redis Cluster's nodes from a test: which node serves a key, keys that land on a
+ * given node, and the per-node counters that show where a command ran and where pub/sub traffic
+ * went (INFO commandstats, CLUSTER INFO's bus message counts).
+ */
+import type { Cluster, Redis } from 'ioredis';
+import { keySlot } from './keySlot.js';
+
+/** `host:port` of the master serving `key`'s slot, as the client's slot table says. */
+export function masterOf(client: Cluster, key: string): string {
+  const nodes = client.slots[keySlot(key)];
+  if (nodes === undefined || nodes[0] === undefined) throw new Error(`no node known for slot of ${key}`);
+  return nodes[0];
+}
+
+/** `host:port` of a plain client. */
+export const addressOf = (node: Redis): string => `${node.options.host}:${node.options.port}`;
+
+/** The key the store sees for a locker's key (the locker's default `keyPrefix`). */
+export const storeKeyOf = (key: string): string => `lock:${key}`;
+
+/** A locker key named `${stem}<n>` for each node of `nodes`, whose slot (of its store key) that node serves. */
+export function keysOnEachNode(client: Cluster, nodes: readonly Redis[], stem: string): string[] {
+  return nodes.map((node) => {
+    for (let n = 0; n < 100_000; n++) {
+      const key = `${stem}${n}`;
+      if (masterOf(client, storeKeyOf(key)) === addressOf(node)) return key;
+    }
+    throw new Error(`no key for ${addressOf(node)}`);
+  });
+}
+
+/** Per-node counters of one moment. */
+export interface NodeCounters {
+  /** Calls of each command (scripts' inner calls included), from INFO commandstats. */
+  readonly calls: Readonly<Record<string, number>>;
+  /** Cluster bus messages by type, sent and received (CLUSTER INFO cluster_stats_messages_*). */
+  readonly bus: Readonly<Record<string, number>>;
+}
+
+export async function countersOf(node: Redis): Promise<NodeCounters> {
+  const [commandstats, clusterInfo] = await Promise.all([node.info('commandstats'), node.call('CLUSTER', 'INFO') as Promise<string>]);
+  const calls: Record<string, number> = {};
+  for (const match of commandstats.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) calls[match[1]!] = Number(match[2]);
+  const bus: Record<string, number> = {};
+  for (const match of clusterInfo.matchAll(/^cluster_stats_messages_([a-z]+_(?:sent|received)):(\d+)/gm)) bus[match[1]!] = Number(match[2]);
+  return { calls, bus };
+}
+
+/** How much each counter grew from `before` to `after` (absent counters are 0). */
+export function growth(before: NodeCounters, after: NodeCounters): { calls: (name: string) => number; bus: (name: string) => number } {
+  return {
+    calls: (name) => (after.calls[name] ?? 0) - (before.calls[name] ?? 0),
+    bus: (name) => (after.bus[name] ?? 0) - (before.bus[name] ?? 0),
+  };
+}
+
+/**
+ * Moves hash slot `slot` from `source` to `target` as redis-cli's resharding does: the target
+ * IMPORTING, the source MIGRATING, its keys MIGRATEd a few at a time (with `pauseMs` before each
+ * step, so traffic meets the slot half-moved), then every node told the new owner. Clients that
+ * keep using the old owner meanwhile get ASK (a key already moved), TRYAGAIN (a script whose keys
+ * are split between the two nodes) and, at the end, MOVED.
+ */
+export async function migrateSlot(slot: number, source: Redis, target: Redis, all: readonly Redis[], pauseMs = 0): Promise<void> {
+  const pause = () => new Promise((resolve) => setTimeout(resolve, pauseMs));
+  const [sourceId, targetId] = (await Promise.all([source.call('CLUSTER', 'MYID'), target.call('CLUSTER', 'MYID')])) as [string, string];
+  await target.call('CLUSTER', 'SETSLOT', String(slot), 'IMPORTING', sourceId);
+  await source.call('CLUSTER', 'SETSLOT', String(slot), 'MIGRATING', targetId);
+  await pause();
+  for (;;) {
+    const keys = (await source.call('CLUSTER', 'GETKEYSINSLOT', String(slot), '2')) as string[];
+    if (keys.length === 0) break;
+    await source.call('MIGRATE', String(target.options.host), String(target.options.port), '', '0', '5000', 'KEYS', ...keys);
+    await pause();
+  }
+  await target.call('CLUSTER', 'SETSLOT', String(slot), 'NODE', targetId);
+  await source.call('CLUSTER', 'SETSLOT', String(slot), 'NODE', targetId);
+  await Promise.all(all.filter((node) => node !== source && node !== target).map((node) => node.call('CLUSTER', 'SETSLOT', String(slot), 'NODE', targetId)));
+}
