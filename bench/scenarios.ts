@@ -318,44 +318,14 @@ export function scenarioSpecs(s: BenchSettings): ScenarioSpec[] {
       placement: 'split',
       waitWarmupCutSec: null,
     },
-    ...[3, 5].flatMap((nodes): ScenarioSpec[] => [
-      {
-        name: `uncontended-${nodes}-nodes` as LockScenarioName,
-        summary: `as uncontended, on a quorum of ${nodes} independent Redis servers (RedlockStore against redlock)`,
-        nodes,
-        processes: 1,
-        loopsPerProcess: 1,
-        key: 'bench:quorum:uncontended',
-        keyMode: 'shared',
-        hold: { kind: 'none' },
-        stop: { kind: 'time', seconds: s.shortSeconds },
-        waitTimeoutMs: 10_000,
-        ttlMs: TTL_MS,
-        warmupMs: s.quick ? 200 : 1_000,
-        recordPairs: true,
-        placement: 'shared-core',
-        waitWarmupCutSec: null,
-      },
-      {
-        name: `hot-key-${nodes}-nodes` as LockScenarioName,
-        summary: `as hot-key-1ms (${HOT_PROCESSES} processes × ${HOT_LOOPS} loops, 1 ms hold), on a quorum of ${nodes} independent Redis servers`,
-        nodes,
-        processes: HOT_PROCESSES,
-        loopsPerProcess: HOT_LOOPS,
-        key: 'bench:quorum:hot',
-        keyMode: 'shared',
-        hold: { kind: 'timer', ms: 1 },
-        stop: { kind: 'time', seconds: s.hotSeconds },
-        waitTimeoutMs: 10_000,
-        ttlMs: TTL_MS,
-        warmupMs: s.quick ? 100 : 300,
-        recordPairs: false,
-        placement: 'split',
-        waitWarmupCutSec: warmupCut(s.hotSeconds),
-      },
-    ]),
   ];
-  return all.filter((spec) => s.scenarios.includes(spec.name));
+  // The quorum scenarios: uncontended and hot-key-1ms as they are, on 3 and 5 servers.
+  const model = (name: LockScenarioName) => all.find((spec) => spec.name === name)!;
+  const quorum = [3, 5].flatMap((nodes): ScenarioSpec[] => [
+    { ...model('uncontended'), name: `uncontended-${nodes}-nodes` as LockScenarioName, summary: `as uncontended, on a quorum of ${nodes} independent Redis servers (RedlockStore against redlock)`, nodes, key: 'bench:quorum:uncontended' },
+    { ...model('hot-key-1ms'), name: `hot-key-${nodes}-nodes` as LockScenarioName, summary: `as hot-key-1ms (${HOT_PROCESSES} processes × ${HOT_LOOPS} loops, 1 ms hold), on a quorum of ${nodes} independent Redis servers`, nodes, key: 'bench:quorum:hot' },
+  ]);
+  return [...all, ...quorum].filter((spec) => s.scenarios.includes(spec.name));
 }
 
 export function probeSpecs(s: BenchSettings): ProbeSpec[] {

@@ -16,16 +16,7 @@
 import { firstValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { createLocker, MemoryLockStore, type LockEvent } from '../../src/index.js';
-
-function countingStore() {
-  const store = new MemoryLockStore();
-  const calls = { tryAcquire: 0, release: 0 };
-  const tryAcquire = store.tryAcquire.bind(store);
-  const release = store.release.bind(store);
-  store.tryAcquire = (...args) => (calls.tryAcquire++, tryAcquire(...args));
-  store.release = (...args) => (calls.release++, release(...args));
-  return { store, calls };
-}
+import { countingStore } from '../support/countingStore.js';
 
 describe('attack: release() called again from a lost$ complete handler', () => {
   it('no waiter: release() resolves true (the store deleted our key), one release call', async () => {

@@ -7,16 +7,7 @@
 import { catchError, concat, defer, delay, EMPTY, firstValueFrom, from, ignoreElements, lastValueFrom, map, mergeMap, NEVER, of, Subject, take, tap, throwError, timer, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { createLocker, isLockLostError, isLockTimeoutError, MemoryLockStore, type Lease, type Locker } from '../../src/index.js';
-
-function countingStore() {
-  const store = new MemoryLockStore();
-  const calls = { tryAcquire: 0, release: 0 };
-  const tryAcquire = store.tryAcquire.bind(store);
-  const release = store.release.bind(store);
-  store.tryAcquire = (...args) => (calls.tryAcquire++, tryAcquire(...args));
-  store.release = (...args) => (calls.release++, release(...args));
-  return { store, calls };
-}
+import { countingStore } from '../support/countingStore.js';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 

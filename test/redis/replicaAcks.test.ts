@@ -7,16 +7,17 @@
  * that grants a key, and gives the key back. Fencing tokens make the protected resource reject the
  * stale holder either way.
  */
-import { Cluster } from 'ioredis';
+import { Cluster, type Redis } from 'ioredis';
 import { lastValueFrom } from 'rxjs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createLocker, isLockStoreError, isReplicaAckError, LockOptionsError, ReplicaAckError, type Lease, type Locker } from '../../src/index.js';
+import { createLocker, isLockStoreError, isReplicaAckError, LockOptionsError, ReplicaAckError, type Locker } from '../../src/index.js';
 import { FencedResource, RedisLockStore, type RedisLockStoreOptions } from '../../src/redis.js';
 import { helperKey } from '../../src/backends/redis/protocol/keyLayout.js';
 import { EPHEMERAL } from '../support/dataLossServers.js';
 import { connect, EmbeddedRedis } from '../support/redis.js';
 import { replicatedPair, type ReplicatedPair } from '../support/replicatedPair.js';
 import { eventually } from '../support/timing.js';
+import { holdUntilReleased, type Holding } from '../support/holding.js';
 import { unhandledRejections } from '../support/unhandled.js';
 
 /** A replica whose link is held back acknowledges nothing: 150 ms is enough to say so. */
@@ -55,21 +56,32 @@ function newProcess(servers: ReplicatedPair, server: EmbeddedRedis, options: Red
   return { store, locker };
 }
 
-/** Holds `key` with `locker` until `release()` is called; resolves the lease once held. */
-function hold(locker: Locker, key: string): { lease: Promise<Lease>; release: () => void; ended: Promise<unknown> } {
-  let release!: () => void;
-  const released = new Promise<void>((resolve) => (release = resolve));
-  let gotLease!: (lease: Lease) => void;
-  const lease = new Promise<Lease>((resolve) => (gotLease = resolve));
-  const ended = lastValueFrom(
-    locker.using(key, async (l) => {
-      gotLease(l);
-      await released;
-      return 'done';
-    }),
-  ).catch((error: unknown) => error);
-  closers.push(release);
-  return { lease, release, ended };
+/** Holds `key` until `release()` (see ../support/holding.ts), released after the test at the latest. */
+function hold(locker: Locker, key: string): Holding {
+  const holding = holdUntilReleased(locker, key);
+  closers.push(holding.release);
+  return holding;
+}
+
+/**
+ * A store with `replicaAcks` whose token `a` waits in line for `k` while another client holds it;
+ * then the replication link is held back and the holder's release hands `k` to `a` (written by the
+ * other client's connection).
+ */
+async function handedOverWhileReplicationHeld(): Promise<{ redis: Redis; store: RedisLockStore }> {
+  const servers = await pair();
+  const redis = servers.client(servers.master);
+  const other = new RedisLockStore(redis);
+  const storeClient = servers.client(servers.master);
+  const store = new RedisLockStore(storeClient, { replicaAcks: HELD_LINK_ACKS, wakeUp: false });
+  expect(await other.tryAcquire('k', 'x', 10_000)).toMatchObject({ acquired: true });
+  expect(await store.tryAcquireInLine('k', 'a', 10_000, 1, 'keep')).toMatchObject({ acquired: false, queued: true });
+  // The replica acknowledged everything the store's connection wrote (its place in line): a WAIT
+  // now answers 1 at once unless the store's connection writes again after the hand-off.
+  expect(await storeClient.wait(1, 5000)).toBe(1);
+  servers.holdReplication();
+  expect(await other.release('k', 'x')).toBe(true);
+  return { redis, store };
 }
 
 describe('a failover without replica acknowledgement', () => {
@@ -139,18 +151,7 @@ describe('replicaAcks', () => {
   });
 
   it('refuses a key handed over by a release, found by a later attempt in line', async () => {
-    const servers = await pair();
-    const redis = servers.client(servers.master);
-    const other = new RedisLockStore(redis);
-    const storeClient = servers.client(servers.master);
-    const store = new RedisLockStore(storeClient, { replicaAcks: HELD_LINK_ACKS, wakeUp: false });
-    expect(await other.tryAcquire('k', 'x', 10_000)).toMatchObject({ acquired: true });
-    expect(await store.tryAcquireInLine('k', 'a', 10_000, 1, 'keep')).toMatchObject({ acquired: false, queued: true });
-    // The replica acknowledged everything the store's connection wrote (its place in line): a WAIT
-    // now answers 1 at once unless the store's connection writes again after the hand-off.
-    expect(await storeClient.wait(1, 5000)).toBe(1);
-    servers.holdReplication();
-    expect(await other.release('k', 'x')).toBe(true);
+    const { redis, store } = await handedOverWhileReplicationHeld();
     expect(await redis.get('k')).toBe('a'); // handed to a by the release (written by another connection)
 
     const error = await store.tryAcquireInLine('k', 'a', 10_000, 1, 'keep').catch((e: unknown) => e);
@@ -159,18 +160,7 @@ describe('replicaAcks', () => {
   });
 
   it('refuses a key handed over by a release, found by leave', async () => {
-    const servers = await pair();
-    const redis = servers.client(servers.master);
-    const other = new RedisLockStore(redis);
-    const storeClient = servers.client(servers.master);
-    const store = new RedisLockStore(storeClient, { replicaAcks: HELD_LINK_ACKS, wakeUp: false });
-    expect(await other.tryAcquire('k', 'x', 10_000)).toMatchObject({ acquired: true });
-    expect(await store.tryAcquireInLine('k', 'a', 10_000, 1, 'keep')).toMatchObject({ acquired: false, queued: true });
-    // The replica acknowledged everything the store's connection wrote (its place in line): a WAIT
-    // now answers 1 at once unless the store's connection writes again after the hand-off.
-    expect(await storeClient.wait(1, 5000)).toBe(1);
-    servers.holdReplication();
-    expect(await other.release('k', 'x')).toBe(true);
+    const { redis, store } = await handedOverWhileReplicationHeld();
 
     const error = await store.leave('k', 'a').catch((e: unknown) => e);
     expect(error).toMatchObject({ name: 'ReplicaAckError', key: 'k', operation: 'leave', acknowledged: 0 });

@@ -14,11 +14,12 @@
 import type { Redis } from 'ioredis';
 import { lastValueFrom, timer } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLocker, type Lease, type LockEvent, type Locker } from '../../src/index.js';
+import { createLocker, type LockEvent, type Locker } from '../../src/index.js';
 import { RedisLockStore, type RedisLockStoreOptions } from '../../src/redis.js';
 import { helperKey } from '../../src/backends/redis/protocol/keyLayout.js';
 import { sentinelGroup, type SentinelGroup } from '../support/sentinelGroup.js';
 import { eventually } from '../support/timing.js';
+import { holdUntilReleased, type Holding } from '../support/holding.js';
 import { unhandledRejections } from '../support/unhandled.js';
 
 interface Process {
@@ -68,21 +69,11 @@ afterAll(async () => {
   expect(rejections.seen).toEqual([]);
 });
 
-/** Holds `key` until `release()`; `lease` resolves once held, `ended` with the stream's end ('done' or its error). */
-function hold(locker: Locker, key: string, ttl?: number): { lease: Promise<Lease>; release: () => void; ended: Promise<unknown> } {
-  let release!: () => void;
-  const released = new Promise<void>((resolve) => (release = resolve));
-  let gotLease!: (lease: Lease) => void;
-  const lease = new Promise<Lease>((resolve) => (gotLease = resolve));
-  const ended = lastValueFrom(
-    locker.using(key, async (l) => {
-      gotLease(l);
-      await released;
-      return 'done';
-    }, ttl === undefined ? {} : { ttl }),
-  ).catch((error: unknown) => error);
-  closers.push(release);
-  return { lease, release, ended };
+/** Holds `key` until `release()` (see ../support/holding.ts), released after the test at the latest. */
+function hold(locker: Locker, key: string, ttl?: number): Holding {
+  const holding = holdUntilReleased(locker, key, ttl === undefined ? {} : { ttl });
+  closers.push(holding.release);
+  return holding;
 }
 
 /** Takes `key` once with `locker` and returns its fence, retrying store failures (a client still reconnecting) for up to 30 s. */

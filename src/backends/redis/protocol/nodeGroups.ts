@@ -3,6 +3,7 @@
  * slots, exactly as ioredis requires of one Cluster pipeline (every key's slot served by the same
  * set of nodes), so a batch of renewals costs one round trip per node instead of one per lease.
  */
+/// <reference path="./cluster-key-slot.d.ts" />
 import calculateSlot from 'cluster-key-slot';
 
 /**
