@@ -112,8 +112,8 @@ describe('RedlockStore under faults: renewal on a minority', () => {
     const locker = createLocker({ store: nodes.store({ nodeTimeout: 100 }), ttl });
     await nodes.connected();
     const key = fresh('minority-renew');
-    const events: LockEvent[] = [];
-    locker.events$.subscribe((e) => events.push(e));
+    const events: Array<LockEvent & { seenAt: number }> = [];
+    locker.events$.subscribe((e) => events.push({ ...e, seenAt: performance.now() }));
     const outcome = lastValueFrom(locker.using(key, (lease) => timer(30_000).pipe(map(() => lease)))).catch((e: unknown) => e);
     await eventually(() => events.some((e) => e.type === 'renewed'), 5_000);
     nodes.servers[0]!.pause();
@@ -130,7 +130,7 @@ describe('RedlockStore under faults: renewal on a minority', () => {
       // the last renewal answered before the freeze: its deadline is at most ttl after it was sent
       expect(lostAt - frozenAt).toBeLessThan(ttl + 1_000);
       // a renewal counts only when it was answered by a quorum: none after the freeze
-      renewedAfter = events.filter((e) => e.type === 'renewed' && e.at > frozenAt + 150).length;
+      renewedAfter = events.filter((e) => e.type === 'renewed' && e.seenAt > frozenAt + 150).length;
     } finally {
       // thaw well within the keys' TTL: the frozen nodes still hold the key, and run the renewals
       // queued for them, then the locker's release
