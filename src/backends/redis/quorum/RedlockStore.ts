@@ -37,12 +37,13 @@ import { resolveRedlockOptions, type RedlockSettings, type RedlockStoreOptions }
  * as the `cause` of its `LockStoreError`).
  *
  * **Fences.** A single node's fence is not safe across nodes. A grant's fences are the highest
- * first fence of its winners and the smallest of their blocks, and before the grant is answered a
+ * first fence and the smallest block among the quorum of its winners with the lowest first fences
+ * (so a minority of nodes whose clocks run far ahead neither sets nor blocks them), and before the grant is answered a
  * second round raises each winner's fence record to the block's last fence; the grant holds only
  * if a quorum took the raise. Any later quorum shares a node with that quorum, so fences strictly
  * increase across grants — provided no node's clock steps back, and a node restarted without its
  * data stays down longer than the nodes' clocks differ (docs/redlock.md). The raise costs one more
- * round trip per acquisition; a node more than 60 s behind the fence refuses it.
+ * round trip per acquisition; a node more than 60 s behind the fence refuses it (see quorumFences.ts).
  *
  * **Extend** needs a quorum of nodes to extend (and validity left); otherwise it answers `'taken'`
  * if a node has another holder, else `'gone'`, or rejects with the quorum error when fewer than a
@@ -100,25 +101,24 @@ export class RedlockStore implements LockStore, KeyCheckingStore, ClosableStore 
     const start = performance.now();
     const quorum = this.quorum;
     const replies = await round(this.nodes, (node) => node.store.tryAcquire(key, token, ttlMs, fences), (rs) => decided(tally(rs, granted), quorum));
-    const winners: Array<{ node: QuorumNode; grant: Acquired }> = [];
-    let refused = 0;
-    let holderTtl = Infinity;
-    for (const { node, answer } of replies) {
-      if (answer === undefined || !answer.ok) continue;
-      if (answer.value.acquired) winners.push({ node, grant: answer.value });
-      else {
-        refused++;
-        if (answer.value.holderTtl !== undefined) holderTtl = Math.min(holderTtl, answer.value.holderTtl);
+    let votes = votesOf(replies);
+    if (votes.winners.length >= quorum) {
+      let block = quorumFences(votes.winners.map(({ grant }) => ({ fence: grant.fence, fences: grant.fences ?? fences })), quorum);
+      let raised = await this.raise(key, votes.winners, block.last);
+      if (tally(raised, () => true).yes < quorum) {
+        // The round was decided on the first winners to answer. If a minority of them has fences
+        // far ahead (a clock far ahead), the others refused to raise their records that far; with
+        // the winners that answer later, a quorum of winners whose fences agree may be there (the
+        // wait is bounded by nodeTimeout, and paid only when the raise failed).
+        await Promise.all(replies.map(({ settled }) => settled));
+        votes = votesOf(replies);
+        const lower = quorumFences(votes.winners.map(({ grant }) => ({ fence: grant.fence, fences: grant.fences ?? fences })), quorum);
+        if (lower.last < block.last) {
+          block = lower;
+          raised = await this.raise(key, votes.winners, block.last);
+        }
       }
-    }
-    const failed = failures(replies);
-    if (winners.length >= quorum) {
-      const block = quorumFences(winners.map(({ grant }) => ({ fence: grant.fence, fences: grant.fences ?? fences })));
-      const raised = await round(
-        winners.map(({ node }) => node),
-        (node) => node.raiseFence(key, block.last),
-        (rs) => decided(tally(rs, () => true), quorum),
-      );
+      const { winners, refused } = votes;
       const raisedOn = tally(raised, () => true).yes;
       if (raisedOn >= quorum) {
         // A winner that found our token already there (an earlier attempt's key that its release
@@ -140,11 +140,11 @@ export class RedlockStore implements LockStore, KeyCheckingStore, ClosableStore 
       await this.giveBack(key, token, fences, replies);
       // The raise failed on so many winners that a quorum of all nodes no longer gave an answer.
       if (refused + raisedOn < quorum) throw this.unreachable(key, 'acquire', [...failures(replies, true), ...failures(raised)], refused + raisedOn);
-      return notAcquired(holderTtl);
+      return notAcquired(votes.holderTtl);
     }
     await this.giveBack(key, token, fences, replies);
-    if (winners.length + refused < quorum) throw this.unreachable(key, 'acquire', failed, winners.length + refused);
-    return notAcquired(holderTtl);
+    if (votes.winners.length + votes.refused < quorum) throw this.unreachable(key, 'acquire', failures(replies), votes.winners.length + votes.refused);
+    return notAcquired(votes.holderTtl);
   }
 
   async extend(key: string, token: string, ttlMs: number): Promise<ExtendOutcome> {
@@ -181,6 +181,19 @@ export class RedlockStore implements LockStore, KeyCheckingStore, ClosableStore 
   /** Stops listening to the clients' connection errors; the clients are yours to close. */
   close(): void {
     for (const node of this.nodes) node.close();
+  }
+
+  /**
+   * Raises the fence record of `key` to `last` on the winners (see quorumFences.ts); decided once a
+   * quorum of them took it or no quorum can.
+   */
+  private raise(key: string, winners: readonly Winner[], last: number): Promise<Array<NodeReply<unknown>>> {
+    const quorum = this.quorum;
+    return round(
+      winners.map(({ node }) => node),
+      (node) => node.raiseFence(key, last),
+      (rs) => decided(tally(rs, () => true), quorum),
+    );
   }
 
   /**
@@ -228,6 +241,28 @@ function failures(replies: ReadonlyArray<NodeReply<unknown>>, pending = false): 
     } else if (!answer.ok) failed.push({ node: node.name, reason: answer.reason });
   }
   return failed;
+}
+
+/** A node that granted the key in an acquire round, and its grant. */
+interface Winner {
+  readonly node: QuorumNode;
+  readonly grant: Acquired;
+}
+
+/** An acquire round's answers so far: who granted, how many refused, the shortest holder TTL heard. */
+function votesOf(replies: ReadonlyArray<NodeReply<AcquireResult>>): { winners: Winner[]; refused: number; holderTtl: number } {
+  const winners: Winner[] = [];
+  let refused = 0;
+  let holderTtl = Infinity;
+  for (const { node, answer } of replies) {
+    if (answer === undefined || !answer.ok) continue;
+    if (answer.value.acquired) winners.push({ node, grant: answer.value });
+    else {
+      refused++;
+      if (answer.value.holderTtl !== undefined) holderTtl = Math.min(holderTtl, answer.value.holderTtl);
+    }
+  }
+  return { winners, refused, holderTtl };
 }
 
 const granted = (result: AcquireResult): boolean => result.acquired;

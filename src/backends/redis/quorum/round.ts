@@ -13,6 +13,8 @@ export interface NodeReply<T> {
   answer: NodeAnswer<T> | undefined;
   /** `performance.now()` when the answer came. */
   answeredAt: number;
+  /** Settles once `answer` is filled in (the node's call ended, by its answer or its timeout). */
+  readonly settled: Promise<void>;
 }
 
 /** How a round stands: nodes that answered `yes`, that answered otherwise, that failed, still out. */
@@ -49,19 +51,24 @@ export function decided({ yes, answered, pending }: Tally, quorum: number): bool
 /** Sends `run` to every node; resolves with the replies once `done` says the round is decided. */
 export function round<T>(nodes: readonly QuorumNode[], run: (node: QuorumNode) => Promise<T>, done: (replies: ReadonlyArray<NodeReply<T>>) => boolean): Promise<Array<NodeReply<T>>> {
   return new Promise((resolve) => {
-    const replies: Array<NodeReply<T>> = nodes.map((node) => ({ node, answer: undefined, answeredAt: Number.NaN }));
     let resolved = false;
-    replies.forEach((reply) => {
-      void reply.node
-        .call(() => run(reply.node))
-        .then((answer) => {
-          reply.answer = answer;
-          reply.answeredAt = performance.now();
-          if (!resolved && done(replies)) {
-            resolved = true;
-            resolve(replies);
-          }
-        });
+    const replies: Array<NodeReply<T>> = nodes.map((node) => {
+      const reply: { node: QuorumNode; answer: NodeAnswer<T> | undefined; answeredAt: number; settled: Promise<void> } = {
+        node,
+        answer: undefined,
+        answeredAt: Number.NaN,
+        settled: Promise.resolve(),
+      };
+      // (call() never rejects)
+      reply.settled = node.call(() => run(node)).then((answer) => {
+        reply.answer = answer;
+        reply.answeredAt = performance.now();
+        if (!resolved && done(replies)) {
+          resolved = true;
+          resolve(replies);
+        }
+      });
+      return reply;
     });
   });
 }
