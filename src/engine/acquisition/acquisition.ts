@@ -16,7 +16,7 @@ import { LockerClosedError } from '../../errors/errors.js';
 import type { AcquireSettings } from '../../options/validate.js';
 import { Waiter } from '../gate/Waiter.js';
 import type { WorkLease } from '../lease/WorkLease.js';
-import { currentFrame, runInFrame } from '../reentrancy/enclosingHolds.js';
+import { currentFrame, runInFrame } from '../reentrancy/frames.js';
 
 /** Where an acquisition waits: its key's gate. */
 export interface WaitingLine {

@@ -16,6 +16,7 @@ import { AsyncSubject, type Observable } from 'rxjs';
 import type { LockLostError } from '../../errors/errors.js';
 import type { HeldLease } from '../lease/HeldLease.js';
 import type { WorkLease } from '../lease/WorkLease.js';
+import { toldWhereSubscribed } from './frames.js';
 
 export class SharedHold {
   private readonly holds = new Set<HoldLease>();
@@ -145,7 +146,7 @@ export class HoldLease implements WorkLease {
         subject.complete();
       } else if (this.state === 'released') subject.complete();
     }
-    return this.lostSubject.asObservable();
+    return toldWhereSubscribed(this.lostSubject.asObservable());
   }
 
   watchLoss(listener: (error: LockLostError) => void): void {
