@@ -76,4 +76,25 @@ describe('attack: replicaAcks while no replica acknowledges', () => {
     holder.release();
     expect(await holder.ended).toBe('done');
   });
+
+  it('the connection drops mid-WAIT (ioredis re-sends WAIT on the new connection, which answers at once): the grant is refused and given back', async () => {
+    const servers = await pair();
+    const masterAdmin = servers.client(servers.master);
+    const storeClient = servers.client(servers.master);
+    const store = new RedisLockStore(storeClient, { replicaAcks: { replicas: 1, timeout: 5_000 }, wakeUp: false });
+    closers.push(() => store.close());
+    servers.holdReplication();
+    const outcome = store.tryAcquire('k', 'a', 60_000).then(
+      (v) => v,
+      (e: unknown) => e,
+    );
+    // the grant is written and WAIT blocks (the replica acknowledges nothing)
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await masterAdmin.get('k')).toBe('a');
+    storeClient.disconnect(true);
+    expect(await outcome).toBeInstanceOf(Error);
+    // given back once the store's client is connected again (the TTL is 60 s: not a lapse)
+    for (let i = 0; i < 100 && (await masterAdmin.get('k')) !== null; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await masterAdmin.get('k')).toBeNull();
+  });
 });
