@@ -19,7 +19,10 @@ holder token, remaining TTL, fence (when Redis keeps it) and waiters.
   <redis-url>         redis://[user:password@]host:port[/db] (rediss:// for TLS)
   --prefix <p>        the locker's keyPrefix (default "lock:"), with your ioredis keyPrefix in front if any
   --cluster           the URL is a node of a Redis Cluster: every master is scanned
-  --json              one JSON object per lock instead of a table`;
+  --json              one JSON object per lock instead of a table
+
+In the table, control characters in keys and tokens are shown escaped
+(\\n, \\t, \\u001b, and \\\\ for a backslash); --json gives them exactly.`;
 
 interface Args {
   url: string;
@@ -55,10 +58,26 @@ export function parseArgs(argv: readonly string[]): Args | string {
   return { url, pattern, prefix, cluster, json };
 }
 
-/** The locks as a table, or a line saying there is none. */
+/**
+ * Characters a terminal does not print as themselves: C0 and C1 controls (a newline would forge a
+ * row, an ESC sequence would drive the operator's terminal), line and paragraph separators, bidi
+ * overrides and isolates (they reorder what is shown), and the backslash that escapes them.
+ */
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069\\]/g;
+const ESCAPES: Readonly<Record<string, string>> = { '\n': '\\n', '\r': '\\r', '\t': '\\t', '\\': '\\\\' };
+
+/** `text` with what a terminal would not show as itself escaped (`\n`, `\u001b`, `\\`): lock keys often carry user input. */
+export function printable(text: string): string {
+  return text.replace(UNPRINTABLE, (c) => ESCAPES[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/** The locks as a table, or a line saying there is none (keys and tokens made {@link printable}). */
 export function formatTable(locks: readonly ListedLock[]): string {
   if (locks.length === 0) return 'no held locks match';
-  const rows = [['KEY', 'HOLDER TOKEN', 'TTL (ms)', 'FENCE', 'WAITING'], ...locks.map((l) => [l.key, l.token, String(l.ttl), l.fence === undefined ? '-' : String(l.fence), String(l.waiting)])];
+  const rows = [
+    ['KEY', 'HOLDER TOKEN', 'TTL (ms)', 'FENCE', 'WAITING'],
+    ...locks.map((l) => [printable(l.key), printable(l.token), String(l.ttl), l.fence === undefined ? '-' : String(l.fence), String(l.waiting)]),
+  ];
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
   return rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd()).join('\n');
 }
