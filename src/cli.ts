@@ -17,7 +17,8 @@ Lists held locks whose key matches the glob pattern (default "*"):
 holder token, remaining TTL, fence (when Redis keeps it) and waiters.
 
   <redis-url>         redis://[user:password@]host:port[/db] (rediss:// for TLS)
-  --prefix <p>        the locker's keyPrefix (default "lock:"), with your ioredis keyPrefix in front if any
+  --prefix <p>        the locker's keyPrefix (default "lock:")
+  --client-prefix <p> the ioredis keyPrefix of your application's clients, if any
   --cluster           the URL is a node of a Redis Cluster: every master is scanned
   --json              one JSON object per lock instead of a table
 
@@ -28,6 +29,7 @@ interface Args {
   url: string;
   pattern: string;
   prefix: string;
+  clientPrefix: string;
   cluster: boolean;
   json: boolean;
 }
@@ -36,15 +38,18 @@ interface Args {
 export function parseArgs(argv: readonly string[]): Args | string {
   const positional: string[] = [];
   let prefix = 'lock:';
+  let clientPrefix = '';
   let cluster = false;
   let json = false;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
-    if (arg === '--prefix') {
+    if (arg === '--prefix' || arg === '--client-prefix') {
       const value = argv[++i];
-      if (value === undefined) return '--prefix needs a value';
-      prefix = value;
+      if (value === undefined) return `${arg} needs a value`;
+      if (arg === '--prefix') prefix = value;
+      else clientPrefix = value;
     } else if (arg.startsWith('--prefix=')) prefix = arg.slice('--prefix='.length);
+    else if (arg.startsWith('--client-prefix=')) clientPrefix = arg.slice('--client-prefix='.length);
     else if (arg === '--cluster') cluster = true;
     else if (arg === '--json') json = true;
     else if (arg.startsWith('--')) return `unknown option ${arg}`;
@@ -55,7 +60,7 @@ export function parseArgs(argv: readonly string[]): Args | string {
   if (url === undefined) return 'missing <redis-url>';
   if (!/^rediss?:\/\//.test(url)) return `not a redis:// or rediss:// URL: ${url}`;
   if (extra.length > 0) return `unexpected argument ${extra[0]}`;
-  return { url, pattern, prefix, cluster, json };
+  return { url, pattern, prefix, clientPrefix, cluster, json };
 }
 
 /**
@@ -109,7 +114,7 @@ async function main(argv: readonly string[]): Promise<number> {
   try {
     await client.connect();
     const locks: ListedLock[] = [];
-    for await (const lock of scanLocks(client as unknown as ScanningClient, { pattern: args.pattern, keyPrefix: args.prefix })) {
+    for await (const lock of scanLocks(client as unknown as ScanningClient, { pattern: args.pattern, keyPrefix: args.prefix, clientPrefix: args.clientPrefix })) {
       if (args.json) process.stdout.write(`${JSON.stringify(lock)}\n`);
       else locks.push(lock);
     }

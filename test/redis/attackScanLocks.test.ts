@@ -1,8 +1,9 @@
 /**
  * Attack on `scanLocks` (the inspect CLI's scan) with a store whose ioredis client has a
- * `keyPrefix`: the README says to pass that prefix in front of the locker's (`--prefix app:lock:`).
- * The lock's helper keys (its line) then carry the client prefix in front of the reserved
- * namespace: the waiters and fence must still be read from them.
+ * `keyPrefix`. The lock's helper keys (its line) carry the client prefix in front of the reserved
+ * namespace and are named after the key as that client sees it: folded into the locker's prefix
+ * (as the README said: `--prefix app:lock:`) the scan read other keys, and listed 0 waiting.
+ * Given apart (`clientPrefix`, `--client-prefix`), the waiters must be read from them.
  */
 import { firstValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
@@ -25,7 +26,7 @@ describe('attack: scanLocks with a client keyPrefix', () => {
     expect(await waiter.tryAcquireInLine('lock:order:1', 'w', 30_000, 1, 'keep')).toMatchObject({ acquired: false, queued: true });
 
     const listed = [];
-    for await (const lock of scanLocks(suite.admin as unknown as ScanningClient, { keyPrefix: `${clientPrefix}lock:` })) listed.push(lock);
+    for await (const lock of scanLocks(suite.admin as unknown as ScanningClient, { clientPrefix })) listed.push(lock);
     expect(listed).toHaveLength(1);
     expect(listed[0]).toMatchObject({ key: 'order:1', token: lease.token, waiting: 1 });
   });
