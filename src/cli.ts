@@ -17,14 +17,19 @@ Lists held locks whose key matches the glob pattern (default "*"):
 holder token, remaining TTL, fence (when Redis keeps it) and waiters.
 
   <redis-url>         redis://[user:password@]host:port[/db] (rediss:// for TLS)
-  --prefix <p>        the locker's keyPrefix (default "lock:"), with your ioredis keyPrefix in front if any
+  --prefix <p>        the locker's keyPrefix (default "lock:")
+  --client-prefix <p> the ioredis keyPrefix of your application's clients, if any
   --cluster           the URL is a node of a Redis Cluster: every master is scanned
-  --json              one JSON object per lock instead of a table`;
+  --json              one JSON object per lock instead of a table
+
+In the table, control characters in keys and tokens are shown escaped
+(\\n, \\t, \\u001b, and \\\\ for a backslash); --json gives them exactly.`;
 
 interface Args {
   url: string;
   pattern: string;
   prefix: string;
+  clientPrefix: string;
   cluster: boolean;
   json: boolean;
 }
@@ -33,15 +38,18 @@ interface Args {
 export function parseArgs(argv: readonly string[]): Args | string {
   const positional: string[] = [];
   let prefix = 'lock:';
+  let clientPrefix = '';
   let cluster = false;
   let json = false;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
-    if (arg === '--prefix') {
+    if (arg === '--prefix' || arg === '--client-prefix') {
       const value = argv[++i];
-      if (value === undefined) return '--prefix needs a value';
-      prefix = value;
+      if (value === undefined) return `${arg} needs a value`;
+      if (arg === '--prefix') prefix = value;
+      else clientPrefix = value;
     } else if (arg.startsWith('--prefix=')) prefix = arg.slice('--prefix='.length);
+    else if (arg.startsWith('--client-prefix=')) clientPrefix = arg.slice('--client-prefix='.length);
     else if (arg === '--cluster') cluster = true;
     else if (arg === '--json') json = true;
     else if (arg.startsWith('--')) return `unknown option ${arg}`;
@@ -52,13 +60,29 @@ export function parseArgs(argv: readonly string[]): Args | string {
   if (url === undefined) return 'missing <redis-url>';
   if (!/^rediss?:\/\//.test(url)) return `not a redis:// or rediss:// URL: ${url}`;
   if (extra.length > 0) return `unexpected argument ${extra[0]}`;
-  return { url, pattern, prefix, cluster, json };
+  return { url, pattern, prefix, clientPrefix, cluster, json };
 }
 
-/** The locks as a table, or a line saying there is none. */
+/**
+ * Characters a terminal does not print as themselves: C0 and C1 controls (a newline would forge a
+ * row, an ESC sequence would drive the operator's terminal), line and paragraph separators, bidi
+ * overrides and isolates (they reorder what is shown), and the backslash that escapes them.
+ */
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069\\]/g;
+const ESCAPES: Readonly<Record<string, string>> = { '\n': '\\n', '\r': '\\r', '\t': '\\t', '\\': '\\\\' };
+
+/** `text` with what a terminal would not show as itself escaped (`\n`, `\u001b`, `\\`): lock keys often carry user input. */
+export function printable(text: string): string {
+  return text.replace(UNPRINTABLE, (c) => ESCAPES[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/** The locks as a table, or a line saying there is none (keys and tokens made {@link printable}). */
 export function formatTable(locks: readonly ListedLock[]): string {
   if (locks.length === 0) return 'no held locks match';
-  const rows = [['KEY', 'HOLDER TOKEN', 'TTL (ms)', 'FENCE', 'WAITING'], ...locks.map((l) => [l.key, l.token, String(l.ttl), l.fence === undefined ? '-' : String(l.fence), String(l.waiting)])];
+  const rows = [
+    ['KEY', 'HOLDER TOKEN', 'TTL (ms)', 'FENCE', 'WAITING'],
+    ...locks.map((l) => [printable(l.key), printable(l.token), String(l.ttl), l.fence === undefined ? '-' : String(l.fence), String(l.waiting)]),
+  ];
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
   return rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd()).join('\n');
 }
@@ -90,7 +114,7 @@ async function main(argv: readonly string[]): Promise<number> {
   try {
     await client.connect();
     const locks: ListedLock[] = [];
-    for await (const lock of scanLocks(client as unknown as ScanningClient, { pattern: args.pattern, keyPrefix: args.prefix })) {
+    for await (const lock of scanLocks(client as unknown as ScanningClient, { pattern: args.pattern, keyPrefix: args.prefix, clientPrefix: args.clientPrefix })) {
       if (args.json) process.stdout.write(`${JSON.stringify(lock)}\n`);
       else locks.push(lock);
     }

@@ -14,7 +14,14 @@
  *   owner-checked PEXPIRE to the TTL it has left (the extend script), a write that replicates;
  * - a connection that closed between the grant's call and `WAIT`'s answer voids the answer (a
  *   `WAIT` on a new connection counts nothing of ours and answers at once): the grant is given
- *   back as if unacknowledged.
+ *   back as if unacknowledged;
+ * - grants share `WAIT`s: `WAIT` blocks the whole connection (every command behind it, renewals of
+ *   other leases included) for up to `timeout`, so one `WAIT` per grant would block it for
+ *   `timeout` × the grants of a burst while replicas lag, and leases renewed on it would be lost.
+ *   A `WAIT` covers every write the connection made before it was sent: a grant answered while
+ *   none is in flight sends one; grants answered while one is in flight (it may have been sent
+ *   before their writes ran) all share the next one, sent when it answers. A burst costs at most
+ *   two `WAIT`s, and a grant waits for at most two.
  */
 import { LockOptionsError, ReplicaAckError, type StoreOperation } from '../../errors/errors.js';
 import { MAX_MS } from '../../options/limits.js';
@@ -79,6 +86,10 @@ export type GrantWrite = { readonly epoch: number } | { readonly touch: number }
 export class ReplicaAcks {
   /** Closes of the client's connection so far. */
   private closes = 0;
+  /** The `WAIT` sent last, until it answers. */
+  private inFlight: Promise<number> | undefined;
+  /** The `WAIT` to send once `inFlight` answers, shared by the grants answered meanwhile. */
+  private queued: Promise<number> | undefined;
   private readonly onClose = (): void => {
     this.closes++;
   };
@@ -111,13 +122,34 @@ export class ReplicaAcks {
         const touched = decodeExtend(await runScript(this.client, 'extend', [key], [token, Math.max(1, write.touch)]));
         if (touched !== 'extended') throw new Error(`the key handed over was ${touched} before its replication could be confirmed`);
       }
-      const acknowledged = await this.client.wait!(replicas, timeout);
+      const acknowledged = await this.covering();
       if (this.closes !== epoch) throw new Error('the connection closed between the grant and WAIT: its replication cannot be confirmed');
       if (acknowledged < replicas) throw new ReplicaAckError(key, operation, acknowledged, replicas, timeout);
     } catch (error) {
       await giveBack().catch(() => undefined);
       throw error;
     }
+  }
+
+  /** A `WAIT` sent after this call (so it covers the writes answered before it), shared (see the module comment). */
+  private covering(): Promise<number> {
+    const inFlight = this.inFlight;
+    if (inFlight === undefined) return this.sendWait();
+    const settled = (): Promise<number> => {
+      this.queued = undefined;
+      return this.sendWait();
+    };
+    return (this.queued ??= inFlight.then(settled, settled));
+  }
+
+  private sendWait(): Promise<number> {
+    const wait = this.client.wait!(this.options.replicas, this.options.timeout);
+    this.inFlight = wait;
+    const done = (): void => {
+      if (this.inFlight === wait) this.inFlight = undefined;
+    };
+    wait.then(done, done);
+    return wait;
   }
 
   /** Stops listening to the client. */

@@ -142,9 +142,13 @@ export class ShardedWake {
       .ssubscribe(subscribed)
       .then(
         () => {
-          if (this.channels.get(channel.name) !== channel) {
-            // removed while the subscription was on its way: take it back
-            this.subscriber?.sunsubscribe(subscribed).catch(() => undefined);
+          const current = this.channels.get(channel.name);
+          if (current !== channel) {
+            // Removed while the subscription was on its way: take it back — unless the channel is
+            // watched again. Then a newer SSUBSCRIBE of it was sent after ours, and a SUNSUBSCRIBE
+            // sent now would land after that one: the node would drop the subscription the new
+            // watch counts on (it says active, its waiters sleep long and miss every grant).
+            if (current === undefined) this.subscriber?.sunsubscribe(subscribed).catch(() => undefined);
             return NEVER;
           }
           channel.subscribed = true;

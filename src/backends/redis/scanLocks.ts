@@ -7,7 +7,7 @@
  */
 import type { LockInfo } from '../../store/capabilities.js';
 import { inspectLock } from './inspection.js';
-import { lockKeys, RESERVED_PREFIX } from './protocol/keyLayout.js';
+import { lockKeys, RESERVED_PREFIX, type LockKeys } from './protocol/keyLayout.js';
 import type { RedisClient } from './RedisClient.js';
 
 /** The parts of an ioredis `Redis` or `Cluster` that listing uses. */
@@ -25,11 +25,25 @@ export interface ScanLocksOptions {
    */
   pattern?: string;
   /**
-   * The locker's `keyPrefix` (with the ioredis `keyPrefix` of the application's client in front,
-   * if it has one): only keys under it are listed, and it is cut from the names listed.
+   * The locker's `keyPrefix`: only keys under it (after `clientPrefix`) are listed, and it is cut
+   * from the names listed.
    * @default 'lock:'
    */
   keyPrefix?: string;
+  /**
+   * The ioredis `keyPrefix` of the application's clients (the stores'), if they have one. It is in
+   * front of every key of theirs — the lock keys and, before the reserved namespace, the helper
+   * keys (the line, the fence) — so it must be given here, not folded into `keyPrefix`: the helper
+   * keys are named after the key *as the store's client sees it*. The client passed to
+   * `scanLocks` must have no `keyPrefix` of its own.
+   * @default ''
+   * @example
+   * ```ts
+   * // the application's stores use new Redis({ keyPrefix: 'app:' }) and lockers with keyPrefix 'lock:'
+   * for await (const lock of scanLocks(new Redis(), { clientPrefix: 'app:' })) console.log(lock.key, lock.waiting);
+   * ```
+   */
+  clientPrefix?: string;
   /**
    * The SCAN `COUNT` hint: keys looked at per round trip.
    * @default 500
@@ -39,7 +53,7 @@ export interface ScanLocksOptions {
 
 /** A held lock found by {@link scanLocks}. */
 export interface ListedLock extends LockInfo {
-  /** The key as the locker names it (without `keyPrefix`). */
+  /** The key as the locker names it (without `clientPrefix` and `keyPrefix`). */
   readonly key: string;
   /** The key as Redis names it. */
   readonly redisKey: string;
@@ -63,8 +77,9 @@ export interface ListedLock extends LockInfo {
  * ```
  */
 export async function* scanLocks(client: ScanningClient, options: ScanLocksOptions = {}): AsyncGenerator<ListedLock> {
-  const { pattern = '*', keyPrefix = 'lock:', count = 500 } = options;
-  const match = escapeGlob(keyPrefix) + pattern;
+  const { pattern = '*', keyPrefix = 'lock:', clientPrefix = '', count = 500 } = options;
+  const under = clientPrefix + keyPrefix;
+  const match = escapeGlob(under) + pattern;
   const nodes = client.isCluster === true && typeof client.nodes === 'function' ? client.nodes('master') : [client];
   for (const node of nodes) {
     let cursor = '0';
@@ -72,10 +87,13 @@ export async function* scanLocks(client: ScanningClient, options: ScanLocksOptio
       const [next, keys] = await node.scan(cursor, 'MATCH', match, 'COUNT', count, 'TYPE', 'string');
       cursor = next;
       for (const redisKey of keys) {
-        if (redisKey.includes(RESERVED_PREFIX) || !redisKey.startsWith(keyPrefix)) continue;
-        // (inspected through the client given: on a Cluster it routes the MULTI to the key's slot)
-        const info = await inspectLock(client, lockKeys(redisKey));
-        if (info !== null) yield { key: redisKey.slice(keyPrefix.length), redisKey, ...info };
+        if (redisKey.includes(RESERVED_PREFIX) || !redisKey.startsWith(under)) continue;
+        // The lock's keys as the store's client names them, with that client's prefix in front.
+        // (Inspected through the client given: on a Cluster it routes the MULTI to the key's slot.)
+        const [lock, fence, line, places] = lockKeys(redisKey.slice(clientPrefix.length), clientPrefix);
+        const keys: LockKeys = [clientPrefix + lock, clientPrefix + fence, clientPrefix + line, clientPrefix + places];
+        const info = await inspectLock(client, keys);
+        if (info !== null) yield { key: redisKey.slice(under.length), redisKey, ...info };
       }
     } while (cursor !== '0');
   }

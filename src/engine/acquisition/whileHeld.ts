@@ -7,8 +7,10 @@
  * more CPU than the rest of the engine's acquire + release path.
  */
 import { config, Observable, type Subscription } from 'rxjs';
+import type { LockLostError } from '../../errors/errors.js';
 import type { OnLost } from '../../options/LockerOptions.js';
 import type { WorkLease } from '../lease/WorkLease.js';
+import { currentFrame, runInFrame } from '../reentrancy/frames.js';
 
 /**
  * Called when a stream is subscribed (capturing what it needs of that moment, e.g. the reentrancy
@@ -69,7 +71,11 @@ export function runWhileHeld<T>(lease$: Observable<WorkLease>, work: (lease: Wor
 export function whileHeld<T>(lease: WorkLease, work$: Observable<T>, onLost: OnLost): Observable<T> {
   return new Observable<T>((subscriber) => {
     let work: Subscription | undefined;
-    lease.watchLoss((error) => {
+    // A loss is found in a callback of the engine (the lease timer, a renewal's reply, close()),
+    // which may run in another stream's reentrancy frames: the work and the subscriber hear of it
+    // in the frames this stream was subscribed in (see ../reentrancy).
+    const frame = currentFrame();
+    const lost = (error: LockLostError): void => {
       if (onLost !== 'error' && error.reason !== 'locker-closed') return;
       // The work stops first, so that a `finalize` inside it runs before the release is sent (as
       // on every other path); the release is under way before the subscriber hears of the loss.
@@ -82,7 +88,8 @@ export function whileHeld<T>(lease: WorkLease, work$: Observable<T>, onLost: OnL
       }
       void lease.release();
       subscriber.error(error);
-    });
+    };
+    lease.watchLoss((error) => runInFrame(frame, () => lost(error)));
     if (!subscriber.closed) {
       /** How the work ended by itself (complete or error), to pass on once the release is answered. */
       let end: (() => void) | undefined;

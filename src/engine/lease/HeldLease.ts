@@ -7,6 +7,7 @@ import { AsyncSubject, type Observable } from 'rxjs';
 import type { LockLostError } from '../../errors/errors.js';
 import { checkExtendTtl } from '../../options/validate.js';
 import type { HolderFacts } from '../events/EventReporter.js';
+import { toldWhereSubscribed } from '../reentrancy/frames.js';
 import type { Lease } from './Lease.js';
 import type { StoreLease } from './StoreLease.js';
 
@@ -61,7 +62,8 @@ export class HeldLease implements Lease, HolderFacts {
   }
 
   get lost$(): Observable<LockLostError> {
-    return (this.lostSubject ??= this.newLostSubject()).asObservable();
+    // (each subscriber hears of the loss in its own reentrancy frames, not the lease timer's)
+    return toldWhereSubscribed((this.lostSubject ??= this.newLostSubject()).asObservable());
   }
 
   /**

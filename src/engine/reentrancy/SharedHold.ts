@@ -10,12 +10,15 @@
  * - A nested hold's `release()` gives back nothing: it resolves at once, `true` if the lease was
  *   still held then.
  * - A loss of the store lease reaches every hold, the most recent first, so a nested stream
- *   errors with the `LockLostError` before the stream around it hears of it.
+ *   errors with the `LockLostError` before the stream around it hears of it. From then on the
+ *   holds left keep nobody waiting: the outermost stream's release does not wait for them (a
+ *   joined `acquire()` lease that was lost may never be released by its caller).
  */
 import { AsyncSubject, type Observable } from 'rxjs';
 import type { LockLostError } from '../../errors/errors.js';
 import type { HeldLease } from '../lease/HeldLease.js';
 import type { WorkLease } from '../lease/WorkLease.js';
+import { toldWhereSubscribed } from './frames.js';
 
 export class SharedHold {
   private readonly holds = new Set<HoldLease>();
@@ -32,6 +35,8 @@ export class SharedHold {
   ) {
     lease.watchLoss((error) => {
       for (const hold of [...this.holds].reverse()) hold.lose(error);
+      // The outermost stream ended before the loss, waiting for holds that are now lost: done.
+      if (this.outermostRelease !== undefined) void this.finish();
     });
   }
 
@@ -68,18 +73,23 @@ export class SharedHold {
   drop(hold: HoldLease): Promise<boolean> {
     const held = this.lease.held;
     this.holds.delete(hold);
-    if (this.holds.size === 0) {
-      const released = (this.finalRelease ??= this.lease.release());
-      if (this.outermostRelease !== undefined) {
-        const tell = this.outermostRelease;
-        this.outermostRelease = undefined;
-        void released.then(tell);
-      }
-      return released;
-    }
+    // Once the lease is lost, the holds left keep nobody waiting: they were told of the loss, and
+    // a lost lease needs no release (a joined acquire() lease may never be released by its caller).
+    if (this.holds.size === 0 || (hold.outermost && this.lease.lostWith !== undefined)) return this.finish();
     if (!hold.outermost) return Promise.resolve(held);
     // The outermost stream ended with nested holds still running: its release is the lock's.
     return new Promise((resolve) => (this.outermostRelease = resolve));
+  }
+
+  /** Gives the store lease back (once) and tells the outermost stream if it waits for that. */
+  private finish(): Promise<boolean> {
+    const released = (this.finalRelease ??= this.lease.release());
+    if (this.outermostRelease !== undefined) {
+      const tell = this.outermostRelease;
+      this.outermostRelease = undefined;
+      void released.then(tell);
+    }
+    return released;
   }
 }
 
@@ -145,7 +155,7 @@ export class HoldLease implements WorkLease {
         subject.complete();
       } else if (this.state === 'released') subject.complete();
     }
-    return this.lostSubject.asObservable();
+    return toldWhereSubscribed(this.lostSubject.asObservable());
   }
 
   watchLoss(listener: (error: LockLostError) => void): void {

@@ -7,29 +7,24 @@
  * callbacks. A nested acquisition looks for a live hold on its own key of its own locker in those
  * frames and joins it instead of waiting for itself.
  *
- * A frame is captured when a stream is subscribed, never where a lease happens to be granted (a
- * grant arrives in a callback of whoever made the store call or passed the lock), so a lock
- * passed from one stream to another does not carry the giver's holds.
+ * Frames are captured where streams are subscribed, never where a lease is granted or lost: see
+ * ./frames.
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
+import { enterFrame, type Frame } from './frames.js';
 import type { SharedHold } from './SharedHold.js';
 
+export { currentFrame, runInFrame } from './frames.js';
+
 /** A lock held by the code running in this frame, and the frames around it. */
-export interface HoldFrame {
+export interface HoldFrame extends Frame {
   readonly hold: SharedHold;
   readonly parent: HoldFrame | undefined;
 }
 
-const frames = new AsyncLocalStorage<HoldFrame>();
-
-/** The frames of the running code (to capture when a stream is subscribed). */
-export function currentFrame(): HoldFrame | undefined {
-  return frames.getStore();
-}
-
 /** A live hold on `storeKey` of `owner`'s in `frame` or the frames around it. */
-export function enclosingHold(frame: HoldFrame | undefined, owner: object, storeKey: string): SharedHold | undefined {
-  for (let f = frame; f !== undefined; f = f.parent) {
+export function enclosingHold(frame: Frame | undefined, owner: object, storeKey: string): SharedHold | undefined {
+  // (every frame entered is a HoldFrame: runHolding is the only way in)
+  for (let f = frame as HoldFrame | undefined; f !== undefined; f = f.parent) {
     const hold = f.hold;
     if (hold.owner === owner && hold.storeKey === storeKey && hold.live) return hold;
   }
@@ -37,12 +32,7 @@ export function enclosingHold(frame: HoldFrame | undefined, owner: object, store
 }
 
 /** Runs `fn` (a subscription) with `hold` on top of `parent`: what it starts sees the hold. */
-export function runHolding<T>(hold: SharedHold, parent: HoldFrame | undefined, fn: () => T): T {
-  return frames.run({ hold, parent }, fn);
-}
-
-/** Runs `fn` in `frame` (captured earlier), whatever the caller's own context is. */
-export function runInFrame<T>(frame: HoldFrame | undefined, fn: () => T): T {
-  if (frame === frames.getStore()) return fn();
-  return frame === undefined ? frames.exit(fn) : frames.run(frame, fn);
+export function runHolding<T>(hold: SharedHold, parent: Frame | undefined, fn: () => T): T {
+  const frame: HoldFrame = { hold, parent: parent as HoldFrame | undefined };
+  return enterFrame(frame, fn);
 }

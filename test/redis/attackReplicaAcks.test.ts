@@ -1,0 +1,100 @@
+/**
+ * Attacks on the Redis store's `replicaAcks` (WAIT) on a real master and replica: WAIT blocks the
+ * store's connection, so what it costs the store's other calls (renewals of leases held on other
+ * keys) while no replica acknowledges, and that every refused grant is given back.
+ */
+import { lastValueFrom } from 'rxjs';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createLocker, isReplicaAckError, type Lease, type Locker } from '../../src/index.js';
+import { RedisLockStore, type RedisLockStoreOptions } from '../../src/redis.js';
+import { replicatedPair, type ReplicatedPair } from '../support/replicatedPair.js';
+import { unhandledRejections } from '../support/unhandled.js';
+import type { EmbeddedRedis } from '../support/redis.js';
+
+const rejections = unhandledRejections();
+const closers: Array<() => unknown> = [];
+beforeAll(() => rejections.start());
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+});
+afterAll(() => {
+  rejections.stop();
+  expect(rejections.seen).toEqual([]);
+});
+
+async function pair(): Promise<ReplicatedPair> {
+  const servers = await replicatedPair();
+  closers.push(() => servers.stop());
+  return servers;
+}
+
+function newProcess(servers: ReplicatedPair, server: EmbeddedRedis, options: RedisLockStoreOptions, ttl: number): { store: RedisLockStore; locker: Locker } {
+  const store = new RedisLockStore(servers.client(server), options);
+  const locker = createLocker({ store, ttl, commandTimeout: 10_000 });
+  closers.push(async () => {
+    await locker.close();
+    store.close();
+  });
+  return { store, locker };
+}
+
+function hold(locker: Locker, key: string): { lease: Promise<Lease>; release: () => void; ended: Promise<unknown> } {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let gotLease!: (lease: Lease) => void;
+  const lease = new Promise<Lease>((resolve) => (gotLease = resolve));
+  const ended = lastValueFrom(
+    locker.using(key, async (l) => {
+      gotLease(l);
+      await released;
+      return 'done';
+    }),
+  ).catch((error: unknown) => error);
+  closers.push(release);
+  return { lease, release, ended };
+}
+
+describe('attack: replicaAcks while no replica acknowledges', () => {
+  it('a burst of grants does not block the connection for one WAIT timeout each: a lease held on another key keeps renewing', async () => {
+    const servers = await pair();
+    const masterAdmin = servers.client(servers.master);
+    // ttl 2 s (renewed every ~667 ms); each WAIT may block the connection for 200 ms
+    const a = newProcess(servers, servers.master, { replicaAcks: { replicas: 1, timeout: 200 }, wakeUp: false }, 2_000);
+    const holder = hold(a.locker, 'held');
+    await holder.lease;
+    servers.holdReplication();
+    // 16 acquisitions of free keys at once: 16 grants, none acknowledged (16 × 200 ms one after
+    // another would block the connection, and the holder's renewal behind them, for 3.2 s)
+    const outcomes = await Promise.all(
+      Array.from({ length: 16 }, (_, i) => lastValueFrom(a.locker.using(`burst:${i}`, () => Promise.resolve('ran'), { waitTimeout: 0 })).catch((e: unknown) => e)),
+    );
+    for (const outcome of outcomes) expect(isReplicaAckError(outcome), String(outcome)).toBe(true);
+    expect(await masterAdmin.keys('burst:*')).toEqual([]);
+    expect(await masterAdmin.keys('lock:burst:*')).toEqual([]);
+    // the holder kept its lock through the burst
+    expect((await holder.lease).held).toBe(true);
+    holder.release();
+    expect(await holder.ended).toBe('done');
+  });
+
+  it('the connection drops mid-WAIT (ioredis re-sends WAIT on the new connection, which answers at once): the grant is refused and given back', async () => {
+    const servers = await pair();
+    const masterAdmin = servers.client(servers.master);
+    const storeClient = servers.client(servers.master);
+    const store = new RedisLockStore(storeClient, { replicaAcks: { replicas: 1, timeout: 5_000 }, wakeUp: false });
+    closers.push(() => store.close());
+    servers.holdReplication();
+    const outcome = store.tryAcquire('k', 'a', 60_000).then(
+      (v) => v,
+      (e: unknown) => e,
+    );
+    // the grant is written and WAIT blocks (the replica acknowledges nothing)
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await masterAdmin.get('k')).toBe('a');
+    storeClient.disconnect(true);
+    expect(await outcome).toBeInstanceOf(Error);
+    // given back once the store's client is connected again (the TTL is 60 s: not a lapse)
+    for (let i = 0; i < 100 && (await masterAdmin.get('k')) !== null; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await masterAdmin.get('k')).toBeNull();
+  });
+});
