@@ -168,7 +168,7 @@ describe('StoreLease: validity and ownership', () => {
     const l = lease(keeper, 20, { interval: 1000 });
     const reasons: string[] = [];
     l.onLost = (e) => reasons.push(e.reason);
-    l.renewing();
+    l.renewing(performance.now());
     expect(l.extended('extended', performance.now(), 20)).toBe(true);
     await new Promise((r) => setTimeout(r, 25));
     expect(l.checkValid(performance.now())).toBe(false);
@@ -177,7 +177,7 @@ describe('StoreLease: validity and ownership', () => {
     const pending = lease(keeper, 20, { interval: 1000 });
     const why: string[] = [];
     pending.onLost = (e) => why.push(e.reason);
-    pending.renewing();
+    pending.renewing(performance.now());
     await new Promise((r) => setTimeout(r, 25));
     expect(pending.checkValid(performance.now())).toBe(false);
     expect(why).toEqual(['store-unreachable']);
@@ -291,7 +291,7 @@ describe('StoreLease: a pass is reported only as the store confirmed it', () => 
     const silent = new Keeper();
     const stalled = lease(silent, 10, { interval: 1000 });
     stalled.passed(holder(3), true);
-    stalled.renewing();
+    stalled.renewing(performance.now());
     await new Promise((r) => setTimeout(r, 15));
     expect(stalled.checkValid(performance.now())).toBe(false);
     expect(silent.settled).toHaveLength(1);

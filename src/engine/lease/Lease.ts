@@ -30,7 +30,10 @@ export interface Lease {
   readonly acquiredAt: number;
   /**
    * `performance.now()` after which the lease no longer protects its holder unless renewed:
-   * the send time of the last successful acquire/extend call plus `ttl − (ttl·1% + 2 ms)`.
+   * the send time of the last successful acquire/extend call plus `ttl − (ttl·1% + 2 ms)` — or
+   * sooner: an extend call with a shorter TTL (`extend(ttl)`, or a renewal to the TTL asked for
+   * of a key granted with a longer one) counts from its sending, answered or not, since the store
+   * may run it even if its answer never comes.
    */
   readonly validUntil: number;
   /** True while the lease is neither released nor lost and its validity has not passed. */
@@ -58,7 +61,8 @@ export interface Lease {
    * manages leases itself; renewal, when on, continues from there with the new TTL. Resolves
    * `true` when extended, `false` when the lease is no longer held (released, or lost: then
    * `lost$` says why, and a key found expired or taken marks it lost). Rejects with
-   * `LockStoreError` when the store failed (the lease stays valid until `validUntil`), and with
+   * `LockStoreError` when the store failed (the lease stays valid until `validUntil`, which a
+   * shorter `ttl` brought forward when the call was sent: the store may have run it), and with
    * `LockOptionsError` for an invalid `ttl`.
    *
    * @example

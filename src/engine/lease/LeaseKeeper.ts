@@ -122,7 +122,7 @@ export class LeaseKeeper implements StoreLeaseOwner {
     if (leases.length === 0) return;
     const sentAt = performance.now();
     const requests = leases.map((lease) => ({ key: lease.storeKey, token: lease.token, ttlMs: lease.renewTtl }));
-    for (const lease of leases) lease.renewing();
+    for (const lease of leases) lease.renewing(sentAt);
     const { store, batch } = this.access;
     // One lease whose extension fails must not fail the others: errors are per lease.
     const run =

@@ -49,6 +49,13 @@ export class StoreLease implements Scheduled {
   private renewPending = false;
   private currentTtl: number;
   private until: number;
+  /**
+   * Extend calls sent with a TTL that ends the key before the deadline as it stood, oldest first:
+   * the store may run such a call whether or not its answer ever comes (a lost connection, a
+   * stalled link, `commandTimeout`), so the deadline counts on it from its sending. One answered
+   * later call settles every call sent before it (a store runs one client's calls in order).
+   */
+  private shortening: Array<{ readonly sentAt: number; readonly until: number }> | undefined;
   /** Holders that passed it on and wait for the store's word (kept only while events are observed). */
   private unconfirmed: PassedHolder[] | undefined;
   /** Who hears about a loss: the gate, which tells the current holder. */
@@ -146,6 +153,11 @@ export class StoreLease implements Scheduled {
   async extend(ttl: number): Promise<boolean> {
     if (!this.checkValid(performance.now())) return false;
     const sentAt = performance.now();
+    if (this.sending(sentAt, ttl)) {
+      // The deadline came sooner: watch it (a renewal due after it would come too late anyway).
+      const entry = this.timerEntry;
+      if (entry === undefined || entry.dueAt > this.until) this.owner.schedule(this, 'deadline', this.until);
+    }
     const outcome = await this.owner.extendLease(this, ttl);
     return this.extended(outcome, sentAt, ttl);
   }
@@ -161,7 +173,7 @@ export class StoreLease implements Scheduled {
     // Replies come in the order the calls were sent, so the last answered call sets the TTL.
     this.currentTtl = ttl;
     this.wantedTtl = ttl;
-    this.until = sentAt + leaseValidity(ttl);
+    this.until = this.settleShortening(sentAt, sentAt + leaseValidity(ttl));
     this.lastRenewError = undefined;
     this.settlePasses('passed', sentAt);
     this.scheduleNext(now, sentAt);
@@ -182,10 +194,41 @@ export class StoreLease implements Scheduled {
     else this.owner.schedule(this, 'deadline', this.until);
   }
 
-  /** A renewal was sent: until it is answered, only the deadline is watched. */
-  renewing(): void {
+  /** A renewal was sent at `sentAt`: until it is answered, only the deadline is watched. */
+  renewing(sentAt: number): void {
     this.renewPending = true;
+    this.sending(sentAt, this.wantedTtl);
     this.owner.schedule(this, 'deadline', this.until);
+  }
+
+  /**
+   * An extend call with `ttl` goes out at `sentAt`. When it would end the key before the current
+   * deadline (a shorter TTL: a manual `extend(ttl)`, or the renewal of a key granted with a longer
+   * TTL than its holder asked for), the deadline moves to what it leaves at once: the store may run
+   * it even if no answer comes. Says whether the deadline moved.
+   */
+  private sending(sentAt: number, ttl: number): boolean {
+    const until = sentAt + leaseValidity(ttl);
+    if (until >= this.until) return false;
+    this.until = until;
+    (this.shortening ??= []).push({ sentAt, until });
+    return true;
+  }
+
+  /**
+   * The deadline a call sent at `sentAt` and answered `extended` gives, `until`, capped by the
+   * shortening calls sent after it (still to be run, or run with their answers to come); those
+   * sent before it were run before it, or never will be.
+   */
+  private settleShortening(sentAt: number, until: number): number {
+    const pending = this.shortening;
+    if (pending === undefined) return until;
+    let n = 0;
+    while (n < pending.length && pending[n]!.sentAt <= sentAt) n++;
+    const left = n === 0 ? pending : pending.slice(n);
+    this.shortening = left.length === 0 ? undefined : left;
+    for (const call of left) until = Math.min(until, call.until);
+    return until;
   }
 
   due(kind: DueKind, now: number, renewals: Scheduled[]): void {

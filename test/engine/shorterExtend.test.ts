@@ -1,0 +1,123 @@
+/**
+ * An extend call that gives the key a shorter life than the lease's deadline counts from the
+ * moment it is sent: the store may run it whether or not its answer ever comes (a lost connection,
+ * a stalled link, commandTimeout), and then the key expires by that call's TTL. Until a later
+ * call is answered, the lease must not count on more than that call leaves it (`held`,
+ * `validUntil`, the deadline): another process may take the key once it has expired.
+ *
+ * Two ways to such a call: a manual `extend(ttl)` with a shorter TTL, and the renewal of a lease
+ * granted with a longer TTL than its holder asked for (the first in line changed while the
+ * grant was on its way: the lease keeps the grant's TTL and renews to the holder's).
+ * Seen in the Redis attack fuzz (test/redis/attackFuzz.test.ts, seed 12, on a loaded machine): a
+ * lease still `held`, its deadline tens of ms ahead, while five acquisitions of other lockers took
+ * its key one after another.
+ */
+import { firstValueFrom } from 'rxjs';
+import { describe, expect, it } from 'vitest';
+import { createLocker, MemoryLockStore, type AcquireResult, type ExtendOutcome, type LockStore } from '../../src/index.js';
+import { leaseValidity } from '../../src/options/validity.js';
+import { sleep } from '../support/timing.js';
+
+/** What the store does with the next extend call. */
+type ExtendFate = 'run-unanswered' | 'fail-unrun';
+
+/**
+ * The memory store behind a link the test steers: grants can be held back until
+ * {@link SteeredLink.answerAcquires}, and the next extend calls meet the fates queued in
+ * `extendFates` (run by the store with the answer lost, or failed without reaching it); with
+ * none queued, calls pass through.
+ */
+class SteeredLink implements LockStore {
+  holdAcquires = false;
+  readonly extendFates: ExtendFate[] = [];
+  private readonly heldAcquires: Array<() => void> = [];
+  constructor(readonly inner: MemoryLockStore) {}
+
+  tryAcquire(key: string, token: string, ttlMs: number, fences?: number): Promise<AcquireResult> {
+    if (!this.holdAcquires) return this.inner.tryAcquire(key, token, ttlMs, fences);
+    return new Promise((resolve, reject) => this.heldAcquires.push(() => void this.inner.tryAcquire(key, token, ttlMs, fences).then(resolve, reject)));
+  }
+  answerAcquires(): void {
+    this.holdAcquires = false;
+    for (const run of this.heldAcquires.splice(0)) run();
+  }
+  release(key: string, token: string): Promise<boolean> {
+    return this.inner.release(key, token);
+  }
+  extend(key: string, token: string, ttlMs: number): Promise<ExtendOutcome> {
+    const fate = this.extendFates.shift();
+    if (fate === 'run-unanswered') {
+      void this.inner.extend(key, token, ttlMs);
+      return new Promise<ExtendOutcome>(() => undefined);
+    }
+    if (fate === 'fail-unrun') return Promise.reject(new Error('connection lost'));
+    return this.inner.extend(key, token, ttlMs);
+  }
+}
+
+describe('an extend call with a shorter TTL counts from its sending', () => {
+  it('a manual extend(ttl) the store ran but never answered (commandTimeout) leaves the lease no longer than that ttl', async () => {
+    const memory = new MemoryLockStore();
+    const link = new SteeredLink(memory);
+    const a = createLocker({ store: link, ttl: 10_000, renew: false, commandTimeout: 40 });
+    const b = createLocker({ store: memory, ttl: 10_000, renew: false });
+    const lease = await firstValueFrom(a.acquire('k'));
+    link.extendFates.push('run-unanswered');
+    const extending = lease.extend(100);
+    const sent = performance.now();
+    // (the store gave the key 100 ms: the engine cannot know, and must assume it)
+    expect(lease.validUntil).toBeLessThanOrEqual(sent + leaseValidity(100));
+    await expect(extending).rejects.toMatchObject({ name: 'LockStoreError', operation: 'extend' });
+    expect(lease.validUntil).toBeLessThanOrEqual(sent + leaseValidity(100));
+    await sleep(Math.max(0, sent + 120 - performance.now()));
+    // The key expired in the store, and another locker takes it.
+    const other = await firstValueFrom(b.acquire('k', { waitTimeout: 0 }));
+    expect(lease.held).toBe(false);
+    const lost = await firstValueFrom(lease.lost$);
+    expect(lost.reason).toBe('expired');
+    await other.release();
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  it('while a manual extend(ttl) to a shorter TTL is unanswered, the lease counts on that ttl only', async () => {
+    const memory = new MemoryLockStore();
+    const link = new SteeredLink(memory);
+    const a = createLocker({ store: link, ttl: 10_000, renew: false, commandTimeout: 500 });
+    const lease = await firstValueFrom(a.acquire('k'));
+    link.extendFates.push('run-unanswered');
+    void lease.extend(50).catch(() => undefined);
+    const sent = performance.now();
+    expect(lease.validUntil).toBeLessThanOrEqual(sent + leaseValidity(50));
+    await sleep(Math.max(0, sent + 60 - performance.now()));
+    expect(lease.held).toBe(false);
+    await a.close();
+  });
+
+  it('a lease granted with a longer TTL than its holder asked for: its first renewal (to the shorter TTL) ran but went unanswered, the next ones failed — the lease ends by the renewal, not by the grant', async () => {
+    const memory = new MemoryLockStore();
+    const link = new SteeredLink(memory);
+    const a = createLocker({ store: link, commandTimeout: 40 });
+    const b = createLocker({ store: memory, renew: false });
+    link.holdAcquires = true;
+    // The attempt goes out for the first in line (10 s); the grant comes once it has left, and
+    // goes to the next one, which asked for 150 ms.
+    const first = a.acquire('k', { ttl: 10_000 }).subscribe();
+    const second = firstValueFrom(a.acquire('k', { ttl: 150 }));
+    first.unsubscribe();
+    link.extendFates.push('run-unanswered', ...Array<ExtendFate>(50).fill('fail-unrun'));
+    const granted = performance.now();
+    link.answerAcquires();
+    const lease = await second;
+    expect(lease.ttl).toBe(10_000); // the key's TTL as granted; renewals bring it to 150 ms
+    // By the time the store's key (150 ms from the renewal, at most ~50 ms after the grant)
+    // expired, the lease must no longer say it is held.
+    await sleep(Math.max(0, granted + 260 - performance.now()));
+    const other = await firstValueFrom(b.acquire('k', { ttl: 1_000, waitTimeout: 0 }));
+    expect(lease.held).toBe(false);
+    expect(lease.validUntil).toBeLessThan(performance.now());
+    const lost = await firstValueFrom(lease.lost$);
+    expect(lost.reason).toBe('store-unreachable');
+    await other.release();
+    await Promise.all([a.close(), b.close()]);
+  });
+});
