@@ -1,6 +1,7 @@
 import { catchError, concat, defer, finalize, firstValueFrom, lastValueFrom, mergeMap, of, Subject, take, timer, switchMap, map } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { createLocker, isLockTimeoutError, MemoryLockStore, type Locker } from '../../src/index.js';
+import { giverHoldsK2 } from '../support/reentrancyScenarios.js';
 
 async function withLocker<T>(run: (locker: Locker) => Promise<T>): Promise<T> {
   const locker = createLocker({ store: new MemoryLockStore(), keyPrefix: '', reentrant: true });
@@ -9,29 +10,6 @@ async function withLocker<T>(run: (locker: Locker) => Promise<T>): Promise<T> {
   } finally {
     await locker.close();
   }
-}
-
-/** X holds k2 and, inside its work, takes and gives back k1 while Y waits for k1 (Y subscribed from the root). */
-async function giverHoldsK2(locker: Locker, y: () => Promise<unknown>): Promise<unknown> {
-  const outerHeld = new Subject<void>();
-  const finishOuter = new Subject<void>();
-  const x = lastValueFrom(
-    locker.using('k2', () =>
-      concat(
-        defer(() => {
-          outerHeld.next();
-          return timer(30);
-        }).pipe(locker.withLock('k1')),
-        finishOuter.pipe(take(1)),
-      ),
-    ),
-    { defaultValue: undefined },
-  );
-  await firstValueFrom(outerHeld);
-  const outcome = await y();
-  finishOuter.next();
-  await x;
-  return outcome;
 }
 
 describe('attack: a grant delivered in the giver\'s context', () => {

@@ -8,6 +8,7 @@ import { catchError, concat, defer, delay, EMPTY, firstValueFrom, from, ignoreEl
 import { describe, expect, it } from 'vitest';
 import { createLocker, isLockLostError, isLockTimeoutError, MemoryLockStore, type Lease, type Locker } from '../../src/index.js';
 import { countingStore } from '../support/countingStore.js';
+import { giverHoldsK2 } from '../support/reentrancyScenarios.js';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -274,27 +275,11 @@ describe('reentrancy never makes unrelated streams share a lock', () => {
 
   it("a lock passed to another stream's waiter does not carry the giver's other holds", async () => {
     await withLocker(async (locker) => {
-      const outerHeld = new Subject<void>();
-      const finishOuter = new Subject<void>();
-      // X holds k2 and, inside its work, takes and gives back k1 while Y waits for k1
-      const x = lastValueFrom(
-        locker.using('k2', () =>
-          concat(
-            defer(() => {
-              outerHeld.next();
-              return timer(30);
-            }).pipe(locker.withLock('k1')),
-            finishOuter.pipe(take(1)),
-          ),
-        ),
-        { defaultValue: undefined },
+      // X holds k2 and, inside its work, takes and gives back k1 while Y waits for k1; Y is
+      // subscribed from the root context and gets k1 by a local pass from X's release
+      const outcome = await giverHoldsK2(locker, () =>
+        lastValueFrom(of('y').pipe(delay(1), locker.withLock('k2', { waitTimeout: 100 }), locker.withLock('k1', { waitTimeout: 5_000 }))).catch((e: unknown) => e),
       );
-      await firstValueFrom(outerHeld);
-      // Y is subscribed from the root context; it gets k1 by a local pass from X's release
-      const y = lastValueFrom(of('y').pipe(delay(1), locker.withLock('k2', { waitTimeout: 100 }), locker.withLock('k1', { waitTimeout: 5_000 }))).catch((e: unknown) => e);
-      const outcome = await y;
-      finishOuter.next();
-      await x;
       expect(isLockTimeoutError(outcome)).toBe(true); // waited for X's k2, never joined it
     });
   });

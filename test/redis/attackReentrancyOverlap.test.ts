@@ -15,21 +15,10 @@ import { RedisLockStore } from '../../src/redis.js';
 import type { LockStore } from '../../src/store/LockStore.js';
 import { connect } from '../support/redis.js';
 import { redisSuite } from '../support/redisSuite.js';
+import { prng } from '../engine/attackFuzz.js';
 
 const suite = redisSuite();
 const KEYS = ['a', 'b', 'c'];
-
-/** A deterministic random source (mulberry32). */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 class Overlap {
   private readonly inside = new Map<string, Map<number, number>>();
@@ -61,7 +50,7 @@ function countingReleases(store: LockStore): { store: LockStore; counts: Map<str
 
 /** Runs 60 top-level streams (roots `base + 1…`) on `locker`, checked by `overlap` (shared by the lockers of one run). */
 async function run(locker: Locker, seed: number, overlap = new Overlap(), base = 0): Promise<{ violations: string[]; outcomes: string[] }> {
-  const random = seeded(seed);
+  const random = prng(seed);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
   const opts = { waitTimeout: 20_000, ttl: 2_000 };
   /** Protected work on `key` for `root`: checks on entry and after an async pause. */
