@@ -18,6 +18,11 @@ interface OpenHold {
 export class LockSpans {
   /** Open hold spans by lease id (`<token>:<fence>`). */
   private readonly holds = new Map<string, OpenHold>();
+  /**
+   * The same, by key and token (what `renewed`, `renew-failed` and `release-failed` name): looked
+   * up once per renewal of every lease, so never a scan of all holds.
+   */
+  private readonly byHolder = new Map<string, Set<OpenHold>>();
 
   constructor(
     private readonly tracer: Tracer,
@@ -37,7 +42,7 @@ export class LockSpans {
         const attributes = { ...this.keyAttributes(event.key), 'rxjs_lock.fence': event.fence, 'rxjs_lock.attempts': event.attempts, 'rxjs_lock.handoff': event.passed };
         this.waitSpan(now, event.waitedMs, attributes).end(now);
         const span = this.tracer.startSpan('rxjs_lock.hold', { kind: SpanKind.INTERNAL, startTime: now, attributes: { ...attributes, 'rxjs_lock.lease_id': event.id } });
-        this.holds.set(event.id, { id: event.id, span, key: event.key, token: event.token, grantedAt: now });
+        this.open({ id: event.id, span, key: event.key, token: event.token, grantedAt: now });
         return;
       }
       case 'timed-out': {
@@ -78,7 +83,7 @@ export class LockSpans {
       }
       case 'release-failed':
         for (const hold of this.holdsOf(event.key, event.token)) {
-          this.holds.delete(hold.id);
+          this.take(hold.id);
           hold.span.recordException(event.error);
           hold.span.setStatus({ code: SpanStatusCode.ERROR, message: event.error.message });
           hold.span.end(now);
@@ -94,6 +99,7 @@ export class LockSpans {
     const now = Date.now();
     for (const hold of this.holds.values()) hold.span.end(now);
     this.holds.clear();
+    this.byHolder.clear();
   }
 
   private waitSpan(now: number, waitedMs: number, attributes: Attributes): Span {
@@ -102,11 +108,28 @@ export class LockSpans {
 
   private take(id: string): OpenHold | undefined {
     const hold = this.holds.get(id);
+    if (hold === undefined) return undefined;
     this.holds.delete(id);
+    const same = this.byHolder.get(holderOf(hold.key, hold.token));
+    same?.delete(hold);
+    if (same?.size === 0) this.byHolder.delete(holderOf(hold.key, hold.token));
     return hold;
   }
 
+  private open(hold: OpenHold): void {
+    this.holds.set(hold.id, hold);
+    const holder = holderOf(hold.key, hold.token);
+    const same = this.byHolder.get(holder);
+    if (same === undefined) this.byHolder.set(holder, new Set([hold]));
+    else same.add(hold);
+  }
+
+  /** The open holds of `key` by `token` (a copy: callers may end them while iterating). */
   private holdsOf(key: string, token: string): OpenHold[] {
-    return [...this.holds.values()].filter((hold) => hold.key === key && hold.token === token);
+    const same = this.byHolder.get(holderOf(key, token));
+    return same === undefined ? [] : [...same];
   }
 }
+
+/** The index key of a key's holder (NUL cannot appear in a token: the engine's are UUID-based). */
+const holderOf = (key: string, token: string): string => `${token}\u0000${key}`;
