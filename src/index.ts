@@ -15,6 +15,7 @@ export type {
   LockEvent,
   AcquiredEvent,
   TimedOutEvent,
+  LongWaitEvent,
   AcquireFailedEvent,
   RenewedEvent,
   RenewFailedEvent,

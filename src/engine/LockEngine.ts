@@ -21,6 +21,7 @@ import { withWorkSignal, type LockedWork } from './acquisition/workSignal.js';
 import { StoreAccess } from './calls/StoreAccess.js';
 import type { LockEvent } from './events/events.js';
 import { EventReporter } from './events/EventReporter.js';
+import { LongWaitMonitor } from './events/LongWaitMonitor.js';
 import { GateRegistry } from './gate/GateRegistry.js';
 import { CohortPolicy, NO_HANDOFF, type HandoffPolicy } from './handoff/HandoffPolicy.js';
 import { KeyInspector, type LockerLockInfo, type WaitUntilFreeOptions } from './inspection/KeyInspector.js';
@@ -54,6 +55,7 @@ export class LockEngine implements Locker, AcquisitionContext {
   private readonly leases: LeaseKeeper;
   private readonly gates: GateRegistry;
   private readonly inspector: KeyInspector;
+  private readonly longWaits: LongWaitMonitor;
   private readonly ownsStore: boolean;
   private closing: Promise<void> | undefined;
   private closeCalled = false;
@@ -66,6 +68,7 @@ export class LockEngine implements Locker, AcquisitionContext {
     const clock = (this.clock = new Clock(settings.scheduler, settings.random));
     const access = (this.access = new StoreAccess(settings.store, settings.commandTimeout));
     const leases = (this.leases = new LeaseKeeper(access, this.reporter));
+    const longWaits = (this.longWaits = new LongWaitMonitor(access, clock, this.reporter, settings.longWait));
     const policy = parts.handoff ?? (settings.cohort.maxPasses > 0 ? new CohortPolicy(settings.cohort) : NO_HANDOFF);
     this.gates = new GateRegistry(
       {
@@ -73,6 +76,7 @@ export class LockEngine implements Locker, AcquisitionContext {
         leases,
         policy,
         events: this.reporter,
+        longWaits,
         defaults: settings,
         sessions: {
           access,
@@ -215,6 +219,7 @@ export class LockEngine implements Locker, AcquisitionContext {
       await gatesClosed;
       await drained;
       this.leases.stop();
+      this.longWaits.stop();
       if (this.ownsStore) await closerOf(this.access.store)?.close();
     } catch {
       // close() never rejects: a store that fails to close has nothing left of ours to give back.

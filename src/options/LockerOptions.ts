@@ -234,6 +234,22 @@ export interface LockerOptions extends AcquireOptions {
    */
   cohort?: false | CohortOptions;
   /**
+   * After how long a wait an acquisition is reported as a `long-wait` event on `events$` (and
+   * again every as long while it still waits), in ms: an integer from 1 to 2147483647, or
+   * `Infinity` for never. Each report reads the key from the store once (who holds it, its TTL,
+   * how long the read took: see `LongWaitEvent`). Nothing is read or reported while nobody listens
+   * to `events$`.
+   * @default 5000
+   * @example
+   * ```ts
+   * const locker = createLocker({ store, longWait: 2_000 });
+   * locker.events$.subscribe((e) => {
+   *   if (e.type === 'long-wait') console.warn(`${e.key}: waited ${e.waitedMs} ms, holder ${e.holder?.token ?? 'unknown'}`);
+   * });
+   * ```
+   */
+  longWait?: number;
+  /**
    * Scheduler for back-off timers and wait-limit measurement. Pass a `TestScheduler` to run
    * the waiting on a virtual clock.
    * @default asyncScheduler (and `performance.now()` as the clock)
@@ -252,5 +268,6 @@ export const DEFAULTS = Object.freeze({
   commandTimeout: 2_000,
   keyPrefix: 'lock:',
   localGate: true,
+  longWait: 5_000,
   cohort: Object.freeze({ maxPasses: 256, maxMs: 12, roundMs: 24 }),
 });

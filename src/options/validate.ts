@@ -34,11 +34,13 @@ export interface LockerSettings extends AcquireSettings {
   readonly random: () => number;
   readonly scheduler: SchedulerLike | undefined;
   readonly localGate: boolean;
+  /** `Infinity`: no long-wait reports. */
+  readonly longWait: number;
   readonly cohort: { readonly maxPasses: number; readonly maxMs: number; readonly roundMs: number };
 }
 
 const ACQUIRE_KEYS = ['ttl', 'waitTimeout', 'retry', 'renew', 'onLost', 'reentrant'] as const;
-const LOCKER_KEYS = [...ACQUIRE_KEYS, 'store', 'commandTimeout', 'keyPrefix', 'random', 'scheduler', 'localGate', 'cohort'] as const;
+const LOCKER_KEYS = [...ACQUIRE_KEYS, 'store', 'commandTimeout', 'keyPrefix', 'random', 'scheduler', 'localGate', 'longWait', 'cohort'] as const;
 const RETRY_KEYS = ['minDelay', 'jitter'] as const;
 const RENEW_KEYS = ['interval'] as const;
 
@@ -77,6 +79,7 @@ export function resolveLockerOptions(options: LockerOptions | undefined, default
     scheduler,
     commandTimeout: o.commandTimeout === undefined ? DEFAULTS.commandTimeout : checkMs('commandTimeout', o.commandTimeout, 1),
     localGate: checkBoolean('localGate', o.localGate, DEFAULTS.localGate),
+    longWait: o.longWait === undefined ? DEFAULTS.longWait : checkMs('longWait', o.longWait, 1, true),
     cohort: checkCohort(o.cohort),
   };
 }

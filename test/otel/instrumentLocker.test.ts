@@ -111,6 +111,23 @@ describe('instrumentLocker', () => {
     expect(ms).toBeGreaterThanOrEqual(25);
   });
 
+  it('counts long waits by what they were behind, with the read time of each report', async () => {
+    const client = connect(suite.server);
+    const waiter = createLocker({ store: new RedisLockStore(client), longWait: 60 });
+    const waiting = instrumentLocker(waiter, { meterProvider, tracerProvider, keyGroup: (key) => key.split(':')[0] });
+    suite.closers.push(() => client.disconnect(), () => waiter.close(), () => waiting.stop());
+    const held = await firstValueFrom(locker.acquire('report:1'));
+    const waited = firstValueFrom(waiter.acquire('report:1'));
+    await sleep(250);
+    await held.release();
+    await (await waited).release();
+    const m = await collect();
+    const reports = total(m, 'rxjs_lock.long_waits', { 'rxjs_lock.cause': 'held', 'rxjs_lock.key_group': 'report' });
+    expect(reports).toBeGreaterThanOrEqual(2);
+    expect(histogramCount(m, 'rxjs_lock.long_wait.store_read_time', { 'rxjs_lock.cause': 'held' })).toBe(reports);
+    expect(total(m, 'rxjs_lock.long_waits', { 'rxjs_lock.cause': 'store_failed' })).toBe(0);
+  });
+
   it('spans each hold from grant to release, with fence, renewals and the release outcome', async () => {
     const lease = await firstValueFrom(locker.acquire('report:1', { ttl: 300 }));
     await sleep(350); // renewed at least once (every third of the TTL by default)

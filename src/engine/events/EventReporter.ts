@@ -4,7 +4,7 @@
  */
 import { Subject, type Observable } from 'rxjs';
 import { isLockStoreError, type LockerClosedError, type LockLostError, type LockStoreError } from '../../errors/errors.js';
-import type { LockEvent, ReleasedEvent } from './events.js';
+import type { LockEvent, LongWaitEvent, ReleasedEvent } from './events.js';
 
 /** What a report about a holder needs to know of it. */
 export interface HolderFacts {
@@ -44,6 +44,10 @@ export class EventReporter {
 
   timedOut(key: string, waitedMs: number, attempts: number, skipped = false): void {
     if (this.subject.observed) this.subject.next({ type: 'timed-out', key, waitedMs, attempts, skipped });
+  }
+
+  longWait(event: LongWaitEvent): void {
+    if (this.subject.observed) this.subject.next(event);
   }
 
   acquireFailed(key: string, error: unknown, attempts: number): void {

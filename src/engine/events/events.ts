@@ -125,6 +125,60 @@ export interface LostEvent {
   readonly error: LockLostError;
 }
 
+/**
+ * An acquisition has waited `longWait` ms (the locker option; 5 s by default), and again every
+ * `longWait` ms while it still waits: what the store says of the key now, read for this report.
+ * It tells the two usual causes of a long wait apart:
+ * - a holder that keeps the lock: `holder` names it (its token: one store session of one process)
+ *   with its remaining TTL, and `seenForMs` grows from one report to the next while the same
+ *   holder keeps it (or `heldHere`: one of this locker's own acquisitions holds it);
+ * - a slow or failing store: `storeReadMs` (how long this one read took) is large, or `error` says
+ *   why the read failed, while `holder` is missing or `null` (free: the grant is on its way).
+ * Only sent while someone listens to `events$`; nothing is read from the store otherwise.
+ *
+ * @example
+ * ```ts
+ * locker.events$.pipe(filter((e): e is LongWaitEvent => e.type === 'long-wait')).subscribe((e) => {
+ *   if (e.error !== undefined || (e.storeReadMs ?? 0) > 100) log.warn({ key: e.key, waitedMs: e.waitedMs, storeReadMs: e.storeReadMs }, 'lock store slow');
+ *   else if (e.holder) log.warn({ key: e.key, holder: e.holder.token, heldForAtLeastMs: e.holder.seenForMs }, 'waiting behind a long holder');
+ * });
+ * ```
+ */
+export interface LongWaitEvent {
+  readonly type: 'long-wait';
+  readonly key: string;
+  /** From subscription to this report, in ms (on the locker's clock). */
+  readonly waitedMs: number;
+  /** How many times this acquisition has found the lock held so far. */
+  readonly attempts: number;
+  /** One of this locker's own acquisitions holds the key (the wait is in this process's line). */
+  readonly heldHere: boolean;
+  /**
+   * The key's holder as the store answered this report's read: `null` when the key was free at
+   * that moment; absent when the store cannot be read (no `inspect` capability) or the read failed.
+   */
+  readonly holder?: {
+    /** The holder's token (its store session: one per locker and key). */
+    readonly token: string;
+    /** Its remaining TTL, in ms. */
+    readonly ttlMs: number;
+    /** Processes waiting in the store's line (0 for a store without one). */
+    readonly waiting: number;
+    /** The first fence of its grant, when the store keeps it. */
+    readonly fence?: number;
+    /**
+     * For how long this acquisition's reports have seen this same token hold the key, in ms: 0 at
+     * the first report that saw it. (The token may have given the key up and taken it back between
+     * two reads.)
+     */
+    readonly seenForMs: number;
+  } | null;
+  /** How long this report's store read took, in ms (absent without an `inspect` capability). */
+  readonly storeReadMs?: number;
+  /** Why this report's store read failed (unreachable, or slower than `commandTimeout`). */
+  readonly error?: LockStoreError;
+}
+
 /** `locker.close()` ended an acquisition that was still waiting. */
 export interface ClosedEvent {
   readonly type: 'closed';
@@ -136,6 +190,7 @@ export interface ClosedEvent {
 export type LockEvent =
   | AcquiredEvent
   | TimedOutEvent
+  | LongWaitEvent
   | AcquireFailedEvent
   | RenewedEvent
   | RenewFailedEvent

@@ -4,6 +4,7 @@
  */
 import type { AcquireSettings } from '../../options/validate.js';
 import type { EventReporter } from '../events/EventReporter.js';
+import type { LongWaitWatch } from '../events/LongWaitMonitor.js';
 import type { HandoffPolicy } from '../handoff/HandoffPolicy.js';
 import type { LeaseKeeper } from '../lease/LeaseKeeper.js';
 import type { SessionContext } from '../session/SessionOwner.js';
@@ -16,6 +17,8 @@ export interface GateContext {
   /** When the lock may pass locally, and how many fences a grant reserves. */
   readonly policy: HandoffPolicy;
   readonly events: EventReporter;
+  /** Hears of each waiter that joins and leaves a line, to report the ones that wait long. */
+  readonly longWaits: LongWaitWatch;
   /** What the gate's store sessions need. */
   readonly sessions: SessionContext;
   /** Settings of a grant nobody waits for any more. */

@@ -165,6 +165,7 @@ export class KeyGate implements SessionOwner, HolderOwner {
       return;
     }
     this.waiters.add(waiter);
+    this.ctx.longWaits.watch(this, waiter);
     if (this.state.name === 'idle' && this.head() === waiter) {
       this.startSession();
       return;
@@ -438,6 +439,7 @@ export class KeyGate implements SessionOwner, HolderOwner {
   private remove(waiter: Waiter): void {
     waiter.done = true;
     this.waiters.delete(waiter);
+    this.ctx.longWaits.forget(waiter);
     waiter.stopLocal();
   }
 

@@ -9,6 +9,12 @@ import type { LockEvent } from '../../engine/events/events.js';
 export type AcquisitionOutcome = 'acquired' | 'timed_out' | 'skipped' | 'failed' | 'closed';
 /** How a hold ended, as the `rxjs_lock.outcome` attribute of `rxjs_lock.releases`. */
 export type ReleaseOutcome = 'released' | 'passed' | 'gone' | 'failed' | 'abandoned';
+/**
+ * What a long wait was behind, as the `rxjs_lock.cause` attribute of `rxjs_lock.long_waits`: a
+ * holder of this process (`held_here`) or of another (`held`), a key found free (the grant on its
+ * way), a failed store read (`store_failed`), or a store that cannot be read (`unknown`).
+ */
+export type LongWaitCause = 'held_here' | 'held' | 'free' | 'store_failed' | 'unknown';
 
 /** The instruments, made once per instrumented locker. */
 export class LockMetrics {
@@ -18,6 +24,8 @@ export class LockMetrics {
   private readonly renewals: Counter;
   private readonly losses: Counter;
   private readonly releases: Counter;
+  private readonly longWaits: Counter;
+  private readonly longWaitReadTime: Histogram;
 
   constructor(
     meter: Meter,
@@ -38,6 +46,13 @@ export class LockMetrics {
     this.renewals = meter.createCounter('rxjs_lock.renewals', { description: 'Lease renewals, by outcome (renewed, failed: retried while the lease is valid)' });
     this.losses = meter.createCounter('rxjs_lock.losses', { description: 'Leases lost while held, by reason (expired, taken-over, store-unreachable, locker-closed, …)' });
     this.releases = meter.createCounter('rxjs_lock.releases', { description: 'Holds that ended without a loss, by outcome (released, passed, gone, failed, abandoned)' });
+    this.longWaits = meter.createCounter('rxjs_lock.long_waits', {
+      description: 'Reports of acquisitions still waiting after longWait (one per longWait of waiting), by what the wait was behind (held_here, held, free, store_failed, unknown)',
+    });
+    this.longWaitReadTime = meter.createHistogram('rxjs_lock.long_wait.store_read_time', {
+      description: 'How long the store read of a long-wait report took: a slow store shows here, a long holder does not',
+      unit: 'ms',
+    });
   }
 
   /** Records what `event` says; `heldMs` is the hold time of a lost lease, when its grant was seen. */
@@ -80,6 +95,13 @@ export class LockMetrics {
       case 'abandoned-released':
         this.releases.add(1, { ...key, 'rxjs_lock.outcome': 'abandoned' });
         return;
+      case 'long-wait': {
+        const cause: LongWaitCause =
+          event.error !== undefined ? 'store_failed' : event.heldHere ? 'held_here' : event.holder === null ? 'free' : event.holder === undefined ? 'unknown' : 'held';
+        this.longWaits.add(1, { ...key, 'rxjs_lock.cause': cause });
+        if (event.storeReadMs !== undefined) this.longWaitReadTime.record(event.storeReadMs, { ...key, 'rxjs_lock.cause': cause });
+        return;
+      }
     }
   }
 }

@@ -90,6 +90,7 @@ export class LockSpans {
         }
         return;
       case 'abandoned-released':
+      case 'long-wait': // (the acquire span is made when the wait ends, from its outcome's event)
         return;
     }
   }
