@@ -95,13 +95,12 @@ describe('long-wait events', () => {
     const waiter = locker({ store, longWait: 80 });
     const events = record(waiter);
     const first = await firstValueFrom(a.acquire('turns', { ttl: 5_000 }));
-    // b is in the store's line before the waiter: a's release hands the key to b
-    const bLease$ = firstValueFrom(b.acquire('turns', { waitTimeout: 5_000 }));
-    await sleep(30);
-    const waited = firstValueFrom(waiter.acquire('turns', { waitTimeout: 5_000 }));
+    // the waiter looks at the store once a second (its reports come every 80 ms all the same), so
+    // b, which asks right after a's release, takes the key between two of its looks
+    const waited = firstValueFrom(waiter.acquire('turns', { waitTimeout: 5_000, retry: { minDelay: 1_000, jitter: 1 } }));
     await sleep(260);
     await first.release();
-    const second = await bLease$;
+    const second = await firstValueFrom(b.acquire('turns', { waitTimeout: 0 }));
     await sleep(260);
     const reports = longWaits(events);
     const byA = reports.filter((r) => r.holder?.token === first.token);

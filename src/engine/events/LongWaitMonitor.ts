@@ -7,7 +7,8 @@
  *
  * Costs nothing unless someone listens to `events$` when the acquisition starts. Then each
  * acquisition is kept in a map while it waits, and one sweep timer (running only while the map is
- * not empty) finds those that are due; waiters of one key due in the same sweep share one read.
+ * not empty, so none outlives the waits) finds those that are due; waiters of one key due in the
+ * same sweep share one read.
  */
 import type { Subscription } from 'rxjs';
 import type { LockStoreError } from '../../errors/errors.js';
@@ -73,7 +74,10 @@ export class LongWaitMonitor implements LongWaitWatch {
   }
 
   forget(waiter: WatchedWaiter): void {
-    if (this.marks.size !== 0) this.marks.delete(waiter);
+    if (this.marks.size === 0 || !this.marks.delete(waiter) || this.marks.size !== 0) return;
+    // Nobody left to watch: no timer outlives the waits (it would keep the process alive).
+    this.sweep?.unsubscribe();
+    this.sweep = undefined;
   }
 
   /** Stops the sweep (the locker closed). */
