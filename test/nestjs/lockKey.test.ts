@@ -30,6 +30,27 @@ describe('key templates', () => {
     expect(compileLockKey('post:{args.id}')(graphql({ id: 'p1' }))).toBe('post:p1');
   });
 
+  it('escapes values, so that distinct values never render the same key nor forge a separator or hash tag', () => {
+    const key = compileLockKey('order:{params.tenant}:{params.id}');
+    expect(key(http({ params: { tenant: 'a:b', id: 'c' } }))).toBe('order:a%3Ab:c');
+    expect(key(http({ params: { tenant: 'a', id: 'b:c' } }))).toBe('order:a:b%3Ac');
+    expect(key(http({ params: { tenant: 'a%3Ab', id: 'c' } }))).toBe('order:a%253Ab:c');
+    expect(key(http({ params: { tenant: '{slot}', id: 'x' } }))).toBe('order:%7Bslot%7D:x');
+    // everything else is kept as it was
+    expect(key(http({ params: { tenant: 'ACME corp/ü', id: 'é-7' } }))).toBe('order:ACME corp/ü:é-7');
+    // injective over many random pairs of values
+    const alphabet = ['a', ':', '%', '3', 'A', '{', '}'];
+    const seen = new Map<string, string>();
+    for (let i = 0; i < 3000; i++) {
+      const word = () => Array.from({ length: 1 + Math.floor(Math.random() * 4) }, () => alphabet[Math.floor(Math.random() * alphabet.length)]).join('');
+      const [tenant, id] = [word(), word()];
+      const rendered = key(http({ params: { tenant, id } }));
+      const pair = JSON.stringify([tenant, id]);
+      expect(seen.get(rendered) ?? pair).toBe(pair);
+      seen.set(rendered, pair);
+    }
+  });
+
   it('refuses a missing, empty, object or inherited value with an error naming the path, never "undefined"', () => {
     const key = compileLockKey('order:{params.id}');
     for (const params of [{}, { id: '' }, { id: { nested: 1 } }, { id: null }, { id: Number.NaN }, undefined]) {

@@ -17,6 +17,13 @@ import { LockOptionsError } from '../../errors/errors.js';
  * dots (`{body.customer.id}`). A value must be a
  * non-empty string, a finite number, a bigint or a boolean.
  *
+ * Values are escaped before they go in: `%`, `:`, `{` and `}` become `%25`, `%3A`, `%7B` and `%7D`
+ * (the rest is kept as is). So two requests get the same key only when they name the same
+ * values: with `'order:{params.tenant}:{params.id}'`, tenant `a:b` with id `c` and tenant `a`
+ * with id `b:c` lock different keys (`order:a%3Ab:c`, `order:a:b%3Ac`), and a value cannot forge
+ * the separators or a Redis Cluster hash tag of the template around it. A key function's result is
+ * used as returned.
+ *
  * @example
  * ```ts
  * @WithLock('order:{params.id}')                                    // a template
@@ -122,7 +129,15 @@ function lookup(value: unknown, path: readonly string[]): unknown {
 }
 
 function keyValue(template: string, text: string, value: unknown): string {
-  if (typeof value === 'string' && value.length > 0) return value;
+  if (typeof value === 'string' && value.length > 0) return escapeKeyPart(value);
   if ((typeof value === 'number' && Number.isFinite(value)) || typeof value === 'bigint' || typeof value === 'boolean') return String(value);
   throw new MissingKeyValueError(`key ${template}`, `a non-empty string, a finite number, a bigint or a boolean at ${text}`, value);
+}
+
+/** The characters a value may not bring into a key as they are: the escape itself, the usual separator, hash-tag braces. */
+const RESERVED = /[%:{}]/g;
+
+/** A value as a part of a key: reserved characters percent-encoded, so distinct values stay distinct. */
+export function escapeKeyPart(value: string): string {
+  return value.replace(RESERVED, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 }
