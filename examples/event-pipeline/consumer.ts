@@ -47,6 +47,9 @@ interface Entry {
 }
 
 let stopping = false;
+/** Reading begins once the parent says so (every consumer is ready by then). */
+let begin: () => void = () => undefined;
+const started = new Promise<void>((resolve) => (begin = resolve));
 /** Ids this process has read and not finished: not claimed again from ourselves. */
 const inFlight = new Set<string>();
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -61,6 +64,7 @@ function entryOf([id, fields]: [string, string[]]): Entry {
 const entries$ = new Observable<Entry>((subscriber) => {
   let cursor = '0-0';
   const loop = async () => {
+    await started;
     while (!stopping && !subscriber.closed) {
       // Don't read far ahead of the processing: what is read is pending on us.
       if (inFlight.size >= settings.concurrency * 2) {
@@ -148,9 +152,16 @@ async function shutDown(): Promise<void> {
 }
 
 process.on('message', (message: ParentMessage) => {
-  if (message.type === 'stop') void shutDown();
+  if (message.type === 'start') begin();
+  else if (message.type === 'stop') {
+    begin();
+    void shutDown();
+  }
 });
-process.once('SIGTERM', () => void shutDown());
+process.once('SIGTERM', () => {
+  begin();
+  void shutDown();
+});
 
 Promise.all([redis.ping(), reader.ping()]).then(
   () => tell({ type: 'ready' }),

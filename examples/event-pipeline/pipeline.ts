@@ -84,6 +84,9 @@ export async function runEventPipeline(options: PipelineOptions): Promise<Pipeli
 
     for (let n = 0; n < consumers; n++) children.push(start({ host, port, stream, group, consumer: `consumer-${n}`, claimIdleMs: 1_000, concurrency: 4, workMs, inMemoryLocks }));
     await Promise.all(children.map((child) => until(() => child.messages.some((m) => m.type === 'ready'), deadline, `${child.name} ready`)));
+    // All read from now on: on a loaded machine, the first one up would otherwise take the whole
+    // stream before the one to be killed has applied any.
+    for (const child of children) child.process.send({ type: 'start' } satisfies ParentMessage);
 
     // Kill the first consumer mid-run, with messages read and not yet acknowledged.
     const victim = children[0]!;

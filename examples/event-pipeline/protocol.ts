@@ -36,8 +36,12 @@ export type ConsumerMessage =
   | { readonly type: 'failed'; readonly id: string; readonly error: string }
   | { readonly type: 'stopped' };
 
-/** Parent → consumer: stop reading, finish what was read, close everything and exit. */
-export type ParentMessage = { readonly type: 'stop' };
+/**
+ * Parent → consumer: `start` once every consumer is ready (begin reading, so that none takes the
+ * whole stream before the others are up); `stop`: stop reading, finish what was read, close
+ * everything and exit.
+ */
+export type ParentMessage = { readonly type: 'start' } | { readonly type: 'stop' };
 
 /** Redis keys of the example. */
 export const keys = {
