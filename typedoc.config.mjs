@@ -8,6 +8,7 @@ export default {
   out: 'docs/api',
   plugin: ['typedoc-plugin-markdown', 'typedoc-vitepress-theme', './docs/.vitepress/typedoc/requireExamples.mjs'],
   readme: 'none',
+  docsRoot: 'docs', // sidebar links relative to the site root (docs/)
   excludePrivate: true,
   excludeInternal: true,
   disableSources: true,
