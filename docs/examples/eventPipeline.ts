@@ -5,7 +5,7 @@
  */
 // #region sample
 import { catchError, defer, EMPTY, from, lastValueFrom } from 'rxjs';
-import { createLocker, exclusivePerKey, isLockTimeoutError, type Locker } from 'rxjs-lock';
+import { exclusivePerKey, isLockTimeoutError, type Locker } from 'rxjs-lock';
 
 export interface Payment {
   readonly id: string;
@@ -16,7 +16,7 @@ export interface Payment {
 export async function applyPayments(
   payments: readonly Payment[],
   applyPayment: (payment: Payment, fence: number) => Promise<void>,
-  locker: Locker = createLocker(),
+  locker: Locker, // yours: createLocker({ store }) at start-up, locker.close() at shutdown
 ): Promise<string[]> {
   const skipped: string[] = [];
   await lastValueFrom(

@@ -55,13 +55,14 @@ describe('guides', () => {
     const payments: Payment[] = Array.from({ length: 12 }, (_, i) => ({ id: `p${i}`, accountId: `a${i % 3}`, amount: i }));
     const busy = new Set<string>();
     const order: string[] = [];
+    const locker = createLocker();
     const skipped = await applyPayments(payments, async (payment) => {
       expect(busy.has(payment.accountId)).toBe(false);
       busy.add(payment.accountId);
       await new Promise((resolve) => setTimeout(resolve, 2));
       order.push(payment.id);
       busy.delete(payment.accountId);
-    });
+    }, locker).finally(() => locker.close());
     expect(skipped).toEqual([]);
     for (const account of ['a0', 'a1', 'a2']) {
       const ids = payments.filter((p) => p.accountId === account).map((p) => p.id);
