@@ -8,12 +8,13 @@ export default defineConfig({
   resolve: {
     alias: [
       { find: /^rxjs-lock$/, replacement: `${import.meta.dirname}/src/index.ts` },
-      { find: /^rxjs-lock\/(nestjs|redis|testing)$/, replacement: `${import.meta.dirname}/src/$1.ts` },
+      { find: /^rxjs-lock\/(nestjs|redis|testing|otel)$/, replacement: `${import.meta.dirname}/src/$1.ts` },
       ...(nestModules ? [{ find: /^@nestjs\/([^/]+)(.*)$/, replacement: `${nestModules}/@nestjs/$1$2` }] : []),
     ],
   },
   test: {
-    include: ['test/**/*.test.ts'],
+    // docs/examples: the documentation's samples that are tests themselves (the testing guide's).
+    include: ['test/**/*.test.ts', 'docs/examples/**/*.test.ts'],
     pool: 'forks',
     testTimeout: 60_000,
     hookTimeout: 30_000,

@@ -2,6 +2,8 @@
  * rxjs-lock: distributed locks for RxJS. Taking a lock is subscribing; giving it back happens
  * whatever ends the stream. This entry point has no Redis dependency; the Redis store is in
  * `rxjs-lock/redis`.
+ *
+ * @module rxjs-lock
  */
 export { createLocker } from './api/createLocker.js';
 export { withLock, type WithLockOptions } from './api/withLock.js';

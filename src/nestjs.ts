@@ -3,5 +3,7 @@
  * Needs `@nestjs/common` and `@nestjs/core` (optional peer dependencies; `ioredis` for
  * `LockModule.forRoot({ redis })`, `@nestjs/microservices` for RPC errors). The other entry points
  * never load Nest.
+ *
+ * @module rxjs-lock/nestjs
  */
 export * from './integrations/nestjs/index.js';

@@ -1,4 +1,8 @@
-/** `rxjs-lock/redis`: the Redis store, the quorum (Redlock) store and the fenced resource (need `ioredis`, a peer dependency). */
+/**
+ * `rxjs-lock/redis`: the Redis store, the quorum (Redlock) store and the fenced resource (need `ioredis`, a peer dependency).
+ *
+ * @module rxjs-lock/redis
+ */
 export { RedisLockStore, type RedisLockStoreOptions } from './backends/redis/RedisLockStore.js';
 export { RedlockStore } from './backends/redis/quorum/RedlockStore.js';
 export type { RedlockStoreOptions } from './backends/redis/quorum/RedlockStoreOptions.js';

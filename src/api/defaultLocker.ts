@@ -27,7 +27,14 @@ let warned = false;
  */
 export const IN_MEMORY_DEFAULT_WARNING = 'RXJS_LOCK_IN_MEMORY_DEFAULT';
 
-/** The locker the free `withLock()` uses: the one set by {@link setDefaultLocker}, else an in-memory one. */
+/**
+ * The locker the free `withLock()` uses: the one set by {@link setDefaultLocker}, else an in-memory one.
+ *
+ * @example
+ * ```ts
+ * getDefaultLocker().events$.subscribe((e) => console.log(e.type, e.key)); // what the free operators do
+ * ```
+ */
 export function getDefaultLocker(): Locker {
   return (current ??= createLocker());
 }

@@ -12,8 +12,18 @@ const BRAND = Symbol.for('rxjs-lock/error');
 /** Names of the errors rxjs-lock raises. */
 export type LockErrorName = 'LockTimeoutError' | 'LockStoreError' | 'ReplicaAckError' | 'LockLostError' | 'LockOptionsError' | 'LockerClosedError' | 'LockCapabilityError';
 
-/** Common base of every error raised by rxjs-lock. */
+/**
+ * Common base of every error raised by rxjs-lock.
+ *
+ * @example
+ * ```ts
+ * work$.pipe(locker.withLock('report')).subscribe({
+ *   error: (e) => console.error(isLockError(e) ? `lock failure ${e.name}: ${e.message}` : e),
+ * });
+ * ```
+ */
 export abstract class LockError extends Error {
+  /** Which error this is: test it, or use the guards (`isLockTimeoutError`, …), rather than `instanceof`. */
   abstract override readonly name: LockErrorName;
   /** @internal brand checked by {@link isLockError}. */
   readonly [BRAND] = true;
@@ -33,6 +43,7 @@ export type StoreOperation = 'acquire' | 'release' | 'extend' | 'leave' | 'inspe
  * ```
  */
 export class LockTimeoutError extends LockError {
+  /** Always `'LockTimeoutError'`. */
   readonly name = 'LockTimeoutError' as const;
   constructor(
     /** The key that stayed held (without the locker's `keyPrefix`). */
@@ -52,6 +63,13 @@ export class LockTimeoutError extends LockError {
 /**
  * The store failed or did not answer within `commandTimeout`. The original failure is in
  * `cause`. Nothing is known about who holds the lock.
+ *
+ * @example
+ * ```ts
+ * locker.acquire('report').subscribe({
+ *   error: (e) => isLockStoreError(e) && console.error(`store failed during ${e.operation}:`, e.cause),
+ * });
+ * ```
  */
 export class LockStoreError extends LockError {
   /** `'LockStoreError'`, or the name of the more specific failure a subclass reports. */
@@ -182,13 +200,25 @@ export type LockLostReason = 'expired' | 'taken-over' | 'store-unreachable' | 'l
 /**
  * A lease that was held is no longer protecting its holder: it expired, another owner took the
  * key, the store could not be reached to renew it before its deadline, or its locker was closed.
+ *
+ * @example
+ * ```ts
+ * longWork$.pipe(locker.withLock('import')).subscribe({
+ *   error: (e) => isLockLostError(e) && console.error(`lost ${e.key} (${e.reason}): the work was stopped`),
+ * });
+ * ```
  */
 export class LockLostError extends LockError {
+  /** Always `'LockLostError'`. */
   readonly name = 'LockLostError' as const;
   constructor(
+    /** The key whose lease was lost (without the locker's `keyPrefix`). */
     readonly key: string,
+    /** The lost lease's token (`lease.token`). */
     readonly token: string,
+    /** Why the lease stopped protecting its holder. */
     readonly reason: LockLostReason,
+    /** The store failure behind a `'store-unreachable'` loss, when there was one. */
     override readonly cause?: unknown,
   ) {
     super(`Lock ${quote(key)} was lost (${reason})`, { cause });
@@ -198,8 +228,15 @@ export class LockLostError extends LockError {
 /**
  * The locker was closed (`locker.close()`): it takes no new acquisitions, and acquisitions that
  * were still waiting end with this error.
+ *
+ * @example
+ * ```ts
+ * await locker.close();
+ * locker.acquire('report').subscribe({ error: (e) => console.log(isLockerClosedError(e)) }); // true
+ * ```
  */
 export class LockerClosedError extends LockError {
+  /** Always `'LockerClosedError'`. */
   readonly name = 'LockerClosedError' as const;
   constructor(
     /** The key of the refused or abandoned acquisition (without the locker's `keyPrefix`). */
@@ -222,6 +259,7 @@ export class LockerClosedError extends LockError {
  * ```
  */
 export class LockCapabilityError extends LockError {
+  /** Always `'LockCapabilityError'`. */
   readonly name = 'LockCapabilityError' as const;
   constructor(
     /** The key asked about (without the locker's `keyPrefix`). */
@@ -237,15 +275,25 @@ export class LockCapabilityError extends LockError {
  * An option or argument is invalid. `option` names it, `allowed` says what is accepted and
  * `received` is what was passed. Raised synchronously, when the locker, Observable or operator is
  * created, so nothing is acquired.
+ *
+ * @example
+ * ```ts
+ * try {
+ *   createLocker({ ttl: -1 });
+ * } catch (e) {
+ *   if (isLockOptionsError(e)) console.error(e.option, e.allowed, e.received); // ttl, an integer from 1 …, -1
+ * }
+ * ```
  */
 export class LockOptionsError extends LockError {
+  /** Always `'LockOptionsError'`. */
   readonly name = 'LockOptionsError' as const;
   constructor(
     /** The option or argument at fault, e.g. `ttl` or `key` (an unknown option's name is kept cut short). */
     option: string,
     /** What is accepted, e.g. `an integer from 1 to 2147483647 (ms)`. */
     readonly allowed: string,
-    /** The rejected value (a string longer than {@link MAX_QUOTED_LENGTH} characters is kept cut short). */
+    /** The rejected value (a string longer than 120 characters is kept cut short). */
     received: unknown,
   ) {
     super(`Invalid ${bounded(option)}: expected ${allowed}, received ${describe(received)}`);
@@ -256,7 +304,7 @@ export class LockOptionsError extends LockError {
   /** The option or argument at fault, e.g. `ttl` or `key` (an unknown option's name is kept cut short). */
   readonly option: string;
 
-  /** The rejected value (a string longer than {@link MAX_QUOTED_LENGTH} characters is kept cut short). */
+  /** The rejected value (a string longer than 120 characters is kept cut short). */
   readonly received: unknown;
 }
 
@@ -289,26 +337,81 @@ function describe(value: unknown): string {
   return typeof value;
 }
 
-/** Is `e` an error raised by rxjs-lock (any copy of it)? Optionally, of the given kind. */
 /** `value` if it is an Error, else an Error that says what was thrown (a store may reject with anything). */
 export function asError(value: unknown): Error {
   return value instanceof Error ? value : new Error(String(value));
 }
 
+/**
+ * Is `e` an error raised by rxjs-lock (any copy of it)? Optionally, of the given kind.
+ *
+ * @example
+ * ```ts
+ * if (isLockError(error, 'LockTimeoutError')) console.warn('busy'); // same as isLockTimeoutError(error)
+ * else if (isLockError(error)) console.error('lock failure:', error.name);
+ * ```
+ */
 export function isLockError(e: unknown, name?: LockErrorName): e is LockError {
   if (typeof e !== 'object' || e === null || (e as Record<symbol, unknown>)[BRAND] !== true) return false;
   return name === undefined || (e as LockError).name === name;
 }
 
-/** Is `e` a {@link LockTimeoutError}? Works across ESM and CommonJS copies. */
+/**
+ * Is `e` a {@link LockTimeoutError}? Works across ESM and CommonJS copies.
+ *
+ * @example
+ * ```ts
+ * locker.acquire('invoice:42', { waitTimeout: 1_000 }).pipe(
+ *   catchError((e) => (isLockTimeoutError(e) ? EMPTY : throwError(() => e))), // busy: skip this time
+ * );
+ * ```
+ */
 export const isLockTimeoutError = (e: unknown): e is LockTimeoutError => isLockError(e, 'LockTimeoutError');
-/** Is `e` a {@link LockStoreError} (a {@link ReplicaAckError} included)? Works across ESM and CommonJS copies. */
+/**
+ * Is `e` a {@link LockStoreError} (a {@link ReplicaAckError} included)? Works across ESM and CommonJS copies.
+ *
+ * @example
+ * ```ts
+ * work$.pipe(locker.withLock('k')).subscribe({
+ *   error: (e) => isLockStoreError(e) && console.error(`the store failed (${e.operation})`, e.cause),
+ * });
+ * ```
+ */
 export const isLockStoreError = (e: unknown): e is LockStoreError => isLockError(e, 'LockStoreError') || isLockError(e, 'ReplicaAckError');
-/** Is `e` a {@link ReplicaAckError}? Works across ESM and CommonJS copies. */
+/**
+ * Is `e` a {@link ReplicaAckError}? Works across ESM and CommonJS copies.
+ *
+ * @example
+ * ```ts
+ * locker.acquire('payment:7').subscribe({
+ *   error: (e) => isReplicaAckError(e) && console.warn(`${e.acknowledged} of ${e.replicas} replicas acknowledged`),
+ * });
+ * ```
+ */
 export const isReplicaAckError = (e: unknown): e is ReplicaAckError => isLockError(e, 'ReplicaAckError');
-/** Is `e` a {@link LockLostError}? Works across ESM and CommonJS copies. */
+/**
+ * Is `e` a {@link LockLostError}? Works across ESM and CommonJS copies.
+ *
+ * @example
+ * ```ts
+ * work$.pipe(locker.withLock('k')).subscribe({
+ *   error: (e) => isLockLostError(e) && console.error(`lost ${e.key} (${e.reason})`),
+ * });
+ * ```
+ */
 export const isLockLostError = (e: unknown): e is LockLostError => isLockError(e, 'LockLostError');
-/** Is `e` a {@link LockOptionsError}? Works across ESM and CommonJS copies. */
+/**
+ * Is `e` a {@link LockOptionsError}? Works across ESM and CommonJS copies.
+ *
+ * @example
+ * ```ts
+ * try {
+ *   createLocker({ waitTimeout: -5 });
+ * } catch (e) {
+ *   if (isLockOptionsError(e)) console.error(`${e.option}: expected ${e.allowed}`);
+ * }
+ * ```
+ */
 export const isLockOptionsError = (e: unknown): e is LockOptionsError => isLockError(e, 'LockOptionsError');
 /**
  * Is `e` a {@link QuorumUnreachableError} (a {@link LockStoreError} too)? Works across ESM and
@@ -320,7 +423,25 @@ export const isLockOptionsError = (e: unknown): e is LockOptionsError => isLockE
  */
 export const isQuorumUnreachableError = (e: unknown): e is QuorumUnreachableError => isLockStoreError(e) && (e as unknown as Record<symbol, unknown>)[QUORUM_BRAND] === true;
 
-/** Is `e` a {@link LockCapabilityError}? Works across ESM and CommonJS copies. */
+/**
+ * Is `e` a {@link LockCapabilityError}? Works across ESM and CommonJS copies.
+ *
+ * @example
+ * ```ts
+ * locker.inspect('k').pipe(
+ *   catchError((e) => (isLockCapabilityError(e) ? of(null) : throwError(() => e))), // the store cannot inspect
+ * );
+ * ```
+ */
 export const isLockCapabilityError = (e: unknown): e is LockCapabilityError => isLockError(e, 'LockCapabilityError');
-/** Is `e` a {@link LockerClosedError}? Works across ESM and CommonJS copies. */
+/**
+ * Is `e` a {@link LockerClosedError}? Works across ESM and CommonJS copies.
+ *
+ * @example
+ * ```ts
+ * locker.acquire('k').subscribe({
+ *   error: (e) => isLockerClosedError(e) && console.log('shutting down: not acquired'),
+ * });
+ * ```
+ */
 export const isLockerClosedError = (e: unknown): e is LockerClosedError => isLockError(e, 'LockerClosedError');

@@ -257,17 +257,47 @@ export interface LockerOptions extends AcquireOptions {
   scheduler?: SchedulerLike;
 }
 
-/** Defaults of {@link LockerOptions}. */
+/**
+ * Defaults of {@link LockerOptions}.
+ *
+ * @example
+ * ```ts
+ * const locker = createLocker({ store, ttl: DEFAULTS.ttl * 2 }); // leases of 60 s instead of 30 s
+ * ```
+ */
 export const DEFAULTS = Object.freeze({
+  /** {@link LockerOptions.ttl}: 30 s. */
   ttl: 30_000,
+  /** {@link LockerOptions.waitTimeout}: 10 s. */
   waitTimeout: 10_000,
-  retry: Object.freeze({ minDelay: 10, jitter: 20 }),
+  /** {@link LockerOptions.retry}: sleeps drawn from [10, 30) ms. */
+  retry: Object.freeze({
+    /** {@link RetryOptions.minDelay}. */
+    minDelay: 10,
+    /** {@link RetryOptions.jitter}. */
+    jitter: 20,
+  }),
+  /** {@link LockerOptions.renew}: renew every `ttl / 3`. */
   renew: Object.freeze({}) as RenewOptions,
+  /** {@link LockerOptions.onLost}. */
   onLost: 'error' as OnLost,
+  /** {@link LockerOptions.reentrant}. */
   reentrant: false,
+  /** {@link LockerOptions.commandTimeout}: 2 s. */
   commandTimeout: 2_000,
+  /** {@link LockerOptions.keyPrefix}. */
   keyPrefix: 'lock:',
+  /** {@link LockerOptions.localGate}. */
   localGate: true,
+  /** {@link LockerOptions.longWait}. */
   longWait: 5_000,
-  cohort: Object.freeze({ maxPasses: 256, maxMs: 12, roundMs: 24 }),
+  /** {@link LockerOptions.cohort}. */
+  cohort: Object.freeze({
+    /** {@link CohortOptions.maxPasses}. */
+    maxPasses: 256,
+    /** {@link CohortOptions.maxMs}. */
+    maxMs: 12,
+    /** {@link CohortOptions.roundMs}. */
+    roundMs: 24,
+  }),
 });

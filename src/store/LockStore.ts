@@ -63,7 +63,9 @@ export interface ReleasedGrant {
 /** Outcome of {@link LockStore.tryAcquire}. */
 export type AcquireResult = Acquired | NotAcquired;
 
+/** The store granted the key: {@link AcquireResult} of a successful {@link LockStore.tryAcquire}. */
 export interface Acquired {
+  /** Always `true`: the key is now the caller's. */
   readonly acquired: true;
   /** The first of the fences reserved by this grant. */
   readonly fence: number;
@@ -89,7 +91,9 @@ export interface Acquired {
   readonly validity?: number;
 }
 
+/** The key is held by someone else: {@link AcquireResult} of a {@link LockStore.tryAcquire} that did not get it. */
 export interface NotAcquired {
+  /** Always `false`: the key is held by someone else. */
   readonly acquired: false;
   /** Remaining TTL of the holder's key in ms, when known: no use sleeping past it. */
   readonly holderTtl?: number;

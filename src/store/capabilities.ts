@@ -95,8 +95,11 @@ export interface BatchExtendStore {
 
 /** One lease to extend in {@link BatchExtendStore.extendMany}. */
 export interface ExtendRequest {
+  /** The lock's key in the store (with the locker's `keyPrefix`). */
   readonly key: string;
+  /** The owner's token: only a key still holding it is extended. */
   readonly token: string;
+  /** The new TTL, in ms from now. */
   readonly ttlMs: number;
 }
 
@@ -191,6 +194,12 @@ export function closerOf(store: LockStore): (LockStore & ClosableStore) | undefi
  * A view of `store` with its core operations only, every capability hidden: what a store that
  * implements nothing more looks like to the engine (the contract suite and the engine's tests run
  * on it, to show that the core is enough).
+ *
+ * @example
+ * ```ts
+ * // run your tests as a store with only tryAcquire / extend / release would see them
+ * const locker = createLocker({ store: coreOnly(new MemoryLockStore()) });
+ * ```
  */
 export function coreOnly(store: LockStore): LockStore {
   return {

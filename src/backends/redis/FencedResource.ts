@@ -14,9 +14,19 @@ import type { RedisClient } from './RedisClient.js';
 /** Outcome of {@link FencedResource.write}. */
 export type FencedWriteResult =
   /** Written; `fence` is now the highest token accepted. */
-  | { readonly accepted: true; readonly fence: number }
+  | {
+      /** The value was written. */
+      readonly accepted: true;
+      /** The highest token accepted so far: the one just written. */
+      readonly fence: number;
+    }
   /** Refused: a writer with the higher token `highestFence` has written already. */
-  | { readonly accepted: false; readonly highestFence: number };
+  | {
+      /** The value was refused. */
+      readonly accepted: false;
+      /** The token of the newer writer that wrote already. */
+      readonly highestFence: number;
+    };
 
 /**
  * A Redis hash (`fence`, `value`) written only with a fencing token at least as high as every
@@ -67,7 +77,15 @@ export class FencedResource {
   }
 
   /** The last accepted write and its token, or `undefined` when nothing was written yet. */
-  async read(): Promise<{ readonly fence: number; readonly value: string } | undefined> {
+  async read(): Promise<
+    | {
+        /** The token of the last accepted write. */
+        readonly fence: number;
+        /** The value it wrote. */
+        readonly value: string;
+      }
+    | undefined
+  > {
     const [fence, value] = (await runScript(this.client, 'fencedRead', [this.key], [])) as [string | null, string | null];
     return fence === null || value === null ? undefined : { fence: Number(fence), value };
   }

@@ -12,8 +12,11 @@ import type { LockerClosedError, LockLostError, LockLostReason, LockStoreError }
 
 /** A lease was taken. */
 export interface AcquiredEvent {
+  /** Always `'acquired'`: tells this event apart from the others of {@link LockEvent}. */
   readonly type: 'acquired';
+  /** The lock's key, as the caller named it (without the locker's `keyPrefix`). */
   readonly key: string;
+  /** The value the store holds for the key: one store session's UUID, shared by the local holders the lock passed between. */
   readonly token: string;
   /** Unique per acquisition: `<token>:<fence>`. */
   readonly id: string;
@@ -33,9 +36,13 @@ export interface AcquiredEvent {
  * attempt and completed without running its work (not a failure).
  */
 export interface TimedOutEvent {
+  /** Always `'timed-out'`: tells this event apart from the others of {@link LockEvent}. */
   readonly type: 'timed-out';
+  /** The lock's key, as the caller named it (without the locker's `keyPrefix`). */
   readonly key: string;
+  /** From subscription to giving up, in ms (on the locker's clock). */
   readonly waitedMs: number;
+  /** How many times this acquisition found the lock held (store attempts and looks at the local line), at least 1. */
   readonly attempts: number;
   /** True when this was an `onBusy: 'skip'` operator skipping its work (its stream completed empty). */
   readonly skipped: boolean;
@@ -43,9 +50,13 @@ export interface TimedOutEvent {
 
 /** An acquisition failed because the store failed or timed out. */
 export interface AcquireFailedEvent {
+  /** Always `'acquire-failed'`: tells this event apart from the others of {@link LockEvent}. */
   readonly type: 'acquire-failed';
+  /** The lock's key, as the caller named it (without the locker's `keyPrefix`). */
   readonly key: string;
+  /** The error, also given to the stream or call concerned. */
   readonly error: LockStoreError;
+  /** How many times this acquisition found the lock held (store attempts and looks at the local line), at least 1. */
   readonly attempts: number;
 }
 
@@ -61,21 +72,31 @@ export interface AcquireFailedEvent {
  * whose lease was lost gets neither: its `lost` event told how its hold ended.
  */
 export interface ReleasedEvent {
+  /** Always `'released'`: tells this event apart from the others of {@link LockEvent}. */
   readonly type: 'released';
+  /** The lock's key, as the caller named it (without the locker's `keyPrefix`). */
   readonly key: string;
+  /** The value the store holds for the key: one store session's UUID, shared by the local holders the lock passed between. */
   readonly token: string;
+  /** Unique per acquisition: `<token>:<fence>` (log this one). */
   readonly id: string;
+  /** The holder's fencing token: higher than every earlier holder's of this key. */
   readonly fence: number;
   /** From the grant to the holder's release, in ms. */
   readonly heldMs: number;
+  /** How the hold ended, as the store confirmed it (see above). */
   readonly outcome: 'released' | 'passed' | 'gone';
 }
 
 /** A release could not be confirmed (store down or slow); the key expires with its TTL. */
 export interface ReleaseFailedEvent {
+  /** Always `'release-failed'`: tells this event apart from the others of {@link LockEvent}. */
   readonly type: 'release-failed';
+  /** The lock's key, as the caller named it (without the locker's `keyPrefix`). */
   readonly key: string;
+  /** The value the store holds for the key: one store session's UUID, shared by the local holders the lock passed between. */
   readonly token: string;
+  /** The error, also given to the stream or call concerned. */
   readonly error: LockStoreError;
 }
 
@@ -85,16 +106,23 @@ export interface ReleaseFailedEvent {
  * the lock was given back. `deleted` is false when that release could not delete it.
  */
 export interface AbandonedReleasedEvent {
+  /** Always `'abandoned-released'`: tells this event apart from the others of {@link LockEvent}. */
   readonly type: 'abandoned-released';
+  /** The lock's key, as the caller named it (without the locker's `keyPrefix`). */
   readonly key: string;
+  /** The value the store holds for the key: one store session's UUID, shared by the local holders the lock passed between. */
   readonly token: string;
+  /** True when the store deleted the key; false when that release could not. */
   readonly deleted: boolean;
 }
 
 /** A held lease was extended (by renewal or `lease.extend()`). */
 export interface RenewedEvent {
+  /** Always `'renewed'`: tells this event apart from the others of {@link LockEvent}. */
   readonly type: 'renewed';
+  /** The lock's key, as the caller named it (without the locker's `keyPrefix`). */
   readonly key: string;
+  /** The value the store holds for the key: one store session's UUID, shared by the local holders the lock passed between. */
   readonly token: string;
   /** Time left until the lease's new `validUntil`, in ms. */
   readonly validForMs: number;
@@ -102,9 +130,13 @@ export interface RenewedEvent {
 
 /** A renewal call failed; it is retried while the lease is still valid. */
 export interface RenewFailedEvent {
+  /** Always `'renew-failed'`: tells this event apart from the others of {@link LockEvent}. */
   readonly type: 'renew-failed';
+  /** The lock's key, as the caller named it (without the locker's `keyPrefix`). */
   readonly key: string;
+  /** The value the store holds for the key: one store session's UUID, shared by the local holders the lock passed between. */
   readonly token: string;
+  /** The error, also given to the stream or call concerned. */
   readonly error: LockStoreError;
   /** Time left until the lease's `validUntil`, in ms: the retries' budget. */
   readonly validForMs: number;
@@ -116,12 +148,19 @@ export interface RenewFailedEvent {
  * with `error` (unless `onLost: 'notify'`, which is ignored for `'locker-closed'`).
  */
 export interface LostEvent {
+  /** Always `'lost'`: tells this event apart from the others of {@link LockEvent}. */
   readonly type: 'lost';
+  /** The lock's key, as the caller named it (without the locker's `keyPrefix`). */
   readonly key: string;
+  /** The value the store holds for the key: one store session's UUID, shared by the local holders the lock passed between. */
   readonly token: string;
+  /** Unique per acquisition: `<token>:<fence>` (log this one). */
   readonly id: string;
+  /** The holder's fencing token: higher than every earlier holder's of this key. */
   readonly fence: number;
+  /** Why the lease stopped protecting its holder. */
   readonly reason: LockLostReason;
+  /** The error, also given to the stream or call concerned. */
   readonly error: LockLostError;
 }
 
@@ -181,8 +220,11 @@ export interface LongWaitEvent {
 
 /** `locker.close()` ended an acquisition that was still waiting. */
 export interface ClosedEvent {
+  /** Always `'closed'`: tells this event apart from the others of {@link LockEvent}. */
   readonly type: 'closed';
+  /** The lock's key, as the caller named it (without the locker's `keyPrefix`). */
   readonly key: string;
+  /** The error, also given to the stream or call concerned. */
   readonly error: LockerClosedError;
 }
 

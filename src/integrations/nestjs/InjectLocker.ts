@@ -3,7 +3,7 @@ import { Inject } from '@nestjs/common';
 import { LOCKER } from './tokens.js';
 
 /**
- * Injects the {@link Locker} that `LockModule` provides (same as `@Inject(LOCKER)`), for locks a
+ * Injects the {@link rxjs-lock!Locker} that `LockModule` provides (same as `@Inject(LOCKER)`), for locks a
  * decorator cannot express: inside a service, around a part of a stream, with `using` for fences.
  *
  * @example

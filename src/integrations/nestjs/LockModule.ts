@@ -16,7 +16,7 @@ const providers: Provider[] = [
 ];
 
 /**
- * Provides the {@link Locker} (token {@link LOCKER}, `@InjectLocker()`) that `@WithLock` uses.
+ * Provides the {@link rxjs-lock!Locker} (token {@link LOCKER}, `@InjectLocker()`) that `@WithLock` uses.
  * Configure it with `forRoot(options)` or `forRootAsync({ imports, inject, useFactory })`; pass
  * `isGlobal: true` to use it from every module. On application shutdown (`app.close()`, or a
  * signal with `app.enableShutdownHooks()`) it closes the locker — waiting acquisitions fail, held

@@ -4,7 +4,7 @@
  */
 
 /**
- * Injection token of the {@link Locker} that `LockModule` provides. Inject it with
+ * Injection token of the {@link rxjs-lock!Locker} that `LockModule` provides. Inject it with
  * `@InjectLocker()` (or `@Inject(LOCKER)`).
  *
  * @example
