@@ -17,7 +17,7 @@ export default {
   // Types a public signature names that users never build themselves: Nest's constructor
   // parameters (Nest injects them), and the grant the engine passes to a store's release (a custom
   // store can type it as `Parameters<LockStore['release']>[2]`).
-  intentionallyNotExported: ['LockSettings', 'LockResources', 'ReleasedGrant'],
+  intentionallyNotExported: ['LockSettings', 'LockResources'],
   intentionallyNotDocumented: [
     // Fields of the store-protocol unions: each member's own comment says what its fields mean.
     ...['granted', 'fence', 'fences', 'ttl'].map((field) => `rxjs-lock.LeaveResult.__type.${field}`),

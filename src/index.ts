@@ -40,7 +40,7 @@ export {
   type LockOperatorOptions,
   type CohortOptions,
 } from './options/LockerOptions.js';
-export type { LockStore, AcquireResult, Acquired, NotAcquired, ExtendOutcome } from './store/LockStore.js';
+export type { LockStore, AcquireResult, Acquired, NotAcquired, ExtendOutcome, ReleasedGrant } from './store/LockStore.js';
 export type {
   QueueingStore,
   LeaveResult,

@@ -184,7 +184,9 @@ export interface LostEvent {
  * ```
  */
 export interface LongWaitEvent {
+  /** Always `'long-wait'`: tells this event apart from the others of {@link LockEvent}. */
   readonly type: 'long-wait';
+  /** The lock's key, as the caller named it (without the locker's `keyPrefix`). */
   readonly key: string;
   /** From subscription to this report, in ms (on the locker's clock). */
   readonly waitedMs: number;
