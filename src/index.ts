@@ -37,7 +37,9 @@ export {
   type LockOperatorOptions,
   type CohortOptions,
 } from './options/LockerOptions.js';
+export type { PermitCount, PermitOptions, AcquirePermitOptions, ReadWriteLockOptions, AcquireReadWriteOptions } from './options/PermitOptions.js';
 export type { LockStore, AcquireResult, Acquired, NotAcquired, ExtendOutcome } from './store/LockStore.js';
+export type { SharedLockStore, SharedPlace, SharedLockInfo, InspectableSharedStore } from './store/SharedLockStore.js';
 export type {
   QueueingStore,
   LeaveResult,
