@@ -6,6 +6,8 @@
 export { createLocker } from './api/createLocker.js';
 export { withLock, type WithLockOptions } from './api/withLock.js';
 export { usingLock } from './api/usingLock.js';
+export { withPermit, type WithPermitOptions } from './api/withPermit.js';
+export { withReadLock, withWriteLock, type WithReadWriteLockOptions } from './api/withReadWriteLock.js';
 export { getDefaultLocker, setDefaultLocker, IN_MEMORY_DEFAULT_WARNING } from './api/defaultLocker.js';
 export { exclusivePerKey, type ExclusivePerKeyOptions } from './api/exclusivePerKey.js';
 export type { LockedWork } from './engine/acquisition/workSignal.js';

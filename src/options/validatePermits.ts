@@ -5,7 +5,7 @@
  */
 import { LockOptionsError } from '../errors/errors.js';
 import type { AcquirePermitOptions, PermitOptions } from './PermitOptions.js';
-import { resolveOperatorOptions, type AcquireSettings } from './validate.js';
+import { checkOperatorOptions, resolveOperatorOptions, type AcquireSettings } from './validate.js';
 
 /** What the engine needs of a shared acquisition: its settings, weight and capacity. */
 export interface SharedSettings {
@@ -47,4 +47,20 @@ function checkCount(option: string, value: unknown, max: number): number {
     throw new LockOptionsError(option, range, value);
   }
   return value;
+}
+
+/** Checks `withPermit` options (those the free operator passes on) without a locker at hand. */
+export function checkPermitOptions(options: PermitOptions | undefined): void {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new LockOptionsError('options', 'an object of permit options with at least { limit }', options);
+  }
+  const { limit, permits, ...rest } = options;
+  const capacity = checkCount('limit', limit, Number.MAX_SAFE_INTEGER);
+  if (permits !== undefined) checkCount('permits', permits, capacity);
+  checkOperatorOptions(rest, PERMIT_OPERATOR_KEYS);
+}
+
+/** Checks `withReadLock`/`withWriteLock` options without a locker at hand. */
+export function checkReadWriteOptions(options: object | undefined): void {
+  checkOperatorOptions(options, READ_WRITE_OPERATOR_KEYS);
 }

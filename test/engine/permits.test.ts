@@ -5,7 +5,7 @@
  */
 import { defer, finalize, firstValueFrom, lastValueFrom, map, merge, mergeMap, NEVER, Subject, takeUntil, timer, type Observable } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createLocker, isLockCapabilityError, isLockLostError, isLockOptionsError, isLockTimeoutError, MemoryLockStore, type LockEvent, type Locker } from '../../src/index.js';
+import { createLocker, isLockCapabilityError, isLockLostError, isLockOptionsError, isLockTimeoutError, MemoryLockStore, withPermit, withReadLock, withWriteLock, type LockEvent, type Locker } from '../../src/index.js';
 import { coreOnly } from '../../src/store/capabilities.js';
 import { sleep } from '../support/timing.js';
 
@@ -194,6 +194,21 @@ describe('read-write locks', () => {
     // readers overlap continuously; the writer arrives after the first two
     await lastValueFrom(merge(reader(0), reader(1), delayed(writer, 5), ...[2, 3, 4, 5].map((i) => delayed(reader(i), 8 + i * 4))), { defaultValue: undefined });
     expect(order.indexOf('w')).toBe(2);
+  });
+});
+
+describe('the free operators', () => {
+  it('withPermit, withReadLock and withWriteLock take the given locker, and check their options at once', async () => {
+    const locker = newLocker();
+    const g = gauge();
+    await lastValueFrom(merge(...[0, 1, 2, 3].map((i) => g.run(`p${i}`, 5).pipe(withPermit('free', { limit: 2, locker })))));
+    expect(g.max).toBe(2);
+    const w = gauge();
+    await lastValueFrom(merge(w.run('r1', 5).pipe(withReadLock('free-rw', { locker })), w.run('w', 5).pipe(withWriteLock('free-rw', { locker })), w.run('r2', 5).pipe(withReadLock('free-rw', { locker }))));
+    expect(w.order).toEqual(['r1', 'w', 'r2']);
+    expect(() => withPermit('k', { limit: 1, permits: 2, locker })).toThrow(/permits/);
+    expect(() => withPermit('k', { limit: 1, locker: {} as Locker })).toThrow(/locker/);
+    expect(() => withWriteLock('k', { reentrant: true } as never)).toThrow(/reentrant/);
   });
 });
 
