@@ -8,6 +8,8 @@
 export { createLocker } from './api/createLocker.js';
 export { withLock, type WithLockOptions } from './api/withLock.js';
 export { usingLock } from './api/usingLock.js';
+export { withPermit, type WithPermitOptions } from './api/withPermit.js';
+export { withReadLock, withWriteLock, type WithReadWriteLockOptions } from './api/withReadWriteLock.js';
 export { getDefaultLocker, setDefaultLocker, IN_MEMORY_DEFAULT_WARNING } from './api/defaultLocker.js';
 export { exclusivePerKey, type ExclusivePerKeyOptions } from './api/exclusivePerKey.js';
 export type { LockedWork } from './engine/acquisition/workSignal.js';
@@ -40,7 +42,9 @@ export {
   type LockOperatorOptions,
   type CohortOptions,
 } from './options/LockerOptions.js';
+export type { PermitCount, PermitOptions, AcquirePermitOptions, ReadWriteLockOptions, AcquireReadWriteOptions } from './options/PermitOptions.js';
 export type { LockStore, AcquireResult, Acquired, NotAcquired, ExtendOutcome, ReleasedGrant } from './store/LockStore.js';
+export type { SharedLockStore, SharedPlace, SharedLockInfo, InspectableSharedStore } from './store/SharedLockStore.js';
 export type {
   QueueingStore,
   LeaveResult,

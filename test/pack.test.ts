@@ -16,7 +16,9 @@ import { beforeAll, describe, expect, it } from 'vitest';
 
 const root = resolve(import.meta.dirname, '..');
 /** Packed (gzip) size budget of the tarball, in bytes. */
-const PACKED_BUDGET = 400_000;
+// (raised from 400 kB with semaphores and read-write locks, which took the tarball from 369 to 432 kB:
+// every source file ships about seven times — src, and per build .js, .d.ts and .js.map)
+const PACKED_BUDGET = 450_000;
 
 interface PackResult {
   readonly filename: string;

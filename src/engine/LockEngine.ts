@@ -11,8 +11,11 @@
  * - acquisition/: an acquisition as an Observable, and the work run while a lease is held.
  */
 import { catchError, EMPTY, throwError, type MonoTypeOperatorFunction, type Observable } from 'rxjs';
-import { isLockTimeoutError } from '../errors/errors.js';
+import { isLockTimeoutError, LockCapabilityError } from '../errors/errors.js';
 import type { AcquireOptions, LockOperatorOptions } from '../options/LockerOptions.js';
+import type { AcquirePermitOptions, AcquireReadWriteOptions, PermitOptions, ReadWriteLockOptions } from '../options/PermitOptions.js';
+import { resolvePermitOptions, resolveReadWriteOptions } from '../options/validatePermits.js';
+import { sharedOf } from '../store/SharedLockStore.js';
 import { resolveAcquireOptions, resolveOperatorOptions, validateKey, type AcquireSettings, type LockerSettings } from '../options/validate.js';
 import { closerOf } from '../store/capabilities.js';
 import { acquisition, type AcquisitionContext, type WaitingLine } from './acquisition/acquisition.js';
@@ -33,6 +36,8 @@ import type { Locker } from './Locker.js';
 import { currentFrame, enclosingHold, runHolding, runInFrame } from './reentrancy/enclosingHolds.js';
 import { HoldLease, SharedHold } from './reentrancy/SharedHold.js';
 import { ContentionMemory } from './session/ContentionMemory.js';
+import { READ_PERMITS, READ_WRITE_CAPACITY, WRITE_PERMITS } from './shared/readWrite.js';
+import { SharedLocks } from './shared/SharedLocks.js';
 import { Clock } from './timing/Clock.js';
 
 /** The options `waitUntilFree` accepts. */
@@ -56,6 +61,8 @@ export class LockEngine implements Locker, AcquisitionContext {
   private readonly gates: GateRegistry;
   private readonly inspector: KeyInspector;
   private readonly longWaits: LongWaitMonitor;
+  /** Semaphores and read-write locks, when the store has shared locks. */
+  private readonly shared: SharedLocks | undefined;
   private readonly ownsStore: boolean;
   private closing: Promise<void> | undefined;
   private closeCalled = false;
@@ -88,6 +95,8 @@ export class LockEngine implements Locker, AcquisitionContext {
       settings.localGate,
     );
     const gates = this.gates;
+    const sharedStore = sharedOf(settings.store);
+    this.shared = sharedStore === undefined ? undefined : new SharedLocks(sharedStore, settings.commandTimeout, clock, this.reporter);
     this.inspector = new KeyInspector({ access, clock, localSide: (storeKey) => gates.localSide(storeKey) });
   }
 
@@ -108,6 +117,46 @@ export class LockEngine implements Locker, AcquisitionContext {
     const settings = resolveOperatorOptions(options, this.defaults);
     const lease$ = this.operatorAcquisitionOf(key, settings);
     return runWhileHeld(lease$, (lease) => withWorkSignal(lease, work), settings.onLost, this.workScope(key, settings));
+  }
+
+  withPermit<T>(key: string, options: PermitOptions): MonoTypeOperatorFunction<T> {
+    const { settings, weight, capacity } = resolvePermitOptions(options, this.defaults, true);
+    const lease$ = this.sharedAcquisitionOf(key, settings, weight, capacity);
+    return (source) => runWhileHeld(lease$, () => source, settings.onLost);
+  }
+
+  usingPermit<R>(key: string, work: LockedWork<R>, options: PermitOptions): Observable<R> {
+    const { settings, weight, capacity } = resolvePermitOptions(options, this.defaults, true);
+    return runWhileHeld(this.sharedAcquisitionOf(key, settings, weight, capacity), (lease) => withWorkSignal(lease, work), settings.onLost);
+  }
+
+  acquirePermit(key: string, options: AcquirePermitOptions): Observable<Lease> {
+    const { settings, weight, capacity } = resolvePermitOptions(options, this.defaults, false);
+    return this.sharedAcquisitionOf(key, settings, weight, capacity);
+  }
+
+  withReadLock<T>(key: string, options?: ReadWriteLockOptions): MonoTypeOperatorFunction<T> {
+    return this.readWriteOperator(key, options, READ_PERMITS);
+  }
+
+  withWriteLock<T>(key: string, options?: ReadWriteLockOptions): MonoTypeOperatorFunction<T> {
+    return this.readWriteOperator(key, options, WRITE_PERMITS);
+  }
+
+  usingReadLock<R>(key: string, work: LockedWork<R>, options?: ReadWriteLockOptions): Observable<R> {
+    return this.readWriteUsing(key, work, options, READ_PERMITS);
+  }
+
+  usingWriteLock<R>(key: string, work: LockedWork<R>, options?: ReadWriteLockOptions): Observable<R> {
+    return this.readWriteUsing(key, work, options, WRITE_PERMITS);
+  }
+
+  acquireReadLock(key: string, options?: AcquireReadWriteOptions): Observable<Lease> {
+    return this.sharedAcquisitionOf(key, resolveReadWriteOptions(options, this.defaults, false), READ_PERMITS, READ_WRITE_CAPACITY);
+  }
+
+  acquireWriteLock(key: string, options?: AcquireReadWriteOptions): Observable<Lease> {
+    return this.sharedAcquisitionOf(key, resolveReadWriteOptions(options, this.defaults, false), WRITE_PERMITS, READ_WRITE_CAPACITY);
   }
 
   isLocked(key: string): Observable<boolean> {
@@ -178,6 +227,30 @@ export class LockEngine implements Locker, AcquisitionContext {
     return lease$.pipe(catchError((error: unknown) => (isLockTimeoutError(error) ? EMPTY : throwError(() => error))));
   }
 
+  private readWriteOperator<T>(key: string, options: ReadWriteLockOptions | undefined, weight: number): MonoTypeOperatorFunction<T> {
+    const settings = resolveReadWriteOptions(options, this.defaults, true);
+    const lease$ = this.sharedAcquisitionOf(key, settings, weight, READ_WRITE_CAPACITY);
+    return (source) => runWhileHeld(lease$, () => source, settings.onLost);
+  }
+
+  private readWriteUsing<R>(key: string, work: LockedWork<R>, options: ReadWriteLockOptions | undefined, weight: number): Observable<R> {
+    const settings = resolveReadWriteOptions(options, this.defaults, true);
+    return runWhileHeld(this.sharedAcquisitionOf(key, settings, weight, READ_WRITE_CAPACITY), (lease) => withWorkSignal(lease, work), settings.onLost);
+  }
+
+  /**
+   * A shared acquisition (semaphore permits, a read or write lock); with `onBusy: 'skip'`, a busy
+   * lock completes empty. A store without shared locks errors it with `LockCapabilityError`.
+   */
+  private sharedAcquisitionOf(key: string, settings: AcquireSettings, weight: number, capacity: number): Observable<WorkLease> {
+    const storeKey = this.storeKeyOf(key);
+    const shared = this.shared;
+    if (shared === undefined) return throwError(() => new LockCapabilityError(key, 'shared'));
+    const lease$ = shared.acquisition(key, storeKey, settings, weight, capacity);
+    if (settings.skip !== true) return lease$;
+    return lease$.pipe(catchError((error: unknown) => (isLockTimeoutError(error) ? EMPTY : throwError(() => error))));
+  }
+
   private acquisitionOf(key: string, settings: AcquireSettings): Observable<WorkLease> {
     return acquisition(this, key, this.storeKeyOf(key), settings);
   }
@@ -215,8 +288,10 @@ export class LockEngine implements Locker, AcquisitionContext {
       // line) end within commandTimeout: one limit, counted from here, covers them all. (Counted
       // before the gates close, a leave sent by a waiter with nothing in flight was not waited for.)
       const gatesClosed = this.gates.close();
+      const sharedClosed = this.shared?.close();
       const drained = this.access.settledOrTimedOut();
       await gatesClosed;
+      await sharedClosed;
       await drained;
       this.leases.stop();
       this.longWaits.stop();

@@ -3,6 +3,7 @@
  */
 import type { MonoTypeOperatorFunction, Observable } from 'rxjs';
 import type { AcquireOptions, LockOperatorOptions } from '../options/LockerOptions.js';
+import type { AcquirePermitOptions, AcquireReadWriteOptions, PermitCount, PermitOptions, ReadWriteLockOptions } from '../options/PermitOptions.js';
 import type { LockedWork } from './acquisition/workSignal.js';
 import type { LockerLockInfo, WaitUntilFreeOptions } from './inspection/KeyInspector.js';
 import type { LockEvent } from './events/events.js';
@@ -94,6 +95,126 @@ export interface Locker {
    * ```
    */
   using<R>(key: string, work: LockedWork<R>, options?: LockOperatorOptions): Observable<R>;
+
+  /**
+   * Operator: a counting semaphore. Subscribes to the source once `options.permits` (default 1) of
+   * the `options.limit` permits of `key` are this stream's, and gives them back exactly once when
+   * the result completes, errors or is unsubscribed — `withLock`'s guarantees (cold,
+   * cancellation-safe, release never thrown, renewal, `LockLostError`, `onBusy: 'skip'`), for up to
+   * `limit` holders at once.
+   *
+   * Waiters are served first come, first served across processes (the store's line): a waiter
+   * asking for several permits is never overtaken by single-permit ones. Each holder has a lease of
+   * its own (own token, own fence, own TTL, renewed while the work runs), so a crashed holder's
+   * permits come back when its TTL ends. `limit` is per acquisition, not stored: each grant must fit
+   * its own `limit`, holders are never revoked (see {@link PermitCount.limit}).
+   *
+   * Needs a store with shared locks (the in-memory and Redis stores): with another (`RedlockStore`)
+   * the result errors with `LockCapabilityError`. Semaphores and read-write locks named `key` are
+   * apart from the mutex `key` of `withLock`. Throws `LockOptionsError` at once for an invalid key or
+   * option (`limit` and `permits`: positive safe integers, `permits ≤ limit`).
+   *
+   * @example
+   * ```ts
+   * // at most 4 renders at once across every instance of the service
+   * jobs$.pipe(
+   *   mergeMap((job) => render(job).pipe(locker.withPermit('renderer', { limit: 4 }))),
+   * ).subscribe();
+   * ```
+   */
+  withPermit<T>(key: string, options: PermitOptions): MonoTypeOperatorFunction<T>;
+
+  /**
+   * {@link Locker.withPermit} with the lease handed to the work (its own `fence`, `validUntil`,
+   * `lost$`), and an `AbortSignal` as {@link Locker.using} gives.
+   *
+   * @example
+   * ```ts
+   * locker.usingPermit('api:quota', (lease, signal) => fetch(url, { signal }), { limit: 10 }).subscribe();
+   * ```
+   */
+  usingPermit<R>(key: string, work: LockedWork<R>, options: PermitOptions): Observable<R>;
+
+  /**
+   * A cold Observable that takes `options.permits` (default 1) of the `options.limit` permits of
+   * `key` and emits their {@link Lease}, which the caller must release (as {@link Locker.acquire}).
+   *
+   * @example
+   * ```ts
+   * const lease = await firstValueFrom(locker.acquirePermit('db:migrations', { limit: 2 }));
+   * try { await migrate(); } finally { await lease.release(); }
+   * ```
+   */
+  acquirePermit(key: string, options: AcquirePermitOptions): Observable<Lease>;
+
+  /**
+   * Operator: a read lock on `key`. Readers share the lock with each other and exclude writers
+   * ({@link Locker.withWriteLock}); otherwise as {@link Locker.withLock}. Waiters are served first
+   * come, first served: once a writer waits, readers that come later queue behind it, so writers are
+   * not starved by a stream of readers. Needs a store with shared locks (else `LockCapabilityError`).
+   *
+   * @example
+   * ```ts
+   * readConfig$.pipe(locker.withReadLock('config')).subscribe();
+   * ```
+   */
+  withReadLock<T>(key: string, options?: ReadWriteLockOptions): MonoTypeOperatorFunction<T>;
+
+  /**
+   * Operator: a write lock on `key`, exclusive of every reader and writer. Each grant has a fencing
+   * token (`lease.fence` in {@link Locker.usingWriteLock}) above every earlier grant of the key's
+   * read-write lock, across processes and a Redis that lost its data. Otherwise as
+   * {@link Locker.withReadLock}.
+   *
+   * @example
+   * ```ts
+   * writeConfig$.pipe(locker.withWriteLock('config')).subscribe();
+   * ```
+   */
+  withWriteLock<T>(key: string, options?: ReadWriteLockOptions): MonoTypeOperatorFunction<T>;
+
+  /**
+   * {@link Locker.withReadLock} with the lease (and an `AbortSignal`) handed to the work.
+   *
+   * @example
+   * ```ts
+   * locker.usingReadLock('config', () => loadConfig()).subscribe((config) => apply(config));
+   * ```
+   */
+  usingReadLock<R>(key: string, work: LockedWork<R>, options?: ReadWriteLockOptions): Observable<R>;
+
+  /**
+   * {@link Locker.withWriteLock} with the lease (and an `AbortSignal`) handed to the work: pass
+   * `lease.fence` to the protected resource.
+   *
+   * @example
+   * ```ts
+   * locker.usingWriteLock('config', (lease) => saveConfig(config, lease.fence)).subscribe();
+   * ```
+   */
+  usingWriteLock<R>(key: string, work: LockedWork<R>, options?: ReadWriteLockOptions): Observable<R>;
+
+  /**
+   * A read lock's lease, which the caller must release (as {@link Locker.acquire}).
+   *
+   * @example
+   * ```ts
+   * const lease = await firstValueFrom(locker.acquireReadLock('config'));
+   * try { console.log(await readConfig()); } finally { await lease.release(); }
+   * ```
+   */
+  acquireReadLock(key: string, options?: AcquireReadWriteOptions): Observable<Lease>;
+
+  /**
+   * A write lock's lease, which the caller must release (as {@link Locker.acquire}).
+   *
+   * @example
+   * ```ts
+   * const lease = await firstValueFrom(locker.acquireWriteLock('config'));
+   * try { await writeConfig(next, lease.fence); } finally { await lease.release(); }
+   * ```
+   */
+  acquireWriteLock(key: string, options?: AcquireReadWriteOptions): Observable<Lease>;
 
   /**
    * Is `key` locked now? A cold Observable that answers once and completes: `true` when one of

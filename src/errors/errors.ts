@@ -248,8 +248,11 @@ export class LockerClosedError extends LockError {
 
 /**
  * The locker's store lacks an optional capability that the call needs (`capability` names it,
- * see `src/store/capabilities.ts`): `locker.inspect()` needs a store with `inspect`
- * (`InspectableStore`), which the in-memory and Redis stores have.
+ * see `src/store/capabilities.ts` and `src/store/SharedLockStore.ts`): `locker.inspect()` needs a
+ * store with `inspect` (`InspectableStore`); semaphores and read-write locks (`withPermit`,
+ * `withReadLock`, `withWriteLock`, …) need shared locks (`SharedLockStore`, `'shared'`). The
+ * in-memory and Redis stores have both; the quorum store (`RedlockStore`) has neither: a quorum of
+ * per-node semaphores does not bound the holders to the limit.
  *
  * @example
  * ```ts
@@ -264,10 +267,14 @@ export class LockCapabilityError extends LockError {
   constructor(
     /** The key asked about (without the locker's `keyPrefix`). */
     readonly key: string,
-    /** The missing capability: the store method the call needs. */
-    readonly capability: 'inspect',
+    /** The missing capability: `'inspect'` (the store method), or `'shared'` (semaphores and read-write locks). */
+    readonly capability: 'inspect' | 'shared',
   ) {
-    super(`Lock ${quote(key)}: the locker's store cannot ${capability} (it has no ${capability}() method; the in-memory and Redis stores have one)`);
+    super(
+      capability === 'shared'
+        ? `Lock ${quote(key)}: the locker's store has no shared locks (semaphores, read-write locks: tryAcquireShared() and its kin; the in-memory and Redis stores have them, a quorum store cannot bound holders to a limit)`
+        : `Lock ${quote(key)}: the locker's store cannot ${capability} (it has no ${capability}() method; the in-memory and Redis stores have one)`,
+    );
   }
 }
 

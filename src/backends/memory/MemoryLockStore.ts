@@ -7,6 +7,9 @@ import { LockOptionsError } from '../../errors/errors.js';
 import { MAX_MS } from '../../options/limits.js';
 import type { ClosableStore, InspectableStore, LockInfo } from '../../store/capabilities.js';
 import type { AcquireResult, ExtendOutcome, LockStore } from '../../store/LockStore.js';
+import type { InspectableSharedStore, SharedLockInfo, SharedLockStore, SharedPlace } from '../../store/SharedLockStore.js';
+import { SharedPermits } from './SharedPermits.js';
+
 
 /** Options of {@link MemoryLockStore}. */
 export interface MemoryLockStoreOptions {
@@ -22,6 +25,13 @@ export interface MemoryLockStoreOptions {
    * @default 1000
    */
   sweepInterval?: number;
+  /**
+   * How long a waiter's place in the line of a semaphore or read-write lock lasts without being
+   * renewed, in ms (an integer from 100 to 2147483647); a waiter renews it with every attempt. As
+   * `RedisLockStore`'s option of the same name.
+   * @default 3000
+   */
+  placeTtl?: number;
 }
 
 interface Entry {
@@ -44,8 +54,10 @@ interface Entry {
  * const locker = createLocker({ store: new MemoryLockStore() });
  * ```
  */
-export class MemoryLockStore implements LockStore, InspectableStore, ClosableStore {
+export class MemoryLockStore implements LockStore, InspectableStore, ClosableStore, SharedLockStore, InspectableSharedStore {
   private readonly entries = new Map<string, Entry>();
+  /** Semaphores and read-write locks (see ./SharedPermits.ts). */
+  private readonly shared: SharedPermits;
   private readonly clock: () => number;
   private readonly sweepInterval: number;
   private sweeper: ReturnType<typeof setInterval> | undefined;
@@ -53,15 +65,17 @@ export class MemoryLockStore implements LockStore, InspectableStore, ClosableSto
 
   constructor(options: MemoryLockStoreOptions = {}) {
     if (typeof options !== 'object' || options === null || Array.isArray(options)) throw new LockOptionsError('options', 'an object of MemoryLockStore options', options);
-    const { clock = () => performance.now(), sweepInterval = 1000, ...unknown } = options;
+    const { clock = () => performance.now(), sweepInterval = 1000, placeTtl = 3000, ...unknown } = options;
     const extra = Object.keys(unknown)[0];
-    if (extra !== undefined) throw new LockOptionsError(`options.${extra}`, 'one of the known MemoryLockStore options: clock, sweepInterval', (unknown as Record<string, unknown>)[extra]);
+    if (extra !== undefined) throw new LockOptionsError(`options.${extra}`, 'one of the known MemoryLockStore options: clock, sweepInterval, placeTtl', (unknown as Record<string, unknown>)[extra]);
+    if (!Number.isInteger(placeTtl) || placeTtl < 100 || placeTtl > MAX_MS) throw new LockOptionsError('placeTtl', `an integer from 100 to ${MAX_MS} (ms)`, placeTtl);
     if (typeof clock !== 'function') throw new LockOptionsError('clock', 'a function returning milliseconds', clock);
     if (!Number.isInteger(sweepInterval) || sweepInterval < 1 || sweepInterval > MAX_MS) {
       throw new LockOptionsError('sweepInterval', `an integer from 1 to ${MAX_MS} (ms)`, sweepInterval);
     }
     this.clock = clock;
     this.sweepInterval = sweepInterval;
+    this.shared = new SharedPermits(clock, () => this.reserve(1), placeTtl);
   }
 
   tryAcquire(key: string, token: string, ttlMs: number, fences = 1): Promise<AcquireResult> {
@@ -100,6 +114,31 @@ export class MemoryLockStore implements LockStore, InspectableStore, ClosableSto
     return Promise.resolve('extended');
   }
 
+  // ─── shared locks (semaphores, read-write locks) ─────────────────────────────────────────────
+
+  tryAcquireShared(key: string, token: string, ttlMs: number, weight: number, capacity: number, place: SharedPlace): Promise<AcquireResult> {
+    const result = this.shared.tryAcquire(key, token, ttlMs, weight, capacity, place);
+    this.startSweeper();
+    return Promise.resolve(result);
+  }
+
+  extendShared(key: string, token: string, ttlMs: number): Promise<ExtendOutcome> {
+    return Promise.resolve(this.shared.extend(key, token, ttlMs));
+  }
+
+  releaseShared(key: string, token: string): Promise<boolean> {
+    return Promise.resolve(this.shared.release(key, token));
+  }
+
+  leaveShared(key: string, token: string): Promise<boolean> {
+    return Promise.resolve(this.shared.leave(key, token));
+  }
+
+  /** The holders and waiters of the shared lock `key`, or `null` when it has none. */
+  inspectShared(key: string): Promise<SharedLockInfo | null> {
+    return Promise.resolve(this.shared.inspect(key));
+  }
+
   /**
    * The holder of `key` (token, remaining TTL, the first fence of its grant), or `null` when it is
    * free. This store has no line: `waiting` is always 0 (a locker's own waiters are its business).
@@ -124,6 +163,7 @@ export class MemoryLockStore implements LockStore, InspectableStore, ClosableSto
   /** Stops the sweep timer and forgets every key. */
   close(): void {
     this.entries.clear();
+    this.shared.clear();
     if (this.sweeper !== undefined) clearInterval(this.sweeper);
     this.sweeper = undefined;
   }
@@ -147,7 +187,8 @@ export class MemoryLockStore implements LockStore, InspectableStore, ClosableSto
   private sweep(): void {
     const now = this.clock();
     for (const [key, entry] of this.entries) if (entry.expiresAt < now) this.entries.delete(key);
-    if (this.entries.size === 0 && this.sweeper !== undefined) {
+    this.shared.sweep();
+    if (this.entries.size === 0 && this.shared.size === 0 && this.sweeper !== undefined) {
       clearInterval(this.sweeper);
       this.sweeper = undefined;
     }

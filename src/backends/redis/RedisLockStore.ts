@@ -21,10 +21,11 @@ import type {
   WakeSignal,
 } from '../../store/capabilities.js';
 import type { Acquired, AcquireResult, ExtendOutcome, LockStore, ReleasedGrant } from '../../store/LockStore.js';
-import { acquireArgs, decodeAcquire, decodeExtend, decodeInboxMessage, decodeLeave, decodeRelease, releaseArgs } from './protocol/codec.js';
+import type { SharedLockStore, SharedPlace } from '../../store/SharedLockStore.js';
+import { acquireArgs, decodeAcquire, decodeAcquireShared, decodeExtend, decodeInboxMessage, decodeLeave, decodeRelease, releaseArgs } from './protocol/codec.js';
 import { defineCommands, queueScript, runScript } from './protocol/commands.js';
 import { inspectLock } from './inspection.js';
-import { checkLockKey, hashTag, isReserved, lockKeys, RESERVED_PREFIX, reservedKeyError, type LockKeys } from './protocol/keyLayout.js';
+import { checkLockKey, hashTag, isReserved, lockKeys, RESERVED_PREFIX, reservedKeyError, sharedKeys, type LockKeys } from './protocol/keyLayout.js';
 import { groupByNode } from './protocol/nodeGroups.js';
 import type { RedisClient, RedisSubscriber } from './RedisClient.js';
 import { checkReplicaAcks, ReplicaAcks, type GrantWrite, type ReplicaAcksOptions } from './ReplicaAcks.js';
@@ -142,7 +143,7 @@ const OPTION_NAMES = 'wakeUp, subscriber, placeTtl, lingerMs, replicaAcks';
  * await redis.quit();
  * ```
  */
-export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStore, KeyCheckingStore, InspectableStore, ClosableStore {
+export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStore, KeyCheckingStore, InspectableStore, ClosableStore, SharedLockStore {
   private readonly wake: WakeInbox | undefined;
   /** Wake-ups by shard channel, on a Cluster that offers them (else every wait uses `wake`). */
   private readonly sharded: ShardedWake | undefined;
@@ -335,6 +336,39 @@ export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStor
 
   checkKey(key: string): void {
     checkLockKey(key, this.clientPrefix);
+  }
+
+  // ─── shared locks (semaphores, read-write locks): ./protocol/lua/lib/shared.lua ──────────────
+
+  /**
+   * {@link SharedLockStore.tryAcquireShared}: one script over the lock's five shared keys (holders by
+   * expiry, their weights, the line, the places, the fence counter), in its hash slot. A grant made
+   * to a waiter by another caller's release is announced on the waiter's inbox (`watch`).
+   */
+  tryAcquireShared(key: string, token: string, ttlMs: number, weight: number, capacity: number, place: SharedPlace): Promise<AcquireResult> {
+    if (isReserved(key, this.clientPrefix)) return Promise.reject(reservedKeyError(key));
+    if (!isStoreTtl(ttlMs)) return Promise.reject(storeTtlError(ttlMs));
+    if (!Number.isSafeInteger(weight) || weight < 1) return Promise.reject(new LockOptionsError('weight', 'a positive safe integer', weight));
+    if (!Number.isSafeInteger(capacity) || capacity < weight) return Promise.reject(new LockOptionsError('capacity', `a safe integer from the weight (${weight})`, capacity));
+    const args = [token, ttlMs, weight, capacity, this.placeTtl, place === 'leave' ? 'leave' : 'keep', this.inboxOf(key)];
+    return runScript(this.client, 'acquireShared', this.sharedKeysOf(key), args).then((reply) => decodeAcquireShared(reply, ttlMs, this.placeTtl));
+  }
+
+  extendShared(key: string, token: string, ttlMs: number): Promise<ExtendOutcome> {
+    if (!isStoreTtl(ttlMs)) return Promise.reject(storeTtlError(ttlMs));
+    return runScript(this.client, 'extendShared', this.sharedKeysOf(key).slice(0, 2), [token, ttlMs]).then((reply) => (reply === 1 ? 'extended' : 'gone'));
+  }
+
+  releaseShared(key: string, token: string): Promise<boolean> {
+    return runScript(this.client, 'releaseShared', this.sharedKeysOf(key), [token]).then((reply) => reply === 1);
+  }
+
+  leaveShared(key: string, token: string): Promise<boolean> {
+    return runScript(this.client, 'leaveShared', this.sharedKeysOf(key), [token]).then((reply) => reply === 1);
+  }
+
+  private sharedKeysOf(key: string): readonly string[] {
+    return sharedKeys(key, this.clientPrefix);
   }
 
   /**

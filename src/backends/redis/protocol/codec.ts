@@ -27,6 +27,21 @@ export function decodeAcquire(reply: unknown, ttlMs: number, placeTtl: number): 
   return pttl < 0 ? NOT_ACQUIRED : { acquired: false, holderTtl: pttl };
 }
 
+/**
+ * The acquireShared script's reply: `{1, fence, ttl left, waiting}` when the caller holds permits,
+ * `{0, ms until the first holder's lease ends (-1: none), queued}` when refused.
+ */
+export function decodeAcquireShared(reply: unknown, ttlMs: number, placeTtl: number): AcquireResult {
+  const r = reply as number[];
+  if (r[0] === 1) {
+    const ttl = Math.max(0, r[2]!);
+    return { acquired: true, fence: r[1]!, waiting: r[3]!, ...(ttl === ttlMs ? {} : { ttl }) };
+  }
+  const holderTtl = r[1]! >= 0 ? r[1]! : undefined;
+  if (r[2] === 1) return { acquired: false, queued: true, placeTtl, ...(holderTtl === undefined ? {} : { holderTtl }) };
+  return holderTtl === undefined ? NOT_ACQUIRED : { acquired: false, holderTtl };
+}
+
 /** Fences the server clock's seed grows by each microsecond (lua/lib/clock.lua). */
 export const FENCES_PER_MICROSECOND = 4;
 

@@ -25,8 +25,11 @@ import { LockOptionsError } from '../../../errors/errors.js';
 /** The namespace of the store's own keys; a lock key's name (as Redis sees it) may not contain it. */
 export const RESERVED_PREFIX = 'rxjs-lock:';
 
-/** What each helper key is for. */
-export type HelperKind = 'fence' | 'line' | 'places';
+/** What each helper key is for (the `shared-*` ones: semaphores and read-write locks, see lua/lib/shared.lua). */
+export type HelperKind = 'fence' | 'line' | 'places' | SharedKind;
+
+/** The helper keys of a shared lock (semaphore, read-write lock). */
+export type SharedKind = 'shared-holders' | 'shared-permits' | 'shared-line' | 'shared-places' | 'shared-fence';
 
 /** A lock's keys, in the order its scripts take them: lock, fence counter, line, places. */
 export type LockKeys = readonly [lock: string, fence: string, line: string, places: string];
@@ -34,6 +37,19 @@ export type LockKeys = readonly [lock: string, fence: string, line: string, plac
 /** The keys of `lockKey` (as the store receives it), for a client that prefixes keys with `clientPrefix`. */
 export function lockKeys(lockKey: string, clientPrefix = ''): LockKeys {
   return [lockKey, helperKey(lockKey, 'fence', clientPrefix), helperKey(lockKey, 'line', clientPrefix), helperKey(lockKey, 'places', clientPrefix)];
+}
+
+/**
+ * A shared lock's keys, in the order its scripts take them: holders, permits, line, places, fence
+ * counter. All are helper keys: the shared lock named `lockKey` is apart from the mutex of that
+ * name (whose key is `lockKey` itself), and both live in its hash slot.
+ */
+export type SharedKeys = readonly [holders: string, permits: string, line: string, places: string, fence: string];
+
+/** The keys of the shared lock `lockKey`, for a client that prefixes keys with `clientPrefix`. */
+export function sharedKeys(lockKey: string, clientPrefix = ''): SharedKeys {
+  const key = (kind: SharedKind) => helperKey(lockKey, kind, clientPrefix);
+  return [key('shared-holders'), key('shared-permits'), key('shared-line'), key('shared-places'), key('shared-fence')];
 }
 
 /** The helper key `kind` of `lockKey`, in the same hash slot. */

@@ -1,0 +1,98 @@
+-- Shared locks (semaphores, read-write locks), in five keys of the lock key's hash slot:
+--   holders  a sorted set: token → when its lease ends (server ms);
+--   permits  a hash: 'h:<token>' → '<weight> <fence>', and 'used' → the weights of the holders;
+--   line     a sorted set: token → arrival (the clock's seed); the first member is next;
+--   places   a hash: token → '<lapseAt> <ttl> <weight> <capacity> <placeTtl> <inbox>' (when the
+--            place lapses, what a grant to it lasts, weighs and fits in, and where it is announced);
+--   fence    the fence counter (see fences.lua).
+-- A holder whose lease ended and a place that lapsed are swept by the next script that touches
+-- the key, so a process that died keeps no capacity. Waiters are served head of line: the first
+-- live waiter is granted when its weight fits its own capacity; nobody behind it is granted before.
+-- Needs numbers.lua, maxBlock.lua, fences.lua and announce.lua.
+
+-- Removes the holders whose lease ended before `now`; returns the permits the others hold.
+local function sweepHolders(holders, permits, now)
+  local used = tonumber(redis.call('HGET', permits, 'used') or '0')
+  local ended = redis.call('ZRANGEBYSCORE', holders, '-inf', '(' .. int(now))
+  for _, token in ipairs(ended) do
+    local held = redis.call('HGET', permits, 'h:' .. token)
+    if held then
+      used = used - tonumber(string.match(held, '^(%d+)'))
+      redis.call('HDEL', permits, 'h:' .. token)
+    end
+    redis.call('ZREM', holders, token)
+  end
+  if used < 0 then
+    used = 0
+  end
+  return used
+end
+
+-- Makes `token` a holder of `weight` until `endsAt`, with a new fence; returns the fence.
+local function grantShared(holders, permits, fenceKey, token, weight, endsAt, seed)
+  local fence = issueFences(fenceKey, 1, seed)
+  redis.call('ZADD', holders, int(endsAt), token)
+  redis.call('HSET', permits, 'h:' .. token, int(weight) .. ' ' .. int(fence))
+  return fence
+end
+
+-- Takes `token` out of the line.
+local function leaveSharedLine(line, places, token)
+  redis.call('ZREM', line, token)
+  redis.call('HDEL', places, token)
+end
+
+-- Grants the live waiters at the head of the line, in order, while each one's weight fits its
+-- capacity; drops lapsed places on the way and announces each grant on the waiter's inbox.
+-- Returns the permits held after, and the set of tokens granted.
+local function promote(holders, permits, line, places, fenceKey, used, now, seed)
+  local granted = {}
+  while true do
+    local first = redis.call('ZRANGE', line, 0, 0)[1]
+    if not first then
+      break
+    end
+    local place = redis.call('HGET', places, first)
+    local lapseAt, ttl, weight, capacity, inbox
+    if place then
+      lapseAt, ttl, weight, capacity, inbox = string.match(place, '^(%d+) (%d+) (%d+) (%d+) %d+ (.*)$')
+      lapseAt, ttl, weight, capacity = tonumber(lapseAt), tonumber(ttl), tonumber(weight), tonumber(capacity)
+    end
+    if lapseAt and lapseAt > now and used + weight > capacity then
+      break
+    end
+    leaveSharedLine(line, places, first)
+    if lapseAt and lapseAt > now then
+      local fence = grantShared(holders, permits, fenceKey, first, weight, now + math.min(lapseAt - now, ttl), seed)
+      used = used + weight
+      granted[first] = true
+      if inbox ~= '' then
+        announce(inbox, 'granted ' .. first .. ' ' .. int(fence) .. ' ' .. int(redis.call('ZCARD', line)) .. ' 1 ' .. int(seed))
+      end
+    end
+  end
+  return used, granted
+end
+
+-- Records `used` and keeps the holders' keys alive until the last lease ends (deletes them when
+-- nobody holds anything).
+local function keepHolders(holders, permits, used, now)
+  local last = redis.call('ZRANGE', holders, -1, -1, 'WITHSCORES')[2]
+  if not last then
+    redis.call('DEL', holders, permits)
+    return
+  end
+  redis.call('HSET', permits, 'used', int(used))
+  local ms = math.max(1, tonumber(last) - now + 1)
+  redis.call('PEXPIRE', holders, int(ms))
+  redis.call('PEXPIRE', permits, int(ms))
+end
+
+-- Time until the first holder's lease ends, in ms, or -1 when nobody holds anything.
+local function firstEnd(holders, now)
+  local first = redis.call('ZRANGE', holders, 0, 0, 'WITHSCORES')[2]
+  if not first then
+    return -1
+  end
+  return math.max(0, tonumber(first) - now)
+end

@@ -1,0 +1,26 @@
+-- releaseShared: give a holder's permits of a shared lock back, and grant the waiters at the head
+-- of the line that fit now (announced on their inboxes).
+-- KEYS as for acquireShared (holders, permits, line, places, fence counter). ARGV[1] the token.
+-- Returns 1 when the caller held permits, 0 when it did not (its lease ended, or released).
+--@include lib/numbers.lua
+--@include lib/clock.lua
+--@include lib/maxBlock.lua
+--@include lib/fences.lua
+--@include lib/announce.lua
+--@include lib/shared.lua
+
+local holders, permits, line, places, fenceKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local token = ARGV[1]
+local now, seed = serverClock()
+local used = sweepHolders(holders, permits, now)
+local released = 0
+local held = redis.call('HGET', permits, 'h:' .. token)
+if held then
+  used = math.max(0, used - tonumber(string.match(held, '^(%d+)')))
+  redis.call('HDEL', permits, 'h:' .. token)
+  redis.call('ZREM', holders, token)
+  released = 1
+end
+used = promote(holders, permits, line, places, fenceKey, used, now, seed)
+keepHolders(holders, permits, used, now)
+return released

@@ -1,0 +1,281 @@
+/**
+ * One acquisition of a shared lock (permits of a semaphore, a read or write lock), waiting in the
+ * store's line with a token of its own. Unlike a mutex there is no local gate: every acquisition
+ * is its own place in the store's first-come, first-served line, so the line is fair across and
+ * within processes alike.
+ *
+ * Loop: attempt (`tryAcquireShared`, keeping the place) → refused: sleep → attempt … until the
+ * store answers a grant, the wait is over, the store fails, or the subscriber leaves. The attempt
+ * at the wait limit (or when a retry function gives up) also leaves the line (`place: 'leave'`),
+ * so a grant that lands just before it is taken, not timed out.
+ *
+ * Sleeps: while queued with a live wake-up channel (a store with `watch`), a slow refresh of the
+ * place (a quarter to a third of its lifetime), since a release that grants this waiter announces
+ * it; otherwise the retry policy's back-off, never longer than a third of the place's lifetime.
+ * Every sleep is capped by the end of the first holder's lease (an expired holder frees its
+ * permits without any release to announce it) and by what is left of the wait.
+ *
+ * Cancellation safety: abandoning abandons the attempt in flight; once the store settled every call
+ * of this wait, one `leaveShared` gives up both its place and permits granted to it meanwhile. A
+ * wait that failed (store error, time-out of a call) leaves the same way.
+ *
+ * States: `attempting` (a call in flight) ⇄ `sleeping`, then `granted`, `failed` or `abandoned`;
+ * {@link SharedWait.moveTo} is the one place that changes the state.
+ */
+import { Subscription, timer } from 'rxjs';
+import { LockTimeoutError, type LockStoreError } from '../../errors/errors.js';
+import type { AcquireSettings } from '../../options/validate.js';
+import type { StoreWatch, WakeSignal, WakeUpStore } from '../../store/capabilities.js';
+import type { AcquireResult, NotAcquired } from '../../store/LockStore.js';
+import type { SharedLockStore, SharedPlace } from '../../store/SharedLockStore.js';
+import type { StoreAccess } from '../calls/StoreAccess.js';
+import type { StoreCall } from '../calls/storeCall.js';
+import type { EventReporter } from '../events/EventReporter.js';
+import { backoff, jitteredDelay } from '../session/backoff.js';
+import { newToken } from '../session/tokens.js';
+import type { Clock } from '../timing/Clock.js';
+
+/** What a wait needs of the part that runs the shared locks. */
+export interface SharedWaitContext {
+  readonly store: SharedLockStore;
+  /** Store calls within `commandTimeout`. */
+  readonly access: StoreAccess;
+  /** The store's wake-up signals, if it has them. */
+  readonly wakeUp: WakeUpStore | undefined;
+  readonly clock: Clock;
+  readonly events: EventReporter;
+}
+
+/** What a grant tells the lease. */
+export interface SharedGrant {
+  readonly fence: number;
+  /** The TTL the permits have, counted from `sentAt`. */
+  readonly ttl: number;
+  /** `performance.now()` when the call that answered the grant was sent. */
+  readonly sentAt: number;
+}
+
+export interface SharedWaitCallbacks {
+  granted(grant: SharedGrant): void;
+  failed(error: unknown): void;
+}
+
+type State = 'attempting' | 'sleeping' | 'granted' | 'failed' | 'abandoned';
+
+const MOVES: Readonly<Record<State, readonly State[]>> = {
+  attempting: ['attempting', 'sleeping', 'granted', 'failed', 'abandoned'],
+  sleeping: ['attempting', 'failed', 'abandoned'],
+  granted: [],
+  failed: [],
+  abandoned: [],
+};
+
+export class SharedWait {
+  readonly token = newToken();
+  /** Store attempts made (what `LockTimeoutError.attempts` and `acquired` events report). */
+  attempts = 0;
+  private state: State = 'attempting';
+  private call: StoreCall | undefined;
+  /** Calls the store has not settled yet (even ones this wait stopped waiting for). */
+  private unsettled = 0;
+  /** A call was sent: the store may hold a place or permits for this token. */
+  private sent = false;
+  /** Give the place and any permits back once every call settled. */
+  private mustLeave = false;
+  private sleep: Subscription | undefined;
+  private watch: StoreWatch | undefined;
+  /** A wake-up came while an attempt was in flight: look again at once if it is refused. */
+  private wokenMeanwhile = false;
+  /** The retry policy gave up: the next attempt is the last. */
+  private lastAttempt = false;
+  private placeTtl = Infinity;
+
+  constructor(
+    private readonly ctx: SharedWaitContext,
+    readonly key: string,
+    readonly storeKey: string,
+    readonly settings: AcquireSettings,
+    private readonly weight: number,
+    private readonly capacity: number,
+    /** On the wait clock. */
+    readonly startedAt: number,
+    private readonly callbacks: SharedWaitCallbacks,
+  ) {}
+
+  get done(): boolean {
+    return this.state === 'granted' || this.state === 'failed' || this.state === 'abandoned';
+  }
+
+  start(): void {
+    this.attempt();
+  }
+
+  /** Nobody wants the permits any more (unsubscribed): stop, and give back what the store kept. */
+  abandon(): void {
+    if (this.done) return;
+    this.moveTo('abandoned');
+    this.stop();
+    this.leaveWhenSettled();
+  }
+
+  /** Ends the wait with `error` (the locker is closing): the place and any permits are given back. */
+  fail(error: unknown): void {
+    if (this.done) return;
+    this.moveTo('failed');
+    this.stop();
+    this.leaveWhenSettled();
+    this.callbacks.failed(error);
+  }
+
+  private moveTo(next: State): void {
+    if (!MOVES[this.state].includes(next)) throw new Error(`rxjs-lock: a shared wait cannot go from ${this.state} to ${next}`);
+    this.state = next;
+  }
+
+  private readonly attempt = (): void => {
+    // (one call at a time: a wake-up and a sleep's end can both ask for the next attempt)
+    if (this.done || this.call !== undefined) return;
+    this.moveTo('attempting');
+    this.sleep = undefined;
+    const { ctx, settings } = this;
+    const place: SharedPlace = this.lastAttempt || this.remaining() <= 0 ? 'leave' : 'keep';
+    this.attempts++;
+    const sentAt = performance.now();
+    const { storeKey, token, weight, capacity } = this;
+    this.sent = true;
+    this.unsettled++;
+    this.call = ctx.access.call('acquire', this.key, () => ctx.store.tryAcquireShared(storeKey, token, settings.ttl, weight, capacity, place), {
+      value: (result: AcquireResult) => {
+        this.call = undefined;
+        if (this.state !== 'attempting') return;
+        if (result.acquired) this.won({ fence: result.fence, ttl: result.ttl ?? settings.ttl, sentAt });
+        else this.refused(result, place);
+      },
+      error: (error: LockStoreError) => {
+        this.call = undefined;
+        if (this.state !== 'attempting') return;
+        this.ctx.events.acquireFailed(this.key, error, this.attempts);
+        this.fail(error);
+      },
+      settled: () => {
+        if (--this.unsettled === 0 && this.mustLeave) this.leave();
+      },
+    }, sentAt);
+  };
+
+  private won(grant: SharedGrant): void {
+    this.moveTo('granted');
+    this.stop();
+    this.callbacks.granted(grant);
+  }
+
+  private refused(result: NotAcquired, place: SharedPlace): void {
+    if (place === 'leave') {
+      // The last attempt left the line in the same step: the wait is over.
+      const waited = this.ctx.clock.now() - this.startedAt;
+      this.ctx.events.timedOut(this.key, waited, this.attempts, this.settings.skip === true);
+      this.moveTo('failed');
+      this.stop();
+      this.callbacks.failed(new LockTimeoutError(this.key, waited, this.attempts));
+      return;
+    }
+    this.placeTtl = result.queued === true ? (result.placeTtl ?? Infinity) : Infinity;
+    if (this.wokenMeanwhile) {
+      this.wokenMeanwhile = false;
+      this.attempt();
+      return;
+    }
+    if (this.watch === undefined && this.ctx.wakeUp !== undefined) {
+      this.watch = this.ctx.wakeUp.watch(this.storeKey, this.token, this.signalled);
+      // Once the channel is live, a slow refresh replaces the poll: re-plan the sleep then.
+      if (!this.watch.active) void this.watch.ready.then(() => this.wakeNow());
+    }
+    this.sleepThenAttempt(result.holderTtl);
+  }
+
+  /** What is left of the wait (may be ≤ 0, or Infinity). */
+  private remaining(): number {
+    return this.settings.waitTimeout - (this.ctx.clock.now() - this.startedAt);
+  }
+
+  private sleepThenAttempt(holderTtl: number | undefined): void {
+    this.moveTo('sleeping');
+    const { clock } = this.ctx;
+    const policy = this.settings.retry;
+    // The first holder's lease ends by then (an expiry frees permits unannounced); the place must
+    // be refreshed well before it lapses; the wait ends at the wait limit.
+    let cap = Math.max(0, Math.min(this.remaining(), holderTtl === undefined ? Infinity : holderTtl + 1, this.placeTtl / 3));
+    const sleep = new Subscription();
+    this.sleep = sleep;
+    let due = false;
+    try {
+      const signalled = this.watch?.active === true && Number.isFinite(this.placeTtl) && typeof policy !== 'function';
+      if (signalled) cap = Math.min(cap, jitteredDelay(this.placeTtl / 4, this.placeTtl / 12, clock.random));
+      const notifier = signalled ? (clock.scheduler ? timer(cap, clock.scheduler) : timer(cap)) : backoff(policy, this.attempts, cap, clock.random, clock.scheduler);
+      sleep.add(
+        notifier.subscribe({
+          next: () => {
+            if (due) return;
+            due = true;
+            sleep.unsubscribe();
+            // (through the scheduler: a notifier that fires at once must not loop synchronously)
+            if (this.sleep === sleep) this.sleep = clock.timers.schedule(this.attempt);
+          },
+          error: (error: unknown) => this.fail(error),
+          complete: () => {
+            if (due) return;
+            due = true;
+            // A retry function completed without emitting: one last attempt, which leaves the line.
+            this.lastAttempt = true;
+            sleep.unsubscribe();
+            if (this.sleep === sleep) this.sleep = clock.timers.schedule(this.attempt);
+          },
+        }),
+      );
+    } catch (error) {
+      this.fail(error); // the injected random source threw
+    }
+  }
+
+  /** Cuts a sleep short: attempt now (a wake-up came). */
+  private wakeNow(): void {
+    if (this.state === 'attempting') this.wokenMeanwhile = true;
+    if (this.state !== 'sleeping') return;
+    this.sleep?.unsubscribe();
+    this.sleep = undefined;
+    this.attempt();
+  }
+
+  private readonly signalled = (signal: WakeSignal): void => {
+    // A grant to this token (by another caller's release), or the channel dropping or coming back
+    // (a grant may have gone unannounced): look now. The attempt's answer, not the signal, decides.
+    if (signal.type === 'behind') return;
+    if (signal.type === 'granted' && signal.token !== this.token) return;
+    this.wakeNow();
+  };
+
+  private stop(): void {
+    this.sleep?.unsubscribe();
+    this.sleep = undefined;
+    this.watch?.stop();
+    this.watch = undefined;
+    this.call?.abandon();
+    this.call = undefined;
+  }
+
+  /** Gives the place and any permits back, once the store settled every call of this wait. */
+  private leaveWhenSettled(): void {
+    if (!this.sent) return;
+    this.mustLeave = true;
+    if (this.unsettled === 0) this.leave();
+  }
+
+  private leave(): void {
+    this.mustLeave = false;
+    const { ctx, key, storeKey, token } = this;
+    const gaveBack = (had: boolean) => {
+      if (had) ctx.events.abandonedReleased(key, token, true);
+    };
+    ctx.access.call('leave', key, () => ctx.store.leaveShared(storeKey, token), { value: gaveBack, late: gaveBack, error: () => undefined });
+  }
+}

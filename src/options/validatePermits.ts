@@ -1,0 +1,66 @@
+/**
+ * Checks the options of semaphores and read-write locks (see ./PermitOptions.ts): `limit` and
+ * `permits` as positive safe integers with `permits ≤ limit`, and the acquisition's own options as
+ * `withLock`/`acquire` check them, without `reentrant` (permits never join an enclosing hold).
+ */
+import { LockOptionsError } from '../errors/errors.js';
+import type { AcquirePermitOptions, PermitOptions } from './PermitOptions.js';
+import { checkOperatorOptions, resolveOperatorOptions, type AcquireSettings } from './validate.js';
+
+/** What the engine needs of a shared acquisition: its settings, weight and capacity. */
+export interface SharedSettings {
+  readonly settings: AcquireSettings;
+  /** The permits it takes. */
+  readonly weight: number;
+  /** The permits the key may have held at once, as this acquisition asks. */
+  readonly capacity: number;
+}
+
+/** The options of a `withReadLock`/`withWriteLock` (and `using` variants). */
+export const READ_WRITE_OPERATOR_KEYS: readonly string[] = ['ttl', 'waitTimeout', 'retry', 'renew', 'onLost', 'onBusy'];
+/** The options of `acquireReadLock`/`acquireWriteLock`. */
+export const READ_WRITE_ACQUIRE_KEYS: readonly string[] = ['ttl', 'waitTimeout', 'retry', 'renew', 'onLost'];
+const PERMIT_OPERATOR_KEYS: readonly string[] = [...READ_WRITE_OPERATOR_KEYS, 'limit', 'permits'];
+const PERMIT_ACQUIRE_KEYS: readonly string[] = [...READ_WRITE_ACQUIRE_KEYS, 'limit', 'permits'];
+
+/** Validates `withPermit`/`usingPermit` (`operator`) or `acquirePermit` options. */
+export function resolvePermitOptions(options: PermitOptions | AcquirePermitOptions | undefined, defaults: AcquireSettings, operator: boolean): SharedSettings {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new LockOptionsError('options', 'an object of permit options with at least { limit }', options);
+  }
+  const { limit, permits, ...rest } = options;
+  const capacity = checkCount('limit', limit, Number.MAX_SAFE_INTEGER);
+  const weight = permits === undefined ? 1 : checkCount('permits', permits, capacity);
+  const allowed = operator ? PERMIT_OPERATOR_KEYS : PERMIT_ACQUIRE_KEYS;
+  const settings = resolveOperatorOptions(rest, defaults, allowed);
+  return { settings, weight, capacity };
+}
+
+/** Validates the options of a read or write lock (`operator`: with `onBusy`). */
+export function resolveReadWriteOptions(options: object | undefined, defaults: AcquireSettings, operator: boolean): AcquireSettings {
+  return resolveOperatorOptions(options, defaults, operator ? READ_WRITE_OPERATOR_KEYS : READ_WRITE_ACQUIRE_KEYS);
+}
+
+function checkCount(option: string, value: unknown, max: number): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1 || value > max) {
+    const range = max === Number.MAX_SAFE_INTEGER ? 'a positive safe integer (1 to 9007199254740991)' : `an integer from 1 to ${max} (the limit)`;
+    throw new LockOptionsError(option, range, value);
+  }
+  return value;
+}
+
+/** Checks `withPermit` options (those the free operator passes on) without a locker at hand. */
+export function checkPermitOptions(options: PermitOptions | undefined): void {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new LockOptionsError('options', 'an object of permit options with at least { limit }', options);
+  }
+  const { limit, permits, ...rest } = options;
+  const capacity = checkCount('limit', limit, Number.MAX_SAFE_INTEGER);
+  if (permits !== undefined) checkCount('permits', permits, capacity);
+  checkOperatorOptions(rest, PERMIT_OPERATOR_KEYS);
+}
+
+/** Checks `withReadLock`/`withWriteLock` options without a locker at hand. */
+export function checkReadWriteOptions(options: object | undefined): void {
+  checkOperatorOptions(options, READ_WRITE_OPERATOR_KEYS);
+}

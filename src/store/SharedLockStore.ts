@@ -1,0 +1,92 @@
+/**
+ * An optional capability: locks held by several holders at once, up to a capacity — what counting
+ * semaphores and read-write locks are built on. A key has holders, each with a weight (the permits
+ * it holds) and a lease of its own (its own token and expiry); the key has a line of waiters, served
+ * strictly first come, first served (head of line): a waiter is granted only once every waiter
+ * ahead of it was granted, and only when its weight fits — `used + weight ≤ capacity`, with the
+ * capacity the waiter itself asked for.
+ *
+ * A semaphore is `capacity = limit`, `weight = permits`. A read-write lock is readers of weight 1
+ * and writers of weight `capacity` (exclusive): since the line is FIFO with head-of-line blocking,
+ * once a writer waits, readers that come later queue behind it, and a waiter asking for several
+ * permits is never overtaken by single-permit waiters.
+ *
+ * Capacity per request, not per key: when callers ask for different capacities (a changed
+ * `limit`), each grant is decided by the capacity its own request names; holders keep what they
+ * hold (nothing is revoked), so a lower limit only makes new grants wait until enough holders left.
+ *
+ * Keys (already prefixed) name shared locks apart from the mutexes of {@link LockStore}: a store
+ * keeps them in structures of their own, so `tryAcquire('k')` and `tryAcquireShared('k')` never
+ * exclude each other. Expired holders and lapsed places are swept by the store itself, so a holder
+ * or waiter that died never keeps capacity beyond its TTL (or its place's).
+ */
+import type { AcquireResult, ExtendOutcome } from './LockStore.js';
+
+/** Place handling of {@link SharedLockStore.tryAcquireShared}, as for a mutex's line. */
+export type SharedPlace = 'keep' | 'leave';
+
+export interface SharedLockStore {
+  /**
+   * Asks for `weight` of `capacity` on `key` for `token`, with a lease of `ttlMs`:
+   * - `token` holds permits of `key` already (a waiter's place was granted by another caller's
+   *   release, or a call was sent twice): answers `{ acquired: true, fence, ttl }` with that grant's
+   *   fence and the TTL it has left;
+   * - nobody waits ahead of `token` (the line is empty, or `token` is first) and the weight fits:
+   *   grants it, with a new fence, and takes `token` out of the line;
+   * - otherwise, with `place: 'keep'`, takes or refreshes `token`'s place in line (arrival order is
+   *   kept; the place remembers this call's `ttlMs`, `weight` and `capacity`) and answers
+   *   `{ acquired: false, queued: true, placeTtl, holderTtl }`; with `place: 'leave'` (the caller's
+   *   last attempt) gives the place up in the same atomic step.
+   *
+   * `holderTtl` is the time until the first holder's lease ends, when there is a holder: no use
+   * sleeping past it, since an expired holder frees its permits without a release. A place lapses
+   * `placeTtl` ms after the call that last refreshed it. The store also grants the waiters at the
+   * head of the line whose weights fit, whenever capacity frees up (a release, an expiry it sweeps,
+   * a waiter leaving); such a grant lasts `min(placeTtl, ttlMs)` counted from the waiter's last
+   * call at most, so a waiter that died holds nothing for longer. Fences: every grant's fence is
+   * greater than every fence issued for `key` before, across holders (see {@link LockStore}).
+   * Rejects only when the store failed (or for an invalid argument).
+   */
+  tryAcquireShared(key: string, token: string, ttlMs: number, weight: number, capacity: number, place: SharedPlace): Promise<AcquireResult>;
+
+  /**
+   * Resets the TTL of `token`'s permits of `key` to `ttlMs`, if it still holds them: `'extended'`,
+   * or `'gone'` (expired, released, or lost with the store's data). Never `'taken'`: permits are
+   * a token's own.
+   */
+  extendShared(key: string, token: string, ttlMs: number): Promise<ExtendOutcome>;
+
+  /**
+   * Gives `token`'s permits of `key` back, and grants the waiters at the head of the line that now
+   * fit. Resolves `true` when `token` held them, `false` when it did not (expired or released).
+   */
+  releaseShared(key: string, token: string): Promise<boolean>;
+
+  /**
+   * `token` stopped waiting: gives up its place in line and, in the same step, permits that were
+   * granted to it meanwhile (then waking the next waiters). Resolves `true` when it gave up permits.
+   */
+  leaveShared(key: string, token: string): Promise<boolean>;
+}
+
+/** Read-only view of a shared lock, for inspection and tests. */
+export interface SharedLockInfo {
+  /** Permits held now by live holders. */
+  readonly used: number;
+  /** Live holders, each with its token, weight, fence and remaining TTL (ms). */
+  readonly holders: ReadonlyArray<{ readonly token: string; readonly weight: number; readonly fence: number; readonly ttl: number }>;
+  /** Waiters in line whose places have not lapsed. */
+  readonly waiting: number;
+}
+
+/** A {@link SharedLockStore} that can also describe a key's holders (optional). */
+export interface InspectableSharedStore {
+  inspectShared(key: string): Promise<SharedLockInfo | null>;
+}
+
+const has = (store: object, name: string): boolean => typeof (store as Record<string, unknown>)[name] === 'function';
+
+/** The store's shared locks, or `undefined` when it has none (a quorum store, a core-only store). */
+export function sharedOf<S extends object>(store: S): (S & SharedLockStore) | undefined {
+  return has(store, 'tryAcquireShared') && has(store, 'extendShared') && has(store, 'releaseShared') && has(store, 'leaveShared') ? (store as S & SharedLockStore) : undefined;
+}

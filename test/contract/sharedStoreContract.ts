@@ -1,0 +1,162 @@
+/**
+ * The behaviour every SharedLockStore (semaphores, read-write locks) must have, run against each
+ * backend that offers it (memory, Redis: see shared*.contract.test.ts). Real clocks and TTLs.
+ */
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { AcquireResult, LockStore } from '../../src/store/LockStore.js';
+import { sharedOf, type SharedLockStore } from '../../src/store/SharedLockStore.js';
+
+export interface SharedStoreUnderTest {
+  /** A store whose places last {@link PLACE_TTL} ms. */
+  readonly store: LockStore;
+  clear(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** The place TTL the stores under test are made with. */
+export const PLACE_TTL = 300;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+let n = 0;
+const fresh = (what: string) => `shared:${what}:${++n}`;
+const granted = (r: AcquireResult) => r.acquired;
+/** A reader's and a writer's weight in a read-write lock of this capacity. */
+const RW = 1000;
+
+export function sharedStoreContract(name: string, open: () => Promise<SharedStoreUnderTest>): void {
+  describe(`SharedLockStore contract: ${name}`, () => {
+    let sut: SharedStoreUnderTest;
+    let store: LockStore & SharedLockStore;
+    beforeAll(async () => {
+      sut = await open();
+    });
+    afterAll(async () => sut?.close());
+    beforeEach(async () => {
+      await sut.clear();
+      store = sharedOf(sut.store)!;
+      expect(store).toBeDefined();
+    });
+
+    it('grants up to the capacity, queues the rest, and a release grants the first waiter (fences increasing)', async () => {
+      const key = fresh('cap');
+      const a = await store.tryAcquireShared(key, 'a', 10_000, 1, 2, 'keep');
+      const b = await store.tryAcquireShared(key, 'b', 10_000, 1, 2, 'keep');
+      const c = await store.tryAcquireShared(key, 'c', 10_000, 1, 2, 'keep');
+      expect([a, b].every(granted)).toBe(true);
+      expect(c).toMatchObject({ acquired: false, queued: true });
+      expect((c as { holderTtl?: number }).holderTtl).toBeGreaterThan(9_000);
+      // asking again while holding: told it holds them, same fence
+      expect(await store.tryAcquireShared(key, 'a', 10_000, 1, 2, 'keep')).toMatchObject({ acquired: true, fence: (a as { fence: number }).fence });
+      expect(await store.releaseShared(key, 'a')).toBe(true);
+      expect(await store.releaseShared(key, 'a')).toBe(false);
+      // the release granted c from its place: its next call is told so
+      const c2 = await store.tryAcquireShared(key, 'c', 10_000, 1, 2, 'keep');
+      expect(c2).toMatchObject({ acquired: true });
+      const fences = [a, b, c2].map((r) => (r as { fence: number }).fence);
+      expect(fences[1]).toBeGreaterThan(fences[0]!);
+      expect(fences[2]).toBeGreaterThan(fences[1]!);
+      expect(await store.tryAcquireShared(key, 'd', 10_000, 1, 2, 'leave')).toMatchObject({ acquired: false });
+    });
+
+    it('lets exactly `capacity` of many concurrent acquirers in', async () => {
+      const key = fresh('race');
+      const results = await Promise.all(Array.from({ length: 40 }, (_, i) => store.tryAcquireShared(key, `t${i}`, 10_000, 1, 5, 'leave')));
+      expect(results.filter(granted)).toHaveLength(5);
+    });
+
+    it('serves the line head first: a 3-permit waiter is not overtaken by 1-permit ones', async () => {
+      const key = fresh('fifo');
+      expect(granted(await store.tryAcquireShared(key, 'h1', 10_000, 2, 4, 'keep'))).toBe(true);
+      expect(granted(await store.tryAcquireShared(key, 'h2', 10_000, 1, 4, 'keep'))).toBe(true);
+      // 1 permit is free: the 3-permit waiter does not fit and waits; a 1-permit one would fit but queues behind
+      expect(await store.tryAcquireShared(key, 'big', 10_000, 3, 4, 'keep')).toMatchObject({ acquired: false, queued: true });
+      expect(await store.tryAcquireShared(key, 'small', 10_000, 1, 4, 'keep')).toMatchObject({ acquired: false, queued: true });
+      await store.releaseShared(key, 'h2'); // 2 free: still not enough for big
+      expect(granted(await store.tryAcquireShared(key, 'small', 10_000, 1, 4, 'keep'))).toBe(false);
+      await store.releaseShared(key, 'h1'); // 4 free: big (3) then small (1)
+      expect(granted(await store.tryAcquireShared(key, 'big', 10_000, 3, 4, 'keep'))).toBe(true);
+      expect(granted(await store.tryAcquireShared(key, 'small', 10_000, 1, 4, 'keep'))).toBe(true);
+    });
+
+    it('read-write: readers share, a writer waits for them, and readers after a waiting writer queue behind it', async () => {
+      const key = fresh('rw');
+      expect(granted(await store.tryAcquireShared(key, 'r1', 10_000, 1, RW, 'keep'))).toBe(true);
+      expect(granted(await store.tryAcquireShared(key, 'r2', 10_000, 1, RW, 'keep'))).toBe(true);
+      expect(granted(await store.tryAcquireShared(key, 'w', 10_000, RW, RW, 'keep'))).toBe(false);
+      expect(granted(await store.tryAcquireShared(key, 'r3', 10_000, 1, RW, 'keep'))).toBe(false);
+      await store.releaseShared(key, 'r1');
+      await store.releaseShared(key, 'r2');
+      expect(granted(await store.tryAcquireShared(key, 'w', 10_000, RW, RW, 'keep'))).toBe(true);
+      expect(granted(await store.tryAcquireShared(key, 'r3', 10_000, 1, RW, 'keep'))).toBe(false);
+      await store.releaseShared(key, 'w');
+      expect(granted(await store.tryAcquireShared(key, 'r3', 10_000, 1, RW, 'keep'))).toBe(true);
+    });
+
+    it("'leave' gives the place up, and the waiters behind that now fit are granted", async () => {
+      const key = fresh('leave');
+      expect(granted(await store.tryAcquireShared(key, 'r', 10_000, 1, RW, 'keep'))).toBe(true);
+      expect(granted(await store.tryAcquireShared(key, 'w', 10_000, RW, RW, 'keep'))).toBe(false);
+      expect(granted(await store.tryAcquireShared(key, 'r2', 10_000, 1, RW, 'keep'))).toBe(false);
+      const left = await store.tryAcquireShared(key, 'w', 10_000, RW, RW, 'leave');
+      expect(left.acquired).toBe(false);
+      expect((left as { queued?: boolean }).queued).toBeFalsy();
+      expect(granted(await store.tryAcquireShared(key, 'r2', 10_000, 1, RW, 'keep'))).toBe(true);
+    });
+
+    it('leaveShared gives up the place, and permits granted meanwhile', async () => {
+      const key = fresh('leaveShared');
+      expect(granted(await store.tryAcquireShared(key, 'a', 10_000, 1, 1, 'keep'))).toBe(true);
+      expect(granted(await store.tryAcquireShared(key, 'b', 10_000, 1, 1, 'keep'))).toBe(false);
+      expect(granted(await store.tryAcquireShared(key, 'c', 10_000, 1, 1, 'keep'))).toBe(false);
+      await store.releaseShared(key, 'a'); // granted to b, which never asks again
+      expect(await store.leaveShared(key, 'b')).toBe(true); // … and gives it up: c is next
+      expect(granted(await store.tryAcquireShared(key, 'c', 10_000, 1, 1, 'keep'))).toBe(true);
+      expect(await store.leaveShared(key, 'nobody')).toBe(false);
+    });
+
+    it('an expired holder frees its permits, and a lapsed place blocks nobody', async () => {
+      const key = fresh('expiry');
+      expect(granted(await store.tryAcquireShared(key, 'dies', 50, 1, 1, 'keep'))).toBe(true);
+      expect(granted(await store.tryAcquireShared(key, 'gone-waiter', 10_000, 1, 1, 'keep'))).toBe(false);
+      expect(await store.extendShared(key, 'gone-waiter', 1_000)).toBe('gone');
+      await sleep(PLACE_TTL + 50); // the holder's lease ended, and the waiter's place lapsed
+      expect(await store.extendShared(key, 'dies', 1_000)).toBe('gone');
+      expect(await store.releaseShared(key, 'dies')).toBe(false);
+      expect(granted(await store.tryAcquireShared(key, 'next', 10_000, 1, 1, 'keep'))).toBe(true);
+      expect(granted(await store.tryAcquireShared(key, 'gone-waiter', 10_000, 1, 1, 'leave'))).toBe(false);
+    });
+
+    it('extendShared keeps a holder past its first TTL', async () => {
+      const key = fresh('extend');
+      expect(granted(await store.tryAcquireShared(key, 'a', 100, 1, 1, 'keep'))).toBe(true);
+      await sleep(60);
+      expect(await store.extendShared(key, 'a', 10_000)).toBe('extended');
+      await sleep(80);
+      expect(granted(await store.tryAcquireShared(key, 'b', 10_000, 1, 1, 'leave'))).toBe(false);
+      expect(await store.releaseShared(key, 'a')).toBe(true);
+      expect(await store.extendShared(key, 'a', 10_000)).toBe('gone');
+    });
+
+    it('each grant is decided by its own capacity: a lower limit waits until enough holders left, nobody is revoked', async () => {
+      const key = fresh('limit');
+      for (const t of ['a', 'b', 'c']) expect(granted(await store.tryAcquireShared(key, t, 10_000, 1, 3, 'keep'))).toBe(true);
+      // a caller with limit 2 while 3 are held: waits; the three holders keep theirs
+      expect(granted(await store.tryAcquireShared(key, 'd', 10_000, 1, 2, 'keep'))).toBe(false);
+      expect(await store.extendShared(key, 'c', 10_000)).toBe('extended');
+      await store.releaseShared(key, 'a');
+      expect(granted(await store.tryAcquireShared(key, 'd', 10_000, 1, 2, 'keep'))).toBe(false); // 2 held, limit 2
+      await store.releaseShared(key, 'b');
+      expect(granted(await store.tryAcquireShared(key, 'd', 10_000, 1, 2, 'keep'))).toBe(true);
+      // a higher limit gets in at once
+      expect(granted(await store.tryAcquireShared(key, 'e', 10_000, 1, 5, 'keep'))).toBe(true);
+    });
+
+    it('a shared lock and a mutex of the same name are independent', async () => {
+      const key = fresh('apart');
+      expect(granted(await store.tryAcquire(key, 'm', 10_000))).toBe(true);
+      expect(granted(await store.tryAcquireShared(key, 's', 10_000, 1, 1, 'keep'))).toBe(true);
+      expect(await store.release(key, 'm')).toBe(true);
+      expect(await store.releaseShared(key, 's')).toBe(true);
+    });
+  });
+}

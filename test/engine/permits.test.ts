@@ -1,0 +1,254 @@
+/**
+ * Semaphores and read-write locks on the in-memory store, through the locker's operators: limits,
+ * head-of-line fairness, cancellation, skip, loss, close, option validation, and the store
+ * capability check.
+ */
+import { defer, finalize, firstValueFrom, lastValueFrom, map, merge, mergeMap, NEVER, Subject, takeUntil, timer, type Observable } from 'rxjs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createLocker, isLockCapabilityError, isLockLostError, isLockOptionsError, isLockTimeoutError, MemoryLockStore, withPermit, withReadLock, withWriteLock, type LockEvent, type Locker } from '../../src/index.js';
+import { coreOnly } from '../../src/store/capabilities.js';
+import { sleep } from '../support/timing.js';
+
+const opened: Locker[] = [];
+afterEach(async () => {
+  for (const locker of opened.splice(0)) await locker.close();
+});
+
+function newLocker(store = new MemoryLockStore(), options: Parameters<typeof createLocker>[0] = {}): Locker {
+  const locker = createLocker({ store, retry: { minDelay: 1, jitter: 2 }, ...options });
+  opened.push(locker);
+  return locker;
+}
+
+/** Counts how many run at once. */
+function gauge() {
+  let inside = 0;
+  let max = 0;
+  const order: string[] = [];
+  return {
+    get max() {
+      return max;
+    },
+    order,
+    run: (name: string, ms: number, weight = 1): Observable<string> =>
+      defer(() => {
+        inside += weight;
+        max = Math.max(max, inside);
+        order.push(name);
+        return timer(ms).pipe(
+          map(() => name),
+          finalize(() => (inside -= weight)),
+        );
+      }),
+  };
+}
+
+describe('withPermit', () => {
+  it('lets at most `limit` permits be held at once, counting each holder\'s permits', async () => {
+    const locker = newLocker();
+    const g = gauge();
+    const jobs = Array.from({ length: 8 }, (_, i) => g.run(`j${i}`, 10, i % 2 === 0 ? 2 : 1).pipe(locker.withPermit('k', { limit: 3, permits: i % 2 === 0 ? 2 : 1 })));
+    await lastValueFrom(merge(...jobs));
+    expect(g.max).toBeLessThanOrEqual(3);
+    expect(g.order).toHaveLength(8);
+  });
+
+  it('serves waiters first come, first served: a 3-permit waiter is not overtaken by 1-permit ones', async () => {
+    const locker = newLocker();
+    const g = gauge();
+    const holder = g.run('holder', 30).pipe(locker.withPermit('fifo', { limit: 3 }));
+    const big = g.run('big', 5, 3).pipe(locker.withPermit('fifo', { limit: 3, permits: 3 }));
+    const smalls = Array.from({ length: 4 }, (_, i) => g.run(`small${i}`, 5).pipe(locker.withPermit('fifo', { limit: 3 })));
+    // holder first (1 of 3); big queues at 5 ms; the small ones, which would fit, come after it and wait
+    await lastValueFrom(merge(holder, delayed(big, 5), ...smalls.map((s) => delayed(s, 10))));
+    expect(g.order.indexOf('big')).toBe(1);
+  });
+
+  it('a waiter that unsubscribes leaves the line, and a grant that comes anyway is given back', async () => {
+    const store = new MemoryLockStore();
+    const locker = newLocker(store);
+    const events: LockEvent[] = [];
+    locker.events$.subscribe((e) => events.push(e));
+    const held = await firstValueFrom(locker.acquirePermit('leave', { limit: 1 }));
+    const stop = new Subject<void>();
+    const waiting = locker.acquirePermit('leave', { limit: 1 }).pipe(takeUntil(stop)).subscribe();
+    await sleep(10);
+    expect((await store.inspectShared('lock:leave'))?.waiting).toBe(1);
+    stop.next();
+    waiting.unsubscribe();
+    await sleep(5);
+    expect((await store.inspectShared('lock:leave'))?.waiting).toBe(0);
+    await held.release();
+    expect(await store.inspectShared('lock:leave')).toBeNull();
+    expect(events.filter((e) => e.type === 'released')).toHaveLength(1);
+  });
+
+  it("onBusy: 'skip' completes empty when the permits are taken, and runs when one is free", async () => {
+    const locker = newLocker();
+    const held = await firstValueFrom(locker.acquirePermit('skip', { limit: 1 }));
+    let ran = false;
+    await lastValueFrom(defer(async () => (ran = true)).pipe(locker.withPermit('skip', { limit: 1, onBusy: 'skip' })), { defaultValue: undefined });
+    expect(ran).toBe(false);
+    await held.release();
+    await lastValueFrom(defer(async () => (ran = true)).pipe(locker.withPermit('skip', { limit: 1, onBusy: 'skip' })));
+    expect(ran).toBe(true);
+  });
+
+  it('times out with LockTimeoutError after waitTimeout, leaving the line', async () => {
+    const store = new MemoryLockStore();
+    const locker = newLocker(store);
+    const held = await firstValueFrom(locker.acquirePermit('busy', { limit: 1 }));
+    const error = await firstValueFrom(locker.acquirePermit('busy', { limit: 1, waitTimeout: 30 })).catch((e: unknown) => e);
+    expect(isLockTimeoutError(error)).toBe(true);
+    expect((await store.inspectShared('lock:busy'))?.waiting).toBe(0);
+    await held.release();
+  });
+
+  it('a lease that ends without renewal is lost with LockLostError, and its permit comes back', async () => {
+    const locker = newLocker();
+    const error = await lastValueFrom(NEVER.pipe(locker.withPermit('lost', { limit: 1, ttl: 40, renew: false }))).catch((e: unknown) => e);
+    expect(isLockLostError(error)).toBe(true);
+    const next = await firstValueFrom(locker.acquirePermit('lost', { limit: 1, waitTimeout: 200 }));
+    await next.release();
+  });
+
+  it('renews holders while their work runs past the TTL', async () => {
+    const locker = newLocker();
+    const g = gauge();
+    const run = (name: string) => g.run(name, 120).pipe(locker.withPermit('renewed', { limit: 1, ttl: 60 }));
+    await lastValueFrom(merge(run('a'), run('b')));
+    expect(g.max).toBe(1);
+  });
+
+  it('close(): waiters fail with LockerClosedError, holders lose their lease, permits are given back', async () => {
+    const store = new MemoryLockStore();
+    const locker = newLocker(store);
+    const holding = lastValueFrom(NEVER.pipe(locker.withPermit('close', { limit: 1 }))).catch((e: unknown) => e);
+    await sleep(5);
+    const waiting = firstValueFrom(locker.acquirePermit('close', { limit: 1 })).catch((e: unknown) => e);
+    await sleep(5);
+    await locker.close();
+    expect(await holding).toMatchObject({ name: 'LockLostError', reason: 'locker-closed' });
+    expect(await waiting).toMatchObject({ name: 'LockerClosedError' });
+    expect(await store.inspectShared('lock:close')).toBeNull();
+    await expect(firstValueFrom(locker.acquirePermit('close', { limit: 1 }))).rejects.toMatchObject({ name: 'LockerClosedError' });
+  });
+
+  it('a changed limit: new grants fit their own limit, holders keep their permits', async () => {
+    const store = new MemoryLockStore();
+    const locker = newLocker(store);
+    const three = await Promise.all([1, 2, 3].map(() => firstValueFrom(locker.acquirePermit('limit', { limit: 3 }))));
+    // limit lowered to 2 while 3 are held: nobody is revoked, the new caller waits
+    const lowered = firstValueFrom(locker.acquirePermit('limit', { limit: 2 }));
+    await sleep(20);
+    expect(three.every((lease) => lease.held)).toBe(true);
+    await three[0]!.release();
+    await sleep(20);
+    expect((await store.inspectShared('lock:limit'))?.used).toBe(2); // still waiting: 2 held, limit 2
+    await three[1]!.release();
+    const lease = await lowered;
+    // raised to 5: gets in at once beside them
+    const raised = await firstValueFrom(locker.acquirePermit('limit', { limit: 5, waitTimeout: 0 }));
+    for (const l of [three[2]!, lease, raised]) await l.release();
+  });
+
+  it('a fence per grant, increasing', async () => {
+    const locker = newLocker();
+    const fences: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      await lastValueFrom(locker.usingPermit('fences', async (lease) => fences.push(lease.fence), { limit: 2 }));
+    }
+    expect(fences).toEqual([...fences].sort((a, b) => a - b));
+    expect(new Set(fences).size).toBe(3);
+  });
+});
+
+describe('read-write locks', () => {
+  it('readers share, writers are exclusive', async () => {
+    const locker = newLocker();
+    let readers = 0;
+    let writers = 0;
+    let maxReaders = 0;
+    const violations: string[] = [];
+    const read = defer(() => {
+      readers++;
+      maxReaders = Math.max(maxReaders, readers);
+      if (writers > 0) violations.push('read during write');
+      return timer(10).pipe(finalize(() => readers--));
+    }).pipe(locker.withReadLock('rw'));
+    const write = defer(() => {
+      writers++;
+      if (writers > 1 || readers > 0) violations.push('write overlaps');
+      return timer(5).pipe(finalize(() => writers--));
+    }).pipe(locker.withWriteLock('rw'));
+    await lastValueFrom(merge(read, read, write, read, write, read, read), { defaultValue: undefined });
+    expect(violations).toEqual([]);
+    expect(maxReaders).toBeGreaterThan(1);
+  });
+
+  it('a waiting writer is not starved by readers that keep coming', async () => {
+    const locker = newLocker();
+    const order: string[] = [];
+    const reader = (i: number) => defer(() => (order.push(`r${i}`), timer(20))).pipe(locker.withReadLock('starve'));
+    const writer = defer(() => (order.push('w'), timer(1))).pipe(locker.withWriteLock('starve'));
+    // readers overlap continuously; the writer arrives after the first two
+    await lastValueFrom(merge(reader(0), reader(1), delayed(writer, 5), ...[2, 3, 4, 5].map((i) => delayed(reader(i), 8 + i * 4))), { defaultValue: undefined });
+    expect(order.indexOf('w')).toBe(2);
+  });
+});
+
+describe('the free operators', () => {
+  it('withPermit, withReadLock and withWriteLock take the given locker, and check their options at once', async () => {
+    const locker = newLocker();
+    const g = gauge();
+    await lastValueFrom(merge(...[0, 1, 2, 3].map((i) => g.run(`p${i}`, 5).pipe(withPermit('free', { limit: 2, locker })))));
+    expect(g.max).toBe(2);
+    const w = gauge();
+    await lastValueFrom(merge(w.run('r1', 5).pipe(withReadLock('free-rw', { locker })), w.run('w', 5).pipe(withWriteLock('free-rw', { locker })), w.run('r2', 5).pipe(withReadLock('free-rw', { locker }))));
+    expect(w.order).toEqual(['r1', 'w', 'r2']);
+    expect(() => withPermit('k', { limit: 1, permits: 2, locker })).toThrow(/permits/);
+    expect(() => withPermit('k', { limit: 1, locker: {} as Locker })).toThrow(/locker/);
+    expect(() => withWriteLock('k', { reentrant: true } as never)).toThrow(/reentrant/);
+  });
+});
+
+describe('options and capability', () => {
+  it('refuses bad limits and permits with LockOptionsError naming the option', () => {
+    const locker = newLocker();
+    const bad: Array<[unknown, string]> = [
+      [undefined, 'options'],
+      [{}, 'limit'],
+      [{ limit: 0 }, 'limit'],
+      [{ limit: 1.5 }, 'limit'],
+      [{ limit: 2 ** 53 }, 'limit'],
+      [{ limit: 2, permits: 3 }, 'permits'],
+      [{ limit: 2, permits: 0 }, 'permits'],
+      [{ limit: 2, reentrant: true }, 'options.reentrant'],
+      [{ limit: 2, ttl: -1 }, 'ttl'],
+    ];
+    for (const [options, option] of bad) {
+      let error: unknown;
+      try {
+        locker.withPermit('k', options as never);
+      } catch (e) {
+        error = e;
+      }
+      expect(isLockOptionsError(error), JSON.stringify(options)).toBe(true);
+      expect(error).toMatchObject({ option });
+    }
+    expect(() => locker.withReadLock('k', { reentrant: true } as never)).toThrow(/reentrant/);
+    expect(() => locker.acquireWriteLock('k', { onBusy: 'skip' } as never)).toThrow(/onBusy/);
+    expect(() => locker.withPermit('', { limit: 1 })).toThrow(/key/);
+  });
+
+  it('a store without shared locks: the stream errors with LockCapabilityError', async () => {
+    const locker = newLocker(coreOnly(new MemoryLockStore()) as MemoryLockStore);
+    const error = await firstValueFrom(locker.acquireReadLock('k')).catch((e: unknown) => e);
+    expect(isLockCapabilityError(error)).toBe(true);
+    expect(error).toMatchObject({ capability: 'shared' });
+  });
+});
+
+function delayed<T>(source: Observable<T>, ms: number): Observable<T> {
+  return timer(ms).pipe(mergeMap(() => source));
+}
