@@ -10,10 +10,10 @@
  * - calls/: store calls bounded by `commandTimeout`, and the store's capabilities;
  * - acquisition/: an acquisition as an Observable, and the work run while a lease is held.
  */
-import { catchError, EMPTY, throwError, type MonoTypeOperatorFunction, type Observable } from 'rxjs';
+import { catchError, EMPTY, map, throwError, type MonoTypeOperatorFunction, type Observable } from 'rxjs';
 import { isLockTimeoutError } from '../errors/errors.js';
 import type { AcquireOptions, LockOperatorOptions } from '../options/LockerOptions.js';
-import { resolveAcquireOptions, resolveOperatorOptions, validateKey, type AcquireSettings, type LockerSettings } from '../options/validate.js';
+import { resolveAcquireOptions, resolveOperatorOptions, validateKey, validateKeys, type AcquireSettings, type LockerSettings } from '../options/validate.js';
 import { closerOf } from '../store/capabilities.js';
 import { acquisition, type AcquisitionContext, type WaitingLine } from './acquisition/acquisition.js';
 import { runWhileHeld, type WorkScope } from './acquisition/whileHeld.js';
@@ -28,8 +28,12 @@ import type { HeldLease } from './lease/HeldLease.js';
 import type { WorkLease } from './lease/WorkLease.js';
 import type { Lease } from './lease/Lease.js';
 import { LeaseKeeper } from './lease/LeaseKeeper.js';
-import type { Locker } from './Locker.js';
-import { currentFrame, enclosingHold, runHolding, runInFrame } from './reentrancy/enclosingHolds.js';
+import type { LockedSetWork, Locker } from './Locker.js';
+import { HeldLeaseSet } from './multikey/HeldLeaseSet.js';
+import type { LeaseSet } from './multikey/LeaseSet.js';
+import { inLockOrder } from './multikey/lockOrder.js';
+import { setAcquisition, type TakenKey } from './multikey/setAcquisition.js';
+import { currentFrame, enclosingHold, runHolding, runHoldingAll, runInFrame } from './reentrancy/enclosingHolds.js';
 import { HoldLease, SharedHold } from './reentrancy/SharedHold.js';
 import { ContentionMemory } from './session/ContentionMemory.js';
 import { Clock } from './timing/Clock.js';
@@ -106,6 +110,23 @@ export class LockEngine implements Locker, AcquisitionContext {
     return runWhileHeld(lease$, (lease) => withWorkSignal(lease, work), settings.onLost, this.workScope(key, settings));
   }
 
+  withLocks<T>(keys: readonly string[], options?: LockOperatorOptions): MonoTypeOperatorFunction<T> {
+    const settings = resolveOperatorOptions(options, this.defaults);
+    const taken$ = this.operatorSkips(this.setAcquisitionOf(keys, settings), settings);
+    const scope = this.setScope(settings);
+    return (source) => runWhileHeld(taken$, () => source, settings.onLost, scope);
+  }
+
+  usingLocks<R>(keys: readonly string[], work: LockedSetWork<R>, options?: LockOperatorOptions): Observable<R> {
+    const settings = resolveOperatorOptions(options, this.defaults);
+    const taken$ = this.operatorSkips(this.setAcquisitionOf(keys, settings), settings);
+    return runWhileHeld(taken$, (locks: HeldLeaseSet) => withWorkSignal(locks, work), settings.onLost, this.setScope(settings));
+  }
+
+  acquireLocks(keys: readonly string[], options?: AcquireOptions): Observable<LeaseSet> {
+    return this.setAcquisitionOf(keys, this.settingsOf(options)).pipe(map((taken) => new HeldLeaseSet(taken.map(({ lease }) => lease))));
+  }
+
   isLocked(key: string): Observable<boolean> {
     return this.inspector.isLocked(key, this.storeKeyOf(key));
   }
@@ -167,11 +188,24 @@ export class LockEngine implements Locker, AcquisitionContext {
     return resolveAcquireOptions(options, this.defaults);
   }
 
-  /** With `onBusy: 'skip'`, a busy lock (the one attempt timed out) completes empty instead. */
   private operatorAcquisitionOf(key: string, settings: AcquireSettings): Observable<WorkLease> {
-    const lease$ = this.acquisitionOf(key, settings);
-    if (settings.skip !== true) return lease$;
-    return lease$.pipe(catchError((error: unknown) => (isLockTimeoutError(error) ? EMPTY : throwError(() => error))));
+    return this.operatorSkips(this.acquisitionOf(key, settings), settings);
+  }
+
+  /** With `onBusy: 'skip'`, a busy lock (the one attempt timed out) completes empty instead. */
+  private operatorSkips<G>(granted$: Observable<G>, settings: AcquireSettings): Observable<G> {
+    if (settings.skip !== true) return granted$;
+    return granted$.pipe(catchError((error: unknown) => (isLockTimeoutError(error) ? EMPTY : throwError(() => error))));
+  }
+
+  /**
+   * Every key of `keys`, in lock order (see ./multikey), one wait limit for the set. Throws
+   * `LockOptionsError` at once for a bad array (`keys`) or key (`keys[i]`, or the store's refusal).
+   */
+  private setAcquisitionOf(keys: readonly string[], settings: AcquireSettings): Observable<readonly TakenKey[]> {
+    validateKeys(keys);
+    const ordered = inLockOrder(keys, (key) => this.storeKeyOf(key));
+    return setAcquisition(ordered, ({ key, storeKey }, startedAt) => acquisition(this, key, storeKey, settings, startedAt), () => this.clock.now());
   }
 
   private acquisitionOf(key: string, settings: AcquireSettings): Observable<WorkLease> {
@@ -192,7 +226,7 @@ export class LockEngine implements Locker, AcquisitionContext {
    * nested in the work then join. A stream that joined an enclosing hold adds no frame (the hold is
    * in the frames already); without `reentrant: true` it adds none either, so nothing joins it.
    */
-  private workScope(key: string, settings: AcquireSettings): WorkScope {
+  private workScope(key: string, settings: AcquireSettings): WorkScope<WorkLease, WorkLease> {
     const storeKey = this.keyPrefix + key;
     const reentrant = settings.reentrant === true;
     return () => {
@@ -201,6 +235,29 @@ export class LockEngine implements Locker, AcquisitionContext {
         if (!reentrant || lease instanceof HoldLease) return runInFrame(parent, () => start(lease));
         const shared = new SharedHold(lease as HeldLease, this, storeKey);
         return runHolding(shared, parent, () => start(shared.outermost()));
+      };
+    };
+  }
+
+  /**
+   * {@link LockEngine.workScope} for a set: the work runs in the subscriber's frames with, on top,
+   * one hold per key the set took from the store (keys it joined are in the frames already), so a
+   * stream nested in the work joins any key of the set.
+   */
+  private setScope(settings: AcquireSettings): WorkScope<readonly TakenKey[], HeldLeaseSet> {
+    const reentrant = settings.reentrant === true;
+    return () => {
+      const parent = currentFrame();
+      return (taken, start) => {
+        if (!reentrant) return runInFrame(parent, () => start(new HeldLeaseSet(taken.map(({ lease }) => lease))));
+        const shared: SharedHold[] = [];
+        const leases = taken.map(({ lease, storeKey }) => {
+          if (lease instanceof HoldLease) return lease;
+          const hold = new SharedHold(lease as HeldLease, this, storeKey);
+          shared.push(hold);
+          return hold.outermost();
+        });
+        return runHoldingAll(shared, parent, () => start(new HeldLeaseSet(leases)));
       };
     };
   }
