@@ -18,6 +18,7 @@ import { closerOf } from '../store/capabilities.js';
 import { acquisition, type AcquisitionContext, type WaitingLine } from './acquisition/acquisition.js';
 import { runWhileHeld, type WorkScope } from './acquisition/whileHeld.js';
 import { withWorkSignal, type LockedWork } from './acquisition/workSignal.js';
+import { lockDelayed } from './calls/lockDelayedStore.js';
 import { StoreAccess } from './calls/StoreAccess.js';
 import type { LockEvent } from './events/events.js';
 import { EventReporter } from './events/EventReporter.js';
@@ -68,8 +69,10 @@ export class LockEngine implements Locker, AcquisitionContext {
     this.defaults = settings;
     this.ownsStore = parts.ownsStore === true;
     const clock = (this.clock = new Clock(settings.scheduler, settings.random));
-    const access = (this.access = new StoreAccess(settings.store, settings.commandTimeout));
-    const leases = (this.leases = new LeaseKeeper(access, this.reporter));
+    // Lock-delay: the store sees TTLs longer than the leases' (see ./calls/lockDelayedStore.ts).
+    const store = settings.lockDelay > 0 ? lockDelayed(settings.store, settings.lockDelay) : settings.store;
+    const access = (this.access = new StoreAccess(store, settings.commandTimeout));
+    const leases = (this.leases = new LeaseKeeper(access, this.reporter, settings.lockDelay > 0));
     const policy = parts.handoff ?? (settings.cohort.maxPasses > 0 ? new CohortPolicy(settings.cohort) : NO_HANDOFF);
     this.gates = new GateRegistry(
       {

@@ -35,10 +35,12 @@ export interface LockerSettings extends AcquireSettings {
   readonly scheduler: SchedulerLike | undefined;
   readonly localGate: boolean;
   readonly cohort: { readonly maxPasses: number; readonly maxMs: number; readonly roundMs: number };
+  /** How long a lost holder's key outlives its lease's deadline (0: off). */
+  readonly lockDelay: number;
 }
 
 const ACQUIRE_KEYS = ['ttl', 'waitTimeout', 'retry', 'renew', 'onLost', 'reentrant'] as const;
-const LOCKER_KEYS = [...ACQUIRE_KEYS, 'store', 'commandTimeout', 'keyPrefix', 'random', 'scheduler', 'localGate', 'cohort'] as const;
+const LOCKER_KEYS = [...ACQUIRE_KEYS, 'store', 'commandTimeout', 'keyPrefix', 'random', 'scheduler', 'localGate', 'cohort', 'lockDelay'] as const;
 const RETRY_KEYS = ['minDelay', 'jitter'] as const;
 const RENEW_KEYS = ['interval'] as const;
 
@@ -91,6 +93,7 @@ export function resolveLockerOptions(options: LockerOptions | undefined, default
     commandTimeout: o.commandTimeout === undefined ? DEFAULTS.commandTimeout : checkMs('commandTimeout', o.commandTimeout, 1),
     localGate: checkBoolean('localGate', o.localGate, DEFAULTS.localGate),
     cohort: checkCohort(o.cohort),
+    lockDelay: o.lockDelay === undefined ? DEFAULTS.lockDelay : checkMs('lockDelay', o.lockDelay, 0),
   };
 }
 
