@@ -3,7 +3,8 @@
  * cannot renew, release or even notice) whose key the next acquirer gets no earlier than
  * `ttl + lockDelay` after the holder's last TTL-setting call was sent; and hand-offs through the
  * store's line with a lock-delay longer than the place TTL (a hand-off grant is shorter than the
- * delay: still taken, not turned away).
+ * delay: still taken, not turned away; the waiters poll, so each finds its grant by its own attempt,
+ * whose answer says the TTL the key has left).
  */
 import { fileURLToPath } from 'node:url';
 import { firstValueFrom, lastValueFrom, timer } from 'rxjs';
@@ -69,7 +70,7 @@ describe('lock-delay across processes', () => {
 
   it('a lock-delay longer than the place TTL: hand-offs through the line are still taken (two lockers, 2 × 3 loops × 8 turns on one key)', async () => {
     const clients = [connect(suite.server), connect(suite.server)];
-    const stores = clients.map((client) => new RedisLockStore(client, { placeTtl: 300 }));
+    const stores = clients.map((client) => new RedisLockStore(client, { placeTtl: 300, wakeUp: false }));
     const lockers = stores.map((store) => createLocker({ store, lockDelay: 1_000, ttl: 2_000, waitTimeout: 10_000, cohort: false }));
     try {
       let inside = 0;
