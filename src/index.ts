@@ -10,10 +10,13 @@ export { withLock, type WithLockOptions } from './api/withLock.js';
 export { usingLock } from './api/usingLock.js';
 export { withPermit, type WithPermitOptions } from './api/withPermit.js';
 export { withReadLock, withWriteLock, type WithReadWriteLockOptions } from './api/withReadWriteLock.js';
+export { withLocks } from './api/withLocks.js';
+export { usingLocks } from './api/usingLocks.js';
 export { getDefaultLocker, setDefaultLocker, IN_MEMORY_DEFAULT_WARNING } from './api/defaultLocker.js';
 export { exclusivePerKey, type ExclusivePerKeyOptions } from './api/exclusivePerKey.js';
 export type { LockedWork } from './engine/acquisition/workSignal.js';
-export type { Locker } from './engine/Locker.js';
+export type { Locker, LockedSetWork } from './engine/Locker.js';
+export type { LeaseSet } from './engine/multikey/LeaseSet.js';
 export type { Lease } from './engine/lease/Lease.js';
 export type {
   LockEvent,

@@ -14,8 +14,11 @@ import {
   isLockLostError,
   isLockTimeoutError,
   usingLock,
+  usingLocks,
   withLock,
+  withLocks,
   type Lease,
+  type LeaseSet,
   type LockError,
   type LockEvent,
   type LockLostError,
@@ -58,6 +61,21 @@ describe('public API types', () => {
     expectTypeOf(locker.using('k', () => of('x'))).toEqualTypeOf<Observable<string>>();
     expectTypeOf(locker.using('k', async (lease) => lease.fence)).toEqualTypeOf<Observable<number>>();
     expectTypeOf(usingLock('k', (_lease, signal) => [signal.aborted])).toEqualTypeOf<Observable<boolean>>();
+  });
+
+  it('the multi-key operators keep the stream\'s type; usingLocks infers the work\'s; acquireLocks emits a LeaseSet', () => {
+    const locker = createLocker();
+    expectTypeOf(of(1).pipe(withLocks(['a', 'b']))).toEqualTypeOf<Observable<number>>();
+    expectTypeOf(of('x').pipe(locker.withLocks(['a', 'b'], { onBusy: 'skip' }))).toEqualTypeOf<Observable<string>>();
+    expectTypeOf(locker.usingLocks(['a'], async (locks) => locks.fences.get('a'))).toEqualTypeOf<Observable<number | undefined>>();
+    expectTypeOf(usingLocks(['a'], (locks, signal) => of(locks.keys.length, Number(signal.aborted)))).toEqualTypeOf<Observable<number>>();
+    expectTypeOf(locker.acquireLocks(['a', 'b'])).toEqualTypeOf<Observable<LeaseSet>>();
+    expectTypeOf<LeaseSet['leases']>().toEqualTypeOf<ReadonlyMap<string, Lease>>();
+    const rejectedByTheCompiler = () => {
+      // @ts-expect-error: keys are an array
+      withLocks('a');
+    };
+    expectTypeOf(rejectedByTheCompiler).toBeFunction();
   });
 
   it('exclusivePerKey maps messages to the projection\'s values', () => {

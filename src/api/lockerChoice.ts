@@ -5,7 +5,7 @@
 import type { Locker } from '../engine/Locker.js';
 import { LockOptionsError } from '../errors/errors.js';
 import type { LockOperatorOptions } from '../options/LockerOptions.js';
-import { checkOperatorOptions, OPERATOR_KEYS, validateKey } from '../options/validate.js';
+import { checkOperatorOptions, OPERATOR_KEYS, validateKey, validateKeys } from '../options/validate.js';
 
 /** Options of the free {@link withLock} and {@link usingLock}: an acquisition's options plus the locker to use. */
 export interface WithLockOptions extends LockOperatorOptions {
@@ -24,6 +24,12 @@ const FREE_OPERATOR_KEYS = [...OPERATOR_KEYS, 'locker'];
  */
 export function chooseLocker(key: string, options: WithLockOptions | undefined): { locker: Locker | undefined; acquireOptions: LockOperatorOptions | undefined } {
   validateKey(key);
+  return splitLocker(options, FREE_OPERATOR_KEYS);
+}
+
+/** {@link chooseLocker} for a multi-key operator: validates `keys` (the array, then each key). */
+export function chooseLockerForKeys(keys: readonly string[], options: WithLockOptions | undefined): { locker: Locker | undefined; acquireOptions: LockOperatorOptions | undefined } {
+  validateKeys(keys);
   return splitLocker(options, FREE_OPERATOR_KEYS);
 }
 

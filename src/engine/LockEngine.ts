@@ -10,17 +10,18 @@
  * - calls/: store calls bounded by `commandTimeout`, and the store's capabilities;
  * - acquisition/: an acquisition as an Observable, and the work run while a lease is held.
  */
-import { catchError, EMPTY, throwError, type MonoTypeOperatorFunction, type Observable } from 'rxjs';
+import { catchError, EMPTY, map, throwError, type MonoTypeOperatorFunction, type Observable } from 'rxjs';
 import { isLockTimeoutError, LockCapabilityError } from '../errors/errors.js';
 import type { AcquireOptions, LockOperatorOptions } from '../options/LockerOptions.js';
 import type { AcquirePermitOptions, AcquireReadWriteOptions, PermitOptions, ReadWriteLockOptions } from '../options/PermitOptions.js';
 import { resolvePermitOptions, resolveReadWriteOptions } from '../options/validatePermits.js';
 import { sharedOf } from '../store/SharedLockStore.js';
-import { resolveAcquireOptions, resolveOperatorOptions, validateKey, type AcquireSettings, type LockerSettings } from '../options/validate.js';
+import { resolveAcquireOptions, resolveOperatorOptions, validateKey, validateKeys, type AcquireSettings, type LockerSettings } from '../options/validate.js';
 import { closerOf } from '../store/capabilities.js';
 import { acquisition, type AcquisitionContext, type WaitingLine } from './acquisition/acquisition.js';
 import { runWhileHeld, type WorkScope } from './acquisition/whileHeld.js';
 import { withWorkSignal, type LockedWork } from './acquisition/workSignal.js';
+import { lockDelayed } from './calls/lockDelayedStore.js';
 import { StoreAccess } from './calls/StoreAccess.js';
 import type { LockEvent } from './events/events.js';
 import { EventReporter } from './events/EventReporter.js';
@@ -32,8 +33,12 @@ import type { HeldLease } from './lease/HeldLease.js';
 import type { WorkLease } from './lease/WorkLease.js';
 import type { Lease } from './lease/Lease.js';
 import { LeaseKeeper } from './lease/LeaseKeeper.js';
-import type { Locker } from './Locker.js';
-import { currentFrame, enclosingHold, runHolding, runInFrame } from './reentrancy/enclosingHolds.js';
+import type { LockedSetWork, Locker } from './Locker.js';
+import { HeldLeaseSet } from './multikey/HeldLeaseSet.js';
+import type { LeaseSet } from './multikey/LeaseSet.js';
+import { inLockOrder } from './multikey/lockOrder.js';
+import { setAcquisition, type TakenKey } from './multikey/setAcquisition.js';
+import { currentFrame, enclosingHold, runHolding, runHoldingAll, runInFrame } from './reentrancy/enclosingHolds.js';
 import { HoldLease, SharedHold } from './reentrancy/SharedHold.js';
 import { ContentionMemory } from './session/ContentionMemory.js';
 import { READ_PERMITS, READ_WRITE_CAPACITY, WRITE_PERMITS } from './shared/readWrite.js';
@@ -73,8 +78,10 @@ export class LockEngine implements Locker, AcquisitionContext {
     this.defaults = settings;
     this.ownsStore = parts.ownsStore === true;
     const clock = (this.clock = new Clock(settings.scheduler, settings.random));
-    const access = (this.access = new StoreAccess(settings.store, settings.commandTimeout));
-    const leases = (this.leases = new LeaseKeeper(access, this.reporter));
+    // Lock-delay: the store sees TTLs longer than the leases' (see ./calls/lockDelayedStore.ts).
+    const store = settings.lockDelay > 0 ? lockDelayed(settings.store, settings.lockDelay) : settings.store;
+    const access = (this.access = new StoreAccess(store, settings.commandTimeout));
+    const leases = (this.leases = new LeaseKeeper(access, this.reporter, settings.lockDelay > 0));
     const longWaits = (this.longWaits = new LongWaitMonitor(access, clock, this.reporter, settings.longWait));
     const policy = parts.handoff ?? (settings.cohort.maxPasses > 0 ? new CohortPolicy(settings.cohort) : NO_HANDOFF);
     this.gates = new GateRegistry(
@@ -122,12 +129,12 @@ export class LockEngine implements Locker, AcquisitionContext {
   withPermit<T>(key: string, options: PermitOptions): MonoTypeOperatorFunction<T> {
     const { settings, weight, capacity } = resolvePermitOptions(options, this.defaults, true);
     const lease$ = this.sharedAcquisitionOf(key, settings, weight, capacity);
-    return (source) => runWhileHeld(lease$, () => source, settings.onLost);
+    return (source) => runWhileHeld(lease$, () => source, settings.onLost, this.plainScope());
   }
 
   usingPermit<R>(key: string, work: LockedWork<R>, options: PermitOptions): Observable<R> {
     const { settings, weight, capacity } = resolvePermitOptions(options, this.defaults, true);
-    return runWhileHeld(this.sharedAcquisitionOf(key, settings, weight, capacity), (lease) => withWorkSignal(lease, work), settings.onLost);
+    return runWhileHeld(this.sharedAcquisitionOf(key, settings, weight, capacity), (lease) => withWorkSignal(lease, work), settings.onLost, this.plainScope());
   }
 
   acquirePermit(key: string, options: AcquirePermitOptions): Observable<Lease> {
@@ -157,6 +164,23 @@ export class LockEngine implements Locker, AcquisitionContext {
 
   acquireWriteLock(key: string, options?: AcquireReadWriteOptions): Observable<Lease> {
     return this.sharedAcquisitionOf(key, resolveReadWriteOptions(options, this.defaults, false), WRITE_PERMITS, READ_WRITE_CAPACITY);
+  }
+
+  withLocks<T>(keys: readonly string[], options?: LockOperatorOptions): MonoTypeOperatorFunction<T> {
+    const settings = resolveOperatorOptions(options, this.defaults);
+    const taken$ = this.operatorSkips(this.setAcquisitionOf(keys, settings), settings);
+    const scope = this.setScope(settings);
+    return (source) => runWhileHeld(taken$, () => source, settings.onLost, scope);
+  }
+
+  usingLocks<R>(keys: readonly string[], work: LockedSetWork<R>, options?: LockOperatorOptions): Observable<R> {
+    const settings = resolveOperatorOptions(options, this.defaults);
+    const taken$ = this.operatorSkips(this.setAcquisitionOf(keys, settings), settings);
+    return runWhileHeld(taken$, (locks: HeldLeaseSet) => withWorkSignal(locks, work), settings.onLost, this.setScope(settings));
+  }
+
+  acquireLocks(keys: readonly string[], options?: AcquireOptions): Observable<LeaseSet> {
+    return this.setAcquisitionOf(keys, this.settingsOf(options)).pipe(map((taken) => new HeldLeaseSet(taken.map(({ lease }) => lease))));
   }
 
   isLocked(key: string): Observable<boolean> {
@@ -220,22 +244,35 @@ export class LockEngine implements Locker, AcquisitionContext {
     return resolveAcquireOptions(options, this.defaults);
   }
 
-  /** With `onBusy: 'skip'`, a busy lock (the one attempt timed out) completes empty instead. */
   private operatorAcquisitionOf(key: string, settings: AcquireSettings): Observable<WorkLease> {
-    const lease$ = this.acquisitionOf(key, settings);
-    if (settings.skip !== true) return lease$;
-    return lease$.pipe(catchError((error: unknown) => (isLockTimeoutError(error) ? EMPTY : throwError(() => error))));
+    return this.operatorSkips(this.acquisitionOf(key, settings), settings);
+  }
+
+  /** With `onBusy: 'skip'`, a busy lock (the one attempt timed out) completes empty instead. */
+  private operatorSkips<G>(granted$: Observable<G>, settings: AcquireSettings): Observable<G> {
+    if (settings.skip !== true) return granted$;
+    return granted$.pipe(catchError((error: unknown) => (isLockTimeoutError(error) ? EMPTY : throwError(() => error))));
+  }
+
+  /**
+   * Every key of `keys`, in lock order (see ./multikey), one wait limit for the set. Throws
+   * `LockOptionsError` at once for a bad array (`keys`) or key (`keys[i]`, or the store's refusal).
+   */
+  private setAcquisitionOf(keys: readonly string[], settings: AcquireSettings): Observable<readonly TakenKey[]> {
+    validateKeys(keys);
+    const ordered = inLockOrder(keys, (key) => this.storeKeyOf(key));
+    return setAcquisition(ordered, ({ key, storeKey }, startedAt) => acquisition(this, key, storeKey, settings, startedAt), () => this.clock.now());
   }
 
   private readWriteOperator<T>(key: string, options: ReadWriteLockOptions | undefined, weight: number): MonoTypeOperatorFunction<T> {
     const settings = resolveReadWriteOptions(options, this.defaults, true);
     const lease$ = this.sharedAcquisitionOf(key, settings, weight, READ_WRITE_CAPACITY);
-    return (source) => runWhileHeld(lease$, () => source, settings.onLost);
+    return (source) => runWhileHeld(lease$, () => source, settings.onLost, this.plainScope());
   }
 
   private readWriteUsing<R>(key: string, work: LockedWork<R>, options: ReadWriteLockOptions | undefined, weight: number): Observable<R> {
     const settings = resolveReadWriteOptions(options, this.defaults, true);
-    return runWhileHeld(this.sharedAcquisitionOf(key, settings, weight, READ_WRITE_CAPACITY), (lease) => withWorkSignal(lease, work), settings.onLost);
+    return runWhileHeld(this.sharedAcquisitionOf(key, settings, weight, READ_WRITE_CAPACITY), (lease) => withWorkSignal(lease, work), settings.onLost, this.plainScope());
   }
 
   /**
@@ -269,7 +306,7 @@ export class LockEngine implements Locker, AcquisitionContext {
    * nested in the work then join. A stream that joined an enclosing hold adds no frame (the hold is
    * in the frames already); without `reentrant: true` it adds none either, so nothing joins it.
    */
-  private workScope(key: string, settings: AcquireSettings): WorkScope {
+  private workScope(key: string, settings: AcquireSettings): WorkScope<WorkLease, WorkLease> {
     const storeKey = this.keyPrefix + key;
     const reentrant = settings.reentrant === true;
     return () => {
@@ -278,6 +315,40 @@ export class LockEngine implements Locker, AcquisitionContext {
         if (!reentrant || lease instanceof HoldLease) return runInFrame(parent, () => start(lease));
         const shared = new SharedHold(lease as HeldLease, this, storeKey);
         return runHolding(shared, parent, () => start(shared.outermost()));
+      };
+    };
+  }
+
+  /**
+   * The scope of a semaphore's or read-write lock's work (never reentrant): the work runs in the
+   * frames of the code that subscribed, as a non-reentrant lock's does (see workScope).
+   */
+  private plainScope(): WorkScope<WorkLease, WorkLease> {
+    return () => {
+      const parent = currentFrame();
+      return (lease, start) => runInFrame(parent, () => start(lease));
+    };
+  }
+
+  /**
+   * {@link LockEngine.workScope} for a set: the work runs in the subscriber's frames with, on top,
+   * one hold per key the set took from the store (keys it joined are in the frames already), so a
+   * stream nested in the work joins any key of the set.
+   */
+  private setScope(settings: AcquireSettings): WorkScope<readonly TakenKey[], HeldLeaseSet> {
+    const reentrant = settings.reentrant === true;
+    return () => {
+      const parent = currentFrame();
+      return (taken, start) => {
+        if (!reentrant) return runInFrame(parent, () => start(new HeldLeaseSet(taken.map(({ lease }) => lease))));
+        const shared: SharedHold[] = [];
+        const leases = taken.map(({ lease, storeKey }) => {
+          if (lease instanceof HoldLease) return lease;
+          const hold = new SharedHold(lease as HeldLease, this, storeKey);
+          shared.push(hold);
+          return hold.outermost();
+        });
+        return runHoldingAll(shared, parent, () => start(new HeldLeaseSet(leases)));
       };
     };
   }

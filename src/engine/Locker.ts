@@ -1,13 +1,29 @@
 /**
  * The public face of the engine: what `createLocker()` returns.
  */
-import type { MonoTypeOperatorFunction, Observable } from 'rxjs';
+import type { MonoTypeOperatorFunction, Observable, ObservableInput } from 'rxjs';
 import type { AcquireOptions, LockOperatorOptions } from '../options/LockerOptions.js';
 import type { AcquirePermitOptions, AcquireReadWriteOptions, PermitCount, PermitOptions, ReadWriteLockOptions } from '../options/PermitOptions.js';
 import type { LockedWork } from './acquisition/workSignal.js';
+import type { LeaseSet } from './multikey/LeaseSet.js';
 import type { LockerLockInfo, WaitUntilFreeOptions } from './inspection/KeyInspector.js';
 import type { LockEvent } from './events/events.js';
 import type { Lease } from './lease/Lease.js';
+
+/**
+ * The work of `usingLocks`: gets the set of leases and a signal that aborts when it should stop
+ * (a lease of the set was lost: `signal.reason` is the `LockLostError`; or the subscription ended:
+ * an `'AbortError'`).
+ *
+ * @example
+ * ```ts
+ * const work: LockedSetWork<void> = async (locks, signal) => {
+ *   await transfer(from, to, amount, { fences: locks.fences, signal });
+ * };
+ * locker.usingLocks([`account:${from}`, `account:${to}`], work).subscribe({ error: (e) => console.error(e) });
+ * ```
+ */
+export type LockedSetWork<R> = (locks: LeaseSet, signal: AbortSignal) => ObservableInput<R>;
 
 /** Takes and gives back locks on one store. Create one with `createLocker()`. */
 export interface Locker {
@@ -215,6 +231,82 @@ export interface Locker {
    * ```
    */
   acquireWriteLock(key: string, options?: AcquireReadWriteOptions): Observable<Lease>;
+
+  /**
+   * Operator: {@link Locker.withLock} for several keys at once. Subscribes to the source only once
+   * every key of `keys` is held, and gives them all back exactly once when the result completes,
+   * errors or is unsubscribed. All or none: the keys are taken one after the other, and if the
+   * wait ends before the last one is held — `LockTimeoutError` (a key stayed held; its `key` says
+   * which), `LockStoreError`, the loss of a key already taken (`LockLostError`), or an
+   * unsubscribe — every key taken so far is given back and the source is never subscribed.
+   *
+   * No deadlock between overlapping sets: each distinct key is taken once (a key given twice
+   * counts once), in one global order — sorted by the key as the store sees it (`keyPrefix` +
+   * key), by UTF-16 code unit — so two callers, in any processes, take their common keys in the
+   * same order. One `waitTimeout` covers the whole set, counted from subscription. Each key waits
+   * in its own line (local gate, the store's line and wake-ups), has its own lease, fence and
+   * renewal; a loss of any of them is the set's loss (`onLost` as for one key: with `'error'`,
+   * the source is unsubscribed, the other keys given back, and the result errors with that key's
+   * `LockLostError`). `onBusy: 'skip'` tries each key once and completes empty if one is held.
+   *
+   * Cost: one store acquisition per key, one after the other (on a Redis Cluster too, where the
+   * keys may live on different nodes: there is no atomic multi-slot script, and none is needed),
+   * so a set of n free keys takes n round trips, and each key taken waits held while the later
+   * ones are waited for. At most 64 distinct keys. Throws `LockOptionsError` at once for an empty
+   * or too long array (`keys`), an invalid key (`keys[i]`) or option.
+   *
+   * With `reentrant: true`, keys the enclosing stream holds are joined (not taken again, whatever
+   * their place in the order), and streams nested in the work join any key of the set. A set that
+   * joins a key held around it while taking others below it in the order is no longer taken in the
+   * global order: sets that nest that way can wait for each other until `waitTimeout`.
+   *
+   * @example
+   * ```ts
+   * // move stock between two warehouses: both rows locked, whichever order callers name them in
+   * moveStock(from, to, sku).pipe(
+   *   locker.withLocks([`stock:${from}:${sku}`, `stock:${to}:${sku}`], { waitTimeout: 5_000 }),
+   * ).subscribe();
+   * ```
+   */
+  withLocks<T>(keys: readonly string[], options?: LockOperatorOptions): MonoTypeOperatorFunction<T>;
+
+  /**
+   * {@link Locker.withLocks} with the leases handed to the work: runs `work(locks, signal)` while
+   * every key of `keys` is held, and gives them all back when what it returned ends in any way.
+   * `locks.fences.get(key)` is each key's fencing token; `signal` aborts when any lease of the set
+   * is lost (reason: its `LockLostError`) or the work's subscription ends otherwise.
+   *
+   * @example
+   * ```ts
+   * locker.usingLocks(['account:1', 'account:2'], async (locks, signal) => {
+   *   await ledger.transfer('account:1', 'account:2', 100, {
+   *     fences: [locks.fences.get('account:1')!, locks.fences.get('account:2')!],
+   *     signal,
+   *   });
+   * }).subscribe({ error: (e) => console.error('transfer not done:', e) });
+   * ```
+   */
+  usingLocks<R>(keys: readonly string[], work: LockedSetWork<R>, options?: LockOperatorOptions): Observable<R>;
+
+  /**
+   * {@link Locker.acquire} for several keys at once: a cold Observable that takes every key of
+   * `keys` (all or none, in the global order of {@link Locker.withLocks}, one `waitTimeout` for
+   * the set) and emits the {@link LeaseSet}, then completes; or errors, with every key taken so far
+   * given back. The caller owns the set and must call `locks.release()`, which gives back every
+   * key; until then each lease is renewed, and `locks.lost$` tells of the first one lost (the
+   * others stay held until the release).
+   *
+   * @example
+   * ```ts
+   * const locks = await firstValueFrom(locker.acquireLocks(['invoice:42', 'customer:7']));
+   * try {
+   *   await sendInvoice(42, { fence: locks.fences.get('invoice:42')! });
+   * } finally {
+   *   await locks.release();
+   * }
+   * ```
+   */
+  acquireLocks(keys: readonly string[], options?: AcquireOptions): Observable<LeaseSet>;
 
   /**
    * Is `key` locked now? A cold Observable that answers once and completes: `true` when one of

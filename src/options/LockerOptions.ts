@@ -250,6 +250,31 @@ export interface LockerOptions extends AcquireOptions {
    */
   longWait?: number;
   /**
+   * Lock-delay (Chubby's), in ms (an integer from 0 to 2147483647; `0` turns it off): a key whose
+   * holder was lost — its lease lapsed (not renewed in time: the process stalled, or the store was
+   * unreachable) rather than released — stays unavailable for `lockDelay` ms more, so a holder that
+   * stalled gets time to notice, and the requests it had in flight time to land, before the next
+   * holder starts. A release frees the key at once, as without it.
+   *
+   * How: every TTL this locker sends the store (grant, renewal, `extend`) is `ttl + lockDelay`
+   * (capped at 2147483647), while each lease's deadline is still counted from `ttl`; so the key
+   * outlives its holder's deadline by `lockDelay`. A lease that was lost (`'expired'`,
+   * `'store-unreachable'`) is not given back to the store when its stream ends: its key lapses by
+   * itself. `lease.ttl` stays `ttl`; `inspect()` shows the key's real remaining TTL, delay
+   * included. Limits: a key handed over from a store's line (the Redis store) is granted for at
+   * most its place TTL (`placeTtl`, 3 s), so until its holder's first renewal it is kept only as
+   * long as that grant reaches past the deadline; on a `RedlockStore` the validity it measures is
+   * shortened by `lockDelay`. Fencing tokens remain the guarantee; lock-delay narrows the window
+   * for resources that cannot check them.
+   * @default 0
+   * @example
+   * ```ts
+   * // a holder that stops renewing keeps the key blocked 5 s past its lease's deadline
+   * const locker = createLocker({ store, ttl: 10_000, lockDelay: 5_000 });
+   * ```
+   */
+  lockDelay?: number;
+  /**
    * Scheduler for back-off timers and wait-limit measurement. Pass a `TestScheduler` to run
    * the waiting on a virtual clock.
    * @default asyncScheduler (and `performance.now()` as the clock)
@@ -300,4 +325,6 @@ export const DEFAULTS = Object.freeze({
     /** {@link CohortOptions.roundMs}. */
     roundMs: 24,
   }),
+  /** {@link LockerOptions.lockDelay}: off. */
+  lockDelay: 0,
 });

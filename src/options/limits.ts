@@ -9,3 +9,9 @@ export const MAX_PREFIX_LENGTH = 1024;
  * from the block the engine reserves at the grant (see engine/fencing/FenceBlock.ts).
  */
 export const MAX_PASSES = 1023;
+/**
+ * Most distinct keys one multi-key acquisition (`withLocks`, `usingLocks`, `acquireLocks`) takes:
+ * the keys are taken one after the other, a store round trip each, so a longer set mostly buys a
+ * longer wait with every key already taken held meanwhile.
+ */
+export const MAX_KEYS = 64;

@@ -7,7 +7,7 @@ import { LockOptionsError } from '../errors/errors.js';
 import type { LockStore } from '../store/LockStore.js';
 import { DEFAULTS, type AcquireOptions, type LockerOptions, type LockOperatorOptions, type OnBusy, type OnLost, type RetryDelay } from './LockerOptions.js';
 import { leaseValidity } from './validity.js';
-import { MAX_KEY_LENGTH, MAX_MS, MAX_PASSES, MAX_PREFIX_LENGTH } from './limits.js';
+import { MAX_KEY_LENGTH, MAX_KEYS, MAX_MS, MAX_PASSES, MAX_PREFIX_LENGTH } from './limits.js';
 
 /** Back-off as the engine uses it. */
 export type RetryPolicy = { readonly minDelay: number; readonly jitter: number } | RetryDelay;
@@ -37,10 +37,12 @@ export interface LockerSettings extends AcquireSettings {
   /** `Infinity`: no long-wait reports. */
   readonly longWait: number;
   readonly cohort: { readonly maxPasses: number; readonly maxMs: number; readonly roundMs: number };
+  /** How long a lost holder's key outlives its lease's deadline (0: off). */
+  readonly lockDelay: number;
 }
 
 const ACQUIRE_KEYS = ['ttl', 'waitTimeout', 'retry', 'renew', 'onLost', 'reentrant'] as const;
-const LOCKER_KEYS = [...ACQUIRE_KEYS, 'store', 'commandTimeout', 'keyPrefix', 'random', 'scheduler', 'localGate', 'longWait', 'cohort'] as const;
+const LOCKER_KEYS = [...ACQUIRE_KEYS, 'store', 'commandTimeout', 'keyPrefix', 'random', 'scheduler', 'localGate', 'longWait', 'cohort', 'lockDelay'] as const;
 const RETRY_KEYS = ['minDelay', 'jitter'] as const;
 const RENEW_KEYS = ['interval'] as const;
 
@@ -54,6 +56,19 @@ export function validateKey(key: unknown, option = 'key'): string {
     throw new LockOptionsError(option, `a non-empty string of at most ${MAX_KEY_LENGTH} characters, without lone UTF-16 surrogates`, key);
   }
   return key;
+}
+
+/**
+ * The keys of a multi-key acquisition: a non-empty array of at most {@link MAX_KEYS} keys, each a
+ * valid key (named `keys[i]` when it is not). Duplicates are allowed here: the engine takes each
+ * distinct key once.
+ */
+export function validateKeys(keys: unknown, option = 'keys'): readonly string[] {
+  if (!Array.isArray(keys) || keys.length === 0 || keys.length > MAX_KEYS) {
+    throw new LockOptionsError(option, `a non-empty array of at most ${MAX_KEYS} keys`, keys);
+  }
+  keys.forEach((key: unknown, i) => validateKey(key, `${option}[${i}]`));
+  return keys as readonly string[];
 }
 
 /** Validates locker options; `defaultStore` supplies the store when none is given. */
@@ -81,6 +96,7 @@ export function resolveLockerOptions(options: LockerOptions | undefined, default
     localGate: checkBoolean('localGate', o.localGate, DEFAULTS.localGate),
     longWait: o.longWait === undefined ? DEFAULTS.longWait : checkMs('longWait', o.longWait, 1, true),
     cohort: checkCohort(o.cohort),
+    lockDelay: o.lockDelay === undefined ? DEFAULTS.lockDelay : checkMs('lockDelay', o.lockDelay, 0),
   };
 }
 

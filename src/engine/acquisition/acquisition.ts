@@ -38,7 +38,12 @@ export interface AcquisitionContext {
   enclosingHold(storeKey: string): { join(): WorkLease } | undefined;
 }
 
-export function acquisition(ctx: AcquisitionContext, key: string, storeKey: string, settings: AcquireSettings): Observable<WorkLease> {
+/**
+ * `startedAt` (on the wait clock) is when the wait began, from which `waitTimeout` counts: the
+ * subscription by default; a multi-key acquisition passes its own, so that one limit covers the
+ * whole set.
+ */
+export function acquisition(ctx: AcquisitionContext, key: string, storeKey: string, settings: AcquireSettings, startedAt?: number): Observable<WorkLease> {
   return new Observable<WorkLease>((subscriber) => {
     if (ctx.closed) {
       subscriber.error(new LockerClosedError(key));
@@ -57,7 +62,7 @@ export function acquisition(ctx: AcquisitionContext, key: string, storeKey: stri
     // work of another stream, in its reentrancy frames: it is told in the subscriber's own frames,
     // so that what the subscriber then subscribes cannot join the giver's other holds.
     const frame = currentFrame();
-    const waiter = new Waiter(settings, ctx.now(), {
+    const waiter = new Waiter(settings, startedAt ?? ctx.now(), {
       granted: (lease) => {
         if (subscriber.closed) {
           void lease.release();

@@ -9,35 +9,36 @@
 import { config, Observable, type Subscription } from 'rxjs';
 import type { LockLostError } from '../../errors/errors.js';
 import type { OnLost } from '../../options/LockerOptions.js';
-import type { WorkLease } from '../lease/WorkLease.js';
+import type { GuardedLease } from '../lease/GuardedLease.js';
 import { currentFrame, runInFrame } from '../reentrancy/frames.js';
 
 /**
  * Called when a stream is subscribed (capturing what it needs of that moment, e.g. the reentrancy
- * context); returns how to run the work once the lease arrives: `start(lease)` runs it, and the
- * scope may run it in a context and hand it another lease (a hold on a shared one).
+ * context); returns how to run the work once the acquisition emits its grant `G`: `start(lease)`
+ * runs it, and the scope may run it in a context and hand it another lease (a hold on a shared
+ * one, or the set made of several grants).
  */
-export type WorkScope = () => (lease: WorkLease, start: (lease: WorkLease) => Subscription) => Subscription;
+export type WorkScope<G, L extends GuardedLease> = () => (granted: G, start: (lease: L) => Subscription) => Subscription;
 
 /**
- * Waits for `lease$` (an acquisition: one lease, an error, or nothing when `onBusy: 'skip'` found
- * the key held), then runs `work(lease)` while it is held (see {@link whileHeld}), through `scope`
- * when given. Unsubscribing while waiting leaves the line; while holding, stops the work and
- * releases.
+ * Waits for `granted$` (an acquisition: one grant, an error, or nothing when `onBusy: 'skip'`
+ * found a key held), then runs `work(lease)` while the lease `scope` makes of the grant is held
+ * (see {@link whileHeld}). Unsubscribing while waiting leaves the line; while holding, stops the
+ * work and releases.
  */
-export function runWhileHeld<T>(lease$: Observable<WorkLease>, work: (lease: WorkLease) => Observable<T>, onLost: OnLost, scope?: WorkScope): Observable<T> {
+export function runWhileHeld<T, G, L extends GuardedLease>(granted$: Observable<G>, work: (lease: L) => Observable<T>, onLost: OnLost, scope: WorkScope<G, L>): Observable<T> {
   return new Observable<T>((subscriber) => {
     let held: Subscription | undefined;
-    const enter = scope?.();
-    const start = (lease: WorkLease): Subscription =>
+    const enter = scope();
+    const start = (lease: L): Subscription =>
       whileHeld(lease, work(lease), onLost).subscribe({
         next: (value) => subscriber.next(value),
         error: (error: unknown) => subscriber.error(error),
         complete: () => subscriber.complete(),
       });
-    const waiting = lease$.subscribe({
-      next: (lease) => {
-        const running = enter === undefined ? start(lease) : enter(lease, start);
+    const waiting = granted$.subscribe({
+      next: (granted) => {
+        const running = enter(granted, start);
         // The work may have unsubscribed its own stream while it was being subscribed (from
         // inside the work): the teardown below ran before there was anything to stop.
         if (subscriber.closed) running.unsubscribe();
@@ -68,7 +69,7 @@ export function runWhileHeld<T>(lease$: Observable<WorkLease>, work: (lease: Wor
  * started, since waiting for a store that may be unreachable would delay the news. A lease lost
  * because the locker was closed stops the work whatever `onLost` says.
  */
-export function whileHeld<T>(lease: WorkLease, work$: Observable<T>, onLost: OnLost): Observable<T> {
+export function whileHeld<T>(lease: GuardedLease, work$: Observable<T>, onLost: OnLost): Observable<T> {
   return new Observable<T>((subscriber) => {
     let work: Subscription | undefined;
     // A loss is found in a callback of the engine (the lease timer, a renewal's reply, close()),

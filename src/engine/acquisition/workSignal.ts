@@ -5,7 +5,7 @@
  * can stop too.
  */
 import { from, Observable, type ObservableInput } from 'rxjs';
-import type { WorkLease } from '../lease/WorkLease.js';
+import type { GuardedLease } from '../lease/GuardedLease.js';
 import type { Lease } from '../lease/Lease.js';
 
 /**
@@ -21,8 +21,11 @@ import type { Lease } from '../lease/Lease.js';
  */
 export type LockedWork<R> = (lease: Lease, signal: AbortSignal) => ObservableInput<R>;
 
-/** Subscribes to `work(lease, signal)`, aborting `signal` on loss or at the end of the subscription. */
-export function withWorkSignal<R>(lease: WorkLease, work: LockedWork<R>): Observable<R> {
+/**
+ * Subscribes to `work(lease, signal)`, aborting `signal` on loss or at the end of the subscription
+ * (`lease`: one lease, or a set of them).
+ */
+export function withWorkSignal<R, L extends GuardedLease>(lease: L, work: (lease: L, signal: AbortSignal) => ObservableInput<R>): Observable<R> {
   return new Observable<R>((subscriber) => {
     const controller = new AbortController();
     const lost = lease.lost$.subscribe((error) => controller.abort(error));

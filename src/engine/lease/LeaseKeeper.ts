@@ -20,6 +20,11 @@ export class LeaseKeeper implements StoreLeaseOwner {
   constructor(
     private readonly access: StoreAccess,
     private readonly events: EventReporter,
+    /**
+     * Lock-delay is on: a lease lost to its deadline is not given back (its key lapses by itself,
+     * `lockDelay` after that deadline), see {@link LeaseKeeper.release}.
+     */
+    private readonly lockDelay = false,
   ) {}
 
   /** Entries in the renewal heap, live and stale (for tests). */
@@ -36,13 +41,22 @@ export class LeaseKeeper implements StoreLeaseOwner {
   }
 
   /**
-   * Gives the store lease back (its renewal stopped first). `done` hears `true` when the store
+   * Gives the store lease back (its renewal stopped first) — unless lock-delay is on and the lease
+   * lapsed (lost to its deadline): then nothing is sent and `done` hears `false`. `done` hears `true` when the store
    * still had our key, `false` when it did not, or the store's error (also reported as
    * `release-failed`, unless `quiet`: the lease was lost, and its `lost` event ended its story); it
    * is always called, once.
    */
   release(lease: StoreLease, done: (answer: boolean | LockStoreError) => void, now?: number, quiet = false): void {
     lease.end();
+    if (this.lockDelay && lease.lapsed) {
+      // Lock-delay: the holder was lost, not released: its key stays until it lapses, lockDelay
+      // past the deadline, so whatever the holder still had in flight lands before the next one
+      // starts. (A key that was gone or taken is no longer ours to give back anyway.)
+      lease.released(false);
+      done(false);
+      return;
+    }
     this.access.call(
       'release',
       lease.key,

@@ -42,6 +42,7 @@ type State = 'held' | 'ended' | 'lost';
 export class StoreLease implements Scheduled {
   timerEntry: TimerEntry | undefined = undefined;
   private state: State = 'held';
+  private lostReason: LockLostReason | undefined;
   private given = false;
   /** The last renewal failed (reason for a deadline that passes). */
   private lastRenewError: LockStoreError | undefined;
@@ -99,6 +100,14 @@ export class StoreLease implements Scheduled {
 
   get isHeld(): boolean {
     return this.state === 'held';
+  }
+
+  /**
+   * Lost to its deadline (`'expired'` or `'store-unreachable'`): as far as this process knows, the
+   * key may still be ours in the store, left to lapse (lock-delay keeps such keys, see LeaseKeeper).
+   */
+  get lapsed(): boolean {
+    return this.lostReason === 'expired' || this.lostReason === 'store-unreachable';
   }
 
   /** The TTL the next renewal asks for. */
@@ -270,6 +279,7 @@ export class StoreLease implements Scheduled {
 
   private lose(reason: LockLostReason, cause?: unknown): void {
     this.state = 'lost';
+    this.lostReason = reason;
     this.owner.unschedule(this);
     const error = new LockLostError(this.key, this.token, reason, cause);
     // Passes made before the loss were not confirmed: the key was gone or taken, or nobody knows.

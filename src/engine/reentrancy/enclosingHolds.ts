@@ -10,7 +10,7 @@
  * Frames are captured where streams are subscribed, never where a lease is granted or lost: see
  * ./frames.
  */
-import { enterFrame, type Frame } from './frames.js';
+import { enterFrame, runInFrame, type Frame } from './frames.js';
 import type { SharedHold } from './SharedHold.js';
 
 export { currentFrame, runInFrame } from './frames.js';
@@ -35,4 +35,14 @@ export function enclosingHold(frame: Frame | undefined, owner: object, storeKey:
 export function runHolding<T>(hold: SharedHold, parent: Frame | undefined, fn: () => T): T {
   const frame: HoldFrame = { hold, parent: parent as HoldFrame | undefined };
   return enterFrame(frame, fn);
+}
+
+/**
+ * Runs `fn` with every one of `holds` on top of `parent` (one frame each, the last innermost):
+ * the work of a multi-key stream, which streams nested in it join on any of its keys.
+ */
+export function runHoldingAll<T>(holds: readonly SharedHold[], parent: Frame | undefined, fn: () => T): T {
+  let frame = parent as HoldFrame | undefined;
+  for (const hold of holds) frame = { hold, parent: frame };
+  return runInFrame(frame, fn);
 }
