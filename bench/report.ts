@@ -53,6 +53,12 @@ function layoutOf(scenario: string): string {
   return scenario;
 }
 
+/** Cluster-bus pub/sub messages per hand-off between processes (the hand-offs a wake-up message announces), or null. */
+function busPerHandoff(r: ResultRow): number | null {
+  if (r.busPublishMessages === null || r.busPublishMessages === undefined || r.busPublishShardMessages === null || !r.handoffs) return null;
+  return (r.busPublishMessages + r.busPublishShardMessages) / r.handoffs;
+}
+
 /** The hot-key table, with `extra` columns (header, cell) at the end. */
 function hotKeyTable(rs: readonly ResultRow[], best: ResultRow | undefined, extra: ReadonlyArray<readonly [string, (r: ResultRow) => string]>): string {
   const cut = rs.find((r) => r.warmupCutSec !== null)?.warmupCutSec ?? 1;
@@ -104,6 +110,7 @@ function scenarioTable(scenario: string, rows: readonly ResultRow[]): string {
       return hotKeyTable(rs, best, [
         ['server CPU µs/acq', (r) => num(r.serverCpuUsPerAcquisition)],
         ['bus pub/sub msgs/acq', (r) => num(r.busPubsubMessagesPerAcquisition, 3)],
+        ['bus pub/sub msgs/handoff', (r) => num(busPerHandoff(r), 2)],
       ]);
     case 'engine-cpu': {
       const h = ['method (rxjs-lock on createLocker()\'s in-memory store)', 'CPU µs/pair (median of rounds)', 'CPU µs/pair, lowest–highest round', 'wall µs/pair (median)'];
@@ -377,7 +384,7 @@ export function renderReport(rows: readonly ResultRow[]): string {
   out.push('- **Jain**: Jain\'s fairness index over the acquisitions of every loop of every process, (Σx)² / (n·Σx²): 1 = every loop got the same share, 1/n = one loop got everything. **min–max per loop** shows the spread.');
   out.push('- **overlaps**: pairs of critical sections on the same key that ran at the same time, across all processes (`findOverlaps` from `rxjs-lock/testing`). Each section is timestamped right after the acquire resolves and right before release is called. Must be 0.');
   out.push('- **handoff p50**: from a holder\'s timestamp right before it calls release to the moment the next holder\'s acquire resolves, counted only when the two are in different processes. Each acquisition is paired with the latest release that precedes it, in any process.');
-  out.push('- **bus pub/sub msgs/acq** (hot-key-cluster): pub/sub messages the masters sent each other over the cluster bus during the run (growth of `cluster_stats_messages_publish_sent` and `cluster_stats_messages_publishshard_sent` in `CLUSTER INFO`, summed over the masters), divided by acquisitions. A `PUBLISH` costs one message to every other node; an `SPUBLISH` one to each replica of the key\'s master (none here).');
+  out.push('- **bus pub/sub msgs/acq** (hot-key-cluster): pub/sub messages the masters sent each other over the cluster bus during the run (growth of `cluster_stats_messages_publish_sent` and `cluster_stats_messages_publishshard_sent` in `CLUSTER INFO`, summed over the masters), divided by acquisitions; **per handoff**, divided by the hand-offs between processes instead (the hand-offs a wake-up message announces; the handoff column counts them). A `PUBLISH` costs one message to every other node; an `SPUBLISH` one to each replica of the key\'s master (none here).');
   out.push('- **floor** (PING, pub/sub hop): what one Redis round trip, and one message from one process through Redis to another, cost in the hot-key layout with no lock at all; the hand-off target is a multiple of the hop (of the PING when the hop is missing).');
   out.push('- **engine CPU** (engine-cpu): CPU time (`process.cpuUsage()`, user + system) and wall time per sequential acquire + release pair on the in-memory store: what the engine itself costs, without Redis.');
   out.push('- **same loop re-acquires**: share of acquisitions whose preceding release (the latest before it, in any process) came from the same loop — a loop that releases and wins again at once starves the others.');

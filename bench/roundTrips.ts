@@ -27,8 +27,8 @@ interface Patchable {
  * ioredis Cluster whose node connections are named `tag`: ioredis names its subscriber, sharded
  * subscriber and slot refresher connections `ioredis-cluster(<what>):<tag>`.
  */
-export function carriesTag(connectionName: string | undefined, tag: string): boolean {
-  if (connectionName === undefined) return false;
+export function carriesTag(connectionName: string | null | undefined, tag: string): boolean {
+  if (typeof connectionName !== 'string') return false;
   return connectionName === tag || (connectionName.startsWith('ioredis-cluster(') && connectionName.endsWith(`):${tag}`));
 }
 
