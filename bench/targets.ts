@@ -222,7 +222,7 @@ export function evaluateTargets(rows: readonly ResultRow[]): TargetResult[] {
       if (!usable(single) || single.acquisitionsPerSec === null || rx.acquisitionsPerSec === null) missing(s, vsSingle, 'hot-key-1ms (one server) did not run');
       else {
         const ratio = rx.acquisitionsPerSec / single.acquisitionsPerSec;
-        judge(s, vsSingle, ratio >= CLUSTER_VS_SINGLE, `${fmt(rx.acquisitionsPerSec, 0)} vs ${fmt(single.acquisitionsPerSec, 0)} on one server: ×${fmt(ratio)}`, ratio);
+        judge(s, vsSingle, ratio >= CLUSTER_VS_SINGLE, `${fmt(rx.acquisitionsPerSec, 0)} vs ${fmt(single.acquisitionsPerSec, 0)} on one server: ×${fmt(ratio, 3)}`, ratio);
       }
       const sharded = rx.busPubsubMessagesPerAcquisition ?? null;
       if (sharded === null) missing(s, bus, 'no cluster-bus counters in this row');
