@@ -70,7 +70,7 @@ async function serveRun(setup: RunSetup, inbox: Inbox): Promise<void> {
   const cluster = setup.cluster;
   const ctx: AdapterContext = {
     nodeCount: setup.nodes.length,
-    onCluster: cluster !== null,
+    // In a cluster scenario, every library gets a Cluster client where it would get a connection.
     connect: async () => (cluster === null ? connect(setup.redis) : track(await connectClusterReady(cluster, tag))),
     // The first node is setup.redis: connect it first, so connections[0] is a connection to it.
     connectNodes: async () => {

@@ -49,8 +49,6 @@ export interface LockAdapter {
 export interface AdapterContext {
   /** How many independent Redis servers the scenario runs on (1, or 3 and 5 in the quorum scenarios). */
   readonly nodeCount: number;
-  /** The scenario runs on a Redis Cluster: {@link connect} gives ioredis `Cluster` clients. */
-  readonly onCluster: boolean;
   /**
    * One new connection to each of the scenario's Redis servers, the bench's own first, counted
    * and closed like {@link connect}'s.
