@@ -5,7 +5,7 @@
  * `LockOptionsError` (an option that does not exist yet) is skipped with a note instead of
  * failing the bench.
  */
-import { QUORUM_SCENARIOS, type LockScenarioName, type ScenarioName } from './scenarios.js';
+import { CLUSTER_SCENARIOS, QUORUM_SCENARIOS, type LockScenarioName, type ScenarioName } from './scenarios.js';
 
 export const LIBRARY_NAMES = ['rxjs-lock', 'redlock', 'redis-semaphore', 'baseline', 'store-only', 'script-floor'] as const;
 export type LibraryName = (typeof LIBRARY_NAMES)[number];
@@ -27,7 +27,11 @@ export interface BenchEntry {
   readonly variant: string;
   /** rxjs-lock only: spread into `createLocker({ store, ...options })`. */
   readonly options: Readonly<Record<string, unknown>>;
-  /** rxjs-lock only: `new RedisLockStore(redis, storeOptions)` when set. */
+  /**
+   * rxjs-lock only: `new RedisLockStore(redis, storeOptions)` when set. Plain JSON (it travels to
+   * the workers and into the results): `subscriber: 'duplicate'` stands for `redis.duplicate()`,
+   * which the adapter makes (see ./adapters/rxjsLock.ts).
+   */
   readonly storeOptions?: Readonly<Record<string, unknown>>;
 }
 
@@ -44,6 +48,10 @@ export const RXJS_LOCK_VARIANTS: readonly RxjsLockVariant[] = [
   // The local hot-spot gate (per-key FIFO of one process's waiters) switched off: seed-000
   // compares the SET commands Redis sees with and without it.
   { variant: 'localGate-off', options: { localGate: false }, scenarios: ['seed-000'] },
+  // On the Cluster: wake-ups over classic pub/sub. A subscriber given to the store (here a
+  // duplicate of the Cluster client, as a user would pass one) keeps them on the store's broadcast
+  // inbox (PUBLISH, which the cluster bus relays to every node) instead of sharded pub/sub.
+  { variant: 'broadcast', options: {}, storeOptions: { subscriber: 'duplicate' }, scenarios: ['hot-key-cluster'] },
   // More to compare, e.g. wake-up on release switched off (a store option):
   // { variant: 'wakeUp-off', options: {}, storeOptions: { wakeUp: false }, scenarios: ['hot-key-1ms', 'hot-key-0ms'] },
 ];
@@ -53,11 +61,20 @@ export const RXJS_LOCK_VARIANTS: readonly RxjsLockVariant[] = [
  * RedlockStore) and redlock, the one peer that locks over independent masters.
  */
 export const QUORUM_LIBRARIES: readonly LibraryName[] = ['rxjs-lock', 'redlock'];
+/**
+ * The libraries of the cluster scenario: rxjs-lock and every peer, each given an ioredis `Cluster`
+ * client where it takes a `Redis` (they all run on one with no change: redlock with the Cluster
+ * as its only client, redis-semaphore and the baseline through the Cluster's commands). The
+ * references are not run there.
+ */
+export const CLUSTER_LIBRARIES: readonly LibraryName[] = ['rxjs-lock', ...PEERS];
 
 /** The runs of one scenario, in the order they run: rxjs-lock and its variants first, then the peers, then the references. */
 export function entriesFor(scenario: ScenarioName, only: readonly string[] | undefined): BenchEntry[] {
   const quorum = QUORUM_SCENARIOS.includes(scenario as LockScenarioName);
-  const wanted = (library: LibraryName) => (only === undefined || only.includes(library)) && (!quorum || QUORUM_LIBRARIES.includes(library));
+  const cluster = CLUSTER_SCENARIOS.includes(scenario as LockScenarioName);
+  const wanted = (library: LibraryName) =>
+    (only === undefined || only.includes(library)) && (!quorum || QUORUM_LIBRARIES.includes(library)) && (!cluster || CLUSTER_LIBRARIES.includes(library));
   const entries: BenchEntry[] = [];
   if (wanted('rxjs-lock')) {
     for (const v of RXJS_LOCK_VARIANTS) {

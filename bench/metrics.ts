@@ -31,7 +31,6 @@ export function jainIndex(counts: readonly number[]): number | null {
  */
 const HOUSEKEEPING = new Set(['info', 'config', 'flushall', 'quit']);
 
-/** `calls` per command from `INFO commandstats` (subcommands folded into their command), housekeeping left out. */
 /** CPU seconds of the server's main thread (Redis ≥ 7 reports it apart from its I/O threads), from `INFO cpu`; null if absent. */
 export function parseServerCpuSec(info: string): number | null {
   const field = (name: string) => {
@@ -43,6 +42,7 @@ export function parseServerCpuSec(info: string): number | null {
   return user === null || sys === null ? null : user + sys;
 }
 
+/** `calls` per command from `INFO commandstats` (subcommands folded into their command), housekeeping left out. */
 export function parseCommandStats(info: string): Record<string, number> {
   const calls: Record<string, number> = {};
   for (const match of info.matchAll(/^cmdstat_([^:|\r\n]+)(?:\|[^:\r\n]*)?:calls=(\d+)/gm)) {
@@ -51,6 +51,36 @@ export function parseCommandStats(info: string): Record<string, number> {
     calls[name] = (calls[name] ?? 0) + Number(match[2]);
   }
   return calls;
+}
+
+/** Pub/sub messages a cluster node sent to other nodes over the cluster bus. */
+export interface ClusterBusPubsub {
+  /** `PUBLISH` relayed to every other node (`cluster_stats_messages_publish_sent`). */
+  readonly publish: number;
+  /** `SPUBLISH` relayed to the replicas of the slot's shard (`cluster_stats_messages_publishshard_sent`). */
+  readonly publishShard: number;
+}
+
+/**
+ * The pub/sub counters of a node's `CLUSTER INFO` (Redis 7 names; a counter still at 0 is not
+ * listed, so it reads 0); null when `info` is not a CLUSTER INFO reply.
+ */
+export function parseClusterBusPubsub(info: string): ClusterBusPubsub | null {
+  if (!/^cluster_state:/m.test(info)) return null;
+  const counter = (name: string) => Number(new RegExp(`^cluster_stats_messages_${name}_sent:(\\d+)`, 'm').exec(info)?.[1] ?? 0);
+  return { publish: counter('publish'), publishShard: counter('publishshard') };
+}
+
+/** `after − before` of each counter, summed over nodes (the same nodes, in the same order). */
+export function clusterBusGrowth(before: readonly ClusterBusPubsub[], after: readonly ClusterBusPubsub[]): ClusterBusPubsub {
+  if (before.length !== after.length) throw new Error(`cluster bus counters of ${before.length} nodes before the run, ${after.length} after`);
+  let publish = 0;
+  let publishShard = 0;
+  after.forEach((a, i) => {
+    publish += a.publish - before[i]!.publish;
+    publishShard += a.publishShard - before[i]!.publishShard;
+  });
+  return { publish, publishShard };
 }
 
 /** One acquisition as the parent sees it. */
@@ -138,6 +168,8 @@ export interface RunFacts {
   readonly orphanedKeys: number | null;
   /** µs of CPU the server's main thread used during the run (null where not measured). */
   readonly serverCpuUs: number | null;
+  /** Cluster scenarios: pub/sub messages the masters sent over the cluster bus during the run (null elsewhere). */
+  readonly clusterBus: ClusterBusPubsub | null;
   readonly noise: Noise | undefined;
   readonly env: RowEnv;
 }
@@ -198,6 +230,9 @@ function noFigures() {
     hopP50Ms: null,
     hopP99Ms: null,
     hops: null,
+    busPublishMessages: null,
+    busPublishShardMessages: null,
+    busPubsubMessagesPerAcquisition: null,
   } satisfies Omit<ResultRow, keyof ReturnType<typeof baseFields> | 'status' | 'note'>;
 }
 
@@ -296,6 +331,9 @@ export function buildRow(f: RunFacts): ResultRow {
     orphanedKeys: f.orphanedKeys,
     otherCpuPct: f.noise?.otherCpuPct ?? null,
     stealPct: f.noise?.stealPct ?? null,
+    busPublishMessages: f.clusterBus?.publish ?? null,
+    busPublishShardMessages: f.clusterBus?.publishShard ?? null,
+    busPubsubMessagesPerAcquisition: f.clusterBus ? perAcquisition(f.clusterBus.publish + f.clusterBus.publishShard, count) : null,
   };
 }
 

@@ -20,6 +20,11 @@ export interface RunSetup {
   readonly redis: { readonly host: string; readonly port: number };
   /** Every Redis server of the run: `scenario.nodes` of them, `redis` first. */
   readonly nodes: ReadonlyArray<{ readonly host: string; readonly port: number }>;
+  /**
+   * The masters of the scenario's Redis Cluster (its start-up nodes), or null off a cluster: the
+   * libraries then get ioredis `Cluster` clients instead of connections to `redis`.
+   */
+  readonly cluster: ReadonlyArray<{ readonly host: string; readonly port: number }> | null;
 }
 
 /** One worker's part in a probe (engine-cpu, floor): no lock library, its own report. */

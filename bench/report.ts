@@ -7,7 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { renderChart } from './chart.js';
 import { LATEST_PATH, physicalFloor, readRows, type ResultRow } from './results.js';
-import { bestPeer, ENGINE_CPU_US, evaluateTargets, HANDOFF_FACTOR, QUORUM_VS_SINGLE } from './targets.js';
+import { bestPeer, CLUSTER_BUS_PER_ACQUISITION, CLUSTER_VS_SINGLE, ENGINE_CPU_US, evaluateTargets, HANDOFF_FACTOR, QUORUM_VS_SINGLE } from './targets.js';
 
 export const DOC_PATH = fileURLToPath(new URL('../docs/benchmarks.md', import.meta.url));
 export const CHART_PATH = fileURLToPath(new URL('../docs/benchmarks.svg', import.meta.url));
@@ -53,6 +53,43 @@ function layoutOf(scenario: string): string {
   return scenario;
 }
 
+/** Cluster-bus pub/sub messages per hand-off between processes (the hand-offs a wake-up message announces), or null. */
+function busPerHandoff(r: ResultRow): number | null {
+  if (r.busPublishMessages === null || r.busPublishMessages === undefined || r.busPublishShardMessages === null || !r.handoffs) return null;
+  return (r.busPublishMessages + r.busPublishShardMessages) / r.handoffs;
+}
+
+/** The hot-key table, with `extra` columns (header, cell) at the end. */
+function hotKeyTable(rs: readonly ResultRow[], best: ResultRow | undefined, extra: ReadonlyArray<readonly [string, (r: ResultRow) => string]>): string {
+  const cut = rs.find((r) => r.warmupCutSec !== null)?.warmupCutSec ?? 1;
+  const h = ['library', 'acq/s', '÷ best peer', 'round trips/acq', 'server cmds/acq', 'wait p50 ms', 'wait p99 ms', `wait max ms after ${cut} s`, 'wait max ms whole run', 'Jain', 'min–max per loop', 'timeouts', 'overlaps', 'handoff p50 ms', 'same loop re-acquires', ...extra.map(([header]) => header)];
+  return table(
+    h,
+    rs.map((r) =>
+      r.status !== 'ok'
+        ? notRun(r, h.length)
+        : [
+            labelCell(r),
+            int(r.acquisitionsPerSec),
+            ratio(r.acquisitionsPerSec, best?.acquisitionsPerSec),
+            num(r.roundTripsPerAcquisition),
+            num(r.serverCommandsPerAcquisition),
+            num(r.waitP50Ms, 2),
+            num(r.waitP99Ms, 1),
+            num(r.waitMaxAfterWarmupMs, 1),
+            num(r.waitMaxMs, 1),
+            num(r.jain, 3),
+            `${int(r.perLoopMin)}–${int(r.perLoopMax)}`,
+            int(r.timeouts),
+            int(r.overlaps),
+            num(r.handoffP50Ms, 3),
+            r.sameLoopReacquirePct === null ? dash : `${r.sameLoopReacquirePct.toFixed(1)}%`,
+            ...extra.map(([, cell]) => cell(r)),
+          ],
+    ),
+  );
+}
+
 function scenarioTable(scenario: string, rows: readonly ResultRow[]): string {
   const rs = rows.filter((r) => r.scenario === scenario);
   const base = rs.find((r) => r.library === 'baseline' && r.status === 'ok');
@@ -67,18 +104,14 @@ function scenarioTable(scenario: string, rows: readonly ResultRow[]): string {
       return table(h, rs.map((r) => (r.status !== 'ok' ? notRun(r, h.length) : [labelCell(r), int(r.acquisitionsPerSec), ratio(r.acquisitionsPerSec, base?.acquisitionsPerSec), num(r.roundTripsPerAcquisition), num(r.serverCommandsPerAcquisition), num(r.serverCpuUsPerAcquisition), num(r.waitP50Ms, 3), num(r.waitP99Ms, 3), num(r.waitMaxMs, 1), num(r.jain, 3), int(r.overlaps)])));
     }
     case 'hot-key-1ms':
-    case 'hot-key-0ms': {
-      const cut = rs.find((r) => r.warmupCutSec !== null)?.warmupCutSec ?? 1;
-      const h = ['library', 'acq/s', '÷ best peer', 'round trips/acq', 'server cmds/acq', 'wait p50 ms', 'wait p99 ms', `wait max ms after ${cut} s`, 'wait max ms whole run', 'Jain', 'min–max per loop', 'timeouts', 'overlaps', 'handoff p50 ms', 'same loop re-acquires'];
-      return table(
-        h,
-        rs.map((r) =>
-          r.status !== 'ok'
-            ? notRun(r, h.length)
-            : [labelCell(r), int(r.acquisitionsPerSec), ratio(r.acquisitionsPerSec, best?.acquisitionsPerSec), num(r.roundTripsPerAcquisition), num(r.serverCommandsPerAcquisition), num(r.waitP50Ms, 2), num(r.waitP99Ms, 1), num(r.waitMaxAfterWarmupMs, 1), num(r.waitMaxMs, 1), num(r.jain, 3), `${int(r.perLoopMin)}–${int(r.perLoopMax)}`, int(r.timeouts), int(r.overlaps), num(r.handoffP50Ms, 3), r.sameLoopReacquirePct === null ? dash : `${r.sameLoopReacquirePct.toFixed(1)}%`],
-        ),
-      );
-    }
+    case 'hot-key-0ms':
+      return hotKeyTable(rs, best, []);
+    case 'hot-key-cluster':
+      return hotKeyTable(rs, best, [
+        ['server CPU µs/acq', (r) => num(r.serverCpuUsPerAcquisition)],
+        ['bus pub/sub msgs/acq', (r) => num(r.busPubsubMessagesPerAcquisition, 3)],
+        ['bus pub/sub msgs/handoff', (r) => num(busPerHandoff(r), 2)],
+      ]);
     case 'engine-cpu': {
       const h = ['method (rxjs-lock on createLocker()\'s in-memory store)', 'CPU µs/pair (median of rounds)', 'CPU µs/pair, lowest–highest round', 'wall µs/pair (median)'];
       const r = rs[0];
@@ -142,6 +175,16 @@ function summaryLines(rows: readonly ResultRow[]): string[] {
     const cut = rs.find((r) => r.warmupCutSec !== null)?.warmupCutSec ?? 1;
     lines.push(`- **max wait, ${scenario}**, after ${cut} s (whole run), ms: ${rs.map((r) => `${r.label} ${num(r.waitMaxAfterWarmupMs, 1)} (${num(r.waitMaxMs, 1)})`).join(' · ')}.`);
   }
+  const ok = (scenario: string, variant = 'default') => rows.find((r) => r.scenario === scenario && r.library === 'rxjs-lock' && r.variant === variant && r.status === 'ok');
+  const onCluster = ok('hot-key-cluster');
+  if (onCluster) {
+    const single = ok('hot-key-1ms');
+    const broadcast = ok('hot-key-cluster', 'broadcast');
+    const share = single?.acquisitionsPerSec && onCluster.acquisitionsPerSec !== null ? onCluster.acquisitionsPerSec / single.acquisitionsPerSec : null;
+    const versus = single ? ` = ×${num(share, 3)} its ${int(single.acquisitionsPerSec)} on one server (target ≥ ×${CLUSTER_VS_SINGLE})` : '';
+    const bus = `cluster-bus pub/sub messages per acquisition ${num(onCluster.busPubsubMessagesPerAcquisition, 3)} with sharded wake-ups${broadcast ? `, ${num(broadcast.busPubsubMessagesPerAcquisition, 3)} with broadcast ones` : ''}`;
+    lines.push(`- **Redis Cluster** (hot-key-cluster, rxjs-lock): ${int(onCluster.acquisitionsPerSec)} acq/s${versus}; ${bus}.`);
+  }
   return lines;
 }
 
@@ -190,6 +233,9 @@ function scenarioText(scenario: string, all: readonly ResultRow[]): string {
       const nodes = /(\d+)-nodes/.exec(scenario)?.[1] ?? '?';
       const model = scenario.startsWith('uncontended') ? `uncontended (one loop, acquire + release, ${seconds(3)})` : `hot-key-1ms (8 processes × 4 loops on one key, 1 ms hold, ${seconds(10)})`;
       return `As ${model}, on a quorum of ${nodes} independent Redis servers (the bench's own and ${Number(nodes) - 1} more started beside it, pinned alike): rxjs-lock's \`RedlockStore\` with its defaults against redlock with its defaults over the same servers. Round trips count one per server called. Target: rxjs-lock's uncontended pair p50 ≤ ${QUORUM_VS_SINGLE} × its own on one server in the same run, and below redlock's; on the hot key at least redlock's throughput, with no timeout and no overlap.`;
+    }
+    case 'hot-key-cluster': {
+      return `As hot-key-1ms (8 processes × 4 loops on one key, 1 ms hold, ${seconds(10)}), on a private Redis Cluster of 3 masters and no replicas that the bench starts for this scenario (\`support/embeddedRedisCluster.ts\`, the masters pinned to the Redis CPU) and stops after it. Every library gets one ioredis \`Cluster\` client per process where it takes a \`Redis\`, and runs on it unchanged: redlock with the Cluster as its only client, redis-semaphore and the baseline through the Cluster's commands. The key lives on one master, so this measures what the Cluster client and the wake-ups cost, not any spreading of load. rxjs-lock runs twice: with its defaults (\`new RedisLockStore(cluster)\`: wake-ups over sharded pub/sub, \`SPUBLISH\` to a channel in the key's slot, which its master delivers itself and relays to its own replicas only), and as **broadcast**, with the store's \`subscriber\` option given \`cluster.duplicate()\`, which keeps wake-ups on the store's inbox channel (\`PUBLISH\`, which the cluster bus relays to every other node). As on one server, the default store opens its subscriber connections (here a Cluster duplicate with sharded subscribers, one per master) on its first wait, inside the measured window; the broadcast variant's subscriber client is connected before it. Round trips count the Cluster's node, subscriber and slot-refresher connections; server commands and server CPU are summed over the masters (the CPU includes the idle masters' own upkeep: their timers and the cluster bus's heartbeats); **bus pub/sub msgs/acq** is the growth of \`cluster_stats_messages_publish_sent\` + \`cluster_stats_messages_publishshard_sent\` (\`CLUSTER INFO\`) summed over the masters, divided by acquisitions. Targets: rxjs-lock's throughput ≥ ${CLUSTER_VS_SINGLE} × its own in hot-key-1ms of the same run; ≤ ${CLUSTER_BUS_PER_ACQUISITION} bus messages per acquisition, and fewer than the broadcast variant. ${afterWarmupText(rows)}`;
     }
     default:
       return '';
@@ -252,14 +298,14 @@ export function renderReport(rows: readonly ResultRow[]): string {
   out.push('npx tsx bench/report.ts        # regenerate this page and the chart from bench/results/latest.json');
   out.push('```');
   out.push('');
-  out.push('The bench starts its own `redis-server` (the system binary, through `support/embeddedRedis.ts`) on a free port — never a server already running on 6379 — and stops it, with every worker process, when it ends, fails or is interrupted.');
+  out.push('The bench starts its own `redis-server` (the system binary, through `support/embeddedRedis.ts`) on a free port — never a server already running on 6379 — and stops it, with every worker process, when it ends, fails or is interrupted. The quorum scenarios get more servers beside it; hot-key-cluster gets a private Redis Cluster of 3 masters (`support/embeddedRedisCluster.ts`), started right before that scenario and stopped right after it.');
   out.push('');
   out.push(
     table(
       ['variable', 'default', 'meaning'],
       [
         ['`BENCH_QUICK`', 'unset', '`1`: every duration and count cut down (smoke test)'],
-        ['`BENCH_SECONDS`', '10', 'contention time of hot-key-1ms and hot-key-0ms'],
+        ['`BENCH_SECONDS`', '10', 'contention time of the hot-key scenarios (hot-key-1ms, hot-key-0ms, on 3 and 5 nodes, on the cluster)'],
         ['`BENCH_SHORT_SECONDS`', '3', 'measured time of uncontended and many-keys'],
         ['`BENCH_SEED_TRIES`', '400', 'tries per loop in seed-000'],
         ['`BENCH_STORM_ACQUISITIONS`', '4000', 'acquisitions started in cancel-storm'],
@@ -327,7 +373,7 @@ export function renderReport(rows: readonly ResultRow[]): string {
   out.push('- **store-only** (a reference, not a peer; uncontended and many-keys only): rxjs-lock\'s `RedisLockStore` called directly, no engine: `store.tryAcquire(key, token, ttl)`, the baseline\'s 10 ms sleep after a refusal, then `store.release(key, token, grant)`. Between it and rxjs-lock lies the engine\'s cost; between it and the baseline, the store\'s protocol (its scripts\' work on the server, their calls on the client).');
   out.push('- **script-floor** (a reference, not a peer; uncontended and many-keys only): the baseline\'s loop, but acquire and release are each one Lua script called with `EVALSHA`, in the store\'s shape (the four keys of a lock, the same arguments), doing only what the baseline does (`SET NX PX`; compare-and-delete). The least a lock pays whose acquire and release are one script call each. A target it misses too is out of reach of any script-based lock in this layout.');
   out.push('');
-  out.push('Every library gets new connections for each run (one ioredis connection per process, plus any the library opens itself), a warm-up on a private key before the measurement, and the same lease (10 s) and wait limit (10 s; 1 s in seed-000 and cancel-storm). Scenarios run in the order shown, libraries in the order of the tables. Worker processes are forked once and serve every run in turn.');
+  out.push('Every library gets new connections for each run (one ioredis connection per process, plus any the library opens itself), a warm-up on a private key before the measurement, and the same lease (10 s) and wait limit (10 s; 1 s in seed-000 and cancel-storm). Scenarios run in the order shown, libraries in the order of the tables. Worker processes are forked once and serve every run in turn. In hot-key-cluster each library gets an ioredis `Cluster` client (ioredis\' defaults) where it otherwise gets a `Redis` connection, and nothing else changes.');
   out.push('');
   out.push('## What the columns mean');
   out.push('');
@@ -339,6 +385,7 @@ export function renderReport(rows: readonly ResultRow[]): string {
   out.push('- **Jain**: Jain\'s fairness index over the acquisitions of every loop of every process, (Σx)² / (n·Σx²): 1 = every loop got the same share, 1/n = one loop got everything. **min–max per loop** shows the spread.');
   out.push('- **overlaps**: pairs of critical sections on the same key that ran at the same time, across all processes (`findOverlaps` from `rxjs-lock/testing`). Each section is timestamped right after the acquire resolves and right before release is called. Must be 0.');
   out.push('- **handoff p50**: from a holder\'s timestamp right before it calls release to the moment the next holder\'s acquire resolves, counted only when the two are in different processes. Each acquisition is paired with the latest release that precedes it, in any process.');
+  out.push('- **bus pub/sub msgs/acq** (hot-key-cluster): pub/sub messages the masters sent each other over the cluster bus during the run (growth of `cluster_stats_messages_publish_sent` and `cluster_stats_messages_publishshard_sent` in `CLUSTER INFO`, summed over the masters), divided by acquisitions; **per handoff**, divided by the hand-offs between processes instead (the hand-offs a wake-up message announces; the handoff column counts them). A `PUBLISH` costs one message to every other node; an `SPUBLISH` one to each replica of the key\'s master (none here).');
   out.push('- **floor** (PING, pub/sub hop): what one Redis round trip, and one message from one process through Redis to another, cost in the hot-key layout with no lock at all; the hand-off target is a multiple of the hop (of the PING when the hop is missing).');
   out.push('- **engine CPU** (engine-cpu): CPU time (`process.cpuUsage()`, user + system) and wall time per sequential acquire + release pair on the in-memory store: what the engine itself costs, without Redis.');
   out.push('- **same loop re-acquires**: share of acquisitions whose preceding release (the latest before it, in any process) came from the same loop — a loop that releases and wins again at once starves the others.');

@@ -127,6 +127,17 @@ export interface ResultRow {
   readonly hopP50Ms: number | null;
   readonly hopP99Ms: number | null;
   readonly hops: number | null;
+
+  /**
+   * Cluster scenarios: pub/sub messages the masters sent each other over the cluster bus during
+   * the run, summed over the masters (growth of `CLUSTER INFO`'s
+   * `cluster_stats_messages_publish_sent`: a `PUBLISH`, relayed to every other node; and
+   * `cluster_stats_messages_publishshard_sent`: an `SPUBLISH`, relayed to the replicas of the
+   * slot's shard only), and both per acquisition.
+   */
+  readonly busPublishMessages: number | null;
+  readonly busPublishShardMessages: number | null;
+  readonly busPubsubMessagesPerAcquisition: number | null;
 }
 
 /** The physical floor a hand-off is judged against: the pub/sub hop of the floor row, or its PING round trip if the hop is missing. */

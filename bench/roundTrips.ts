@@ -10,7 +10,8 @@
  *
  * Only connections whose `connectionName` is the counter's current tag are counted. A
  * connection made with `duplicate()` (a subscriber, say) keeps its parent's options and so its
- * tag; the parent's admin connection has none.
+ * tag; the parent's admin connection has none. An ioredis Cluster client passes the tag to its
+ * node connections, and names the connections it opens for itself after it (see {@link carriesTag}).
  */
 import { Redis } from 'ioredis';
 
@@ -19,6 +20,16 @@ const INSTALLED = Symbol.for('rxjs-lock-bench/round-trip-counter');
 interface Patchable {
   sendCommand(this: Redis, command: object, stream?: unknown, ...rest: unknown[]): unknown;
   [INSTALLED]?: RoundTripCounter;
+}
+
+/**
+ * Is a connection named `connectionName` one of the tagged client's? Named `tag`, or opened by an
+ * ioredis Cluster whose node connections are named `tag`: ioredis names its subscriber, sharded
+ * subscriber and slot refresher connections `ioredis-cluster(<what>):<tag>`.
+ */
+export function carriesTag(connectionName: string | null | undefined, tag: string): boolean {
+  if (typeof connectionName !== 'string') return false;
+  return connectionName === tag || (connectionName.startsWith('ioredis-cluster(') && connectionName.endsWith(`):${tag}`));
 }
 
 function isBatchWriter(stream: unknown): stream is object {
@@ -47,7 +58,7 @@ export class RoundTripCounter {
 
   /** @internal called by the patched `sendCommand`. */
   observe(connection: Redis, command: object, stream: unknown): void {
-    if (this.tag === undefined || connection.options.connectionName !== this.tag) return;
+    if (this.tag === undefined || !carriesTag(connection.options.connectionName, this.tag)) return;
     if (this.seenCommands.has(command)) return;
     this.seenCommands.add(command);
     if (isBatchWriter(stream)) {

@@ -12,15 +12,16 @@ import { cpus, release, totalmem, type } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { EmbeddedRedis } from '../support/embeddedRedis.js';
+import { EmbeddedRedisCluster } from '../support/embeddedRedisCluster.js';
 import { entriesFor, entryLabel, type BenchEntry } from './libraries.js';
-import { buildProbeRow, buildRow, emptyProbeRow, emptyRow, parseCommandStats, parseServerCpuSec } from './metrics.js';
+import { buildProbeRow, buildRow, clusterBusGrowth, emptyProbeRow, emptyRow, parseClusterBusPubsub, parseCommandStats, parseServerCpuSec, type ClusterBusPubsub } from './metrics.js';
 import { cpuSnapshot, noiseBetween, type CpuSnapshot } from './noise.js';
 import { pinProcess, pinRedis, type Pinning } from './pinning.js';
 import { WorkerPool, type RunOrder } from './pool.js';
 import { writeReport } from './report.js';
 import { LATEST_PATH, META_PATH, RESULTS_DIR, type ResultRow, type RowEnv } from './results.js';
 import { checkRoundTripCounting } from './roundTrips.js';
-import { benchSteps, lockNames, probeDeadlineMs, readSettings, runDeadlineMs, type ProbeSpec, type ScenarioSpec } from './scenarios.js';
+import { benchSteps, lockNames, probeDeadlineMs, readSettings, runDeadlineMs, type BenchStep, type ProbeSpec, type ScenarioSpec } from './scenarios.js';
 import { evaluateTargets, formatTargetLine } from './targets.js';
 
 const nowNs = (): bigint => process.hrtime.bigint();
@@ -85,6 +86,7 @@ function describeRow(row: ResultRow): string {
   if (row.handoffP50Ms !== null) parts.push(`handoff p50 ${row.handoffP50Ms} ms`);
   if (row.sameLoopReacquirePct !== null) parts.push(`same-loop ${row.sameLoopReacquirePct}%`);
   if (row.pairP50Ms !== null) parts.push(`pair p50 ${(row.pairP50Ms * 1000).toFixed(1)} µs`);
+  if (row.busPubsubMessagesPerAcquisition !== null) parts.push(`bus pub/sub msgs/acq ${row.busPubsubMessagesPerAcquisition} (publish ${row.busPublishMessages}, publishshard ${row.busPublishShardMessages})`);
   if (row.scenario === 'seed-000') parts.push(`SET ${row.setCommands}`, `ok ${row.successes}`, `failed ${row.failures}`);
   if (row.orphanedKeys !== null) parts.push(`orphaned ${row.orphanedKeys}`, `held ${row.successes}/${row.stormAttempts}`);
   parts.push(...noisy(row));
@@ -98,25 +100,77 @@ interface Bench {
   /** The servers beside `server` for the quorum scenarios (started only when one of them runs). */
   extraServers: EmbeddedRedis[];
   extraAdmins: Redis[];
+  /** The Redis Cluster of the cluster scenarios (started before the first of them, stopped after the last). */
+  cluster: EmbeddedRedisCluster | undefined;
+  /** One admin connection per master of `cluster`, in its order. */
+  clusterAdmins: Redis[];
   pool: WorkerPool | undefined;
   pinning: Pinning | undefined;
 }
 
-/** The Redis servers of a run and their admin connections: the bench's own first, `nodes` in all. */
-function serversOf(bench: Bench, nodes: number): Array<{ server: EmbeddedRedis; admin: Redis }> {
+/** Where a run's lock lives: `nodes` independent servers (the bench's own first), or the masters of the bench's cluster. */
+interface Topology {
+  readonly nodes?: number;
+  readonly clusterMasters?: number;
+}
+
+/** The Redis servers of a run and their admin connections: the bench's own first, `nodes` in all; or the cluster's masters. */
+function serversOf(bench: Bench, topology: Topology): Array<{ server: EmbeddedRedis; admin: Redis }> {
   const { server, admin } = bench;
   if (!server || !admin) throw new Error('bench not started');
+  if ((topology.clusterMasters ?? 0) > 0) {
+    const cluster = bench.cluster;
+    if (!cluster) throw new Error('the Redis Cluster of the cluster scenarios is not started');
+    return cluster.nodes.map((node, i) => ({ server: node, admin: bench.clusterAdmins[i]! }));
+  }
+  const nodes = topology.nodes ?? 1;
   if (nodes - 1 > bench.extraServers.length) throw new Error(`${nodes} Redis servers wanted, ${bench.extraServers.length + 1} started`);
   return [{ server, admin }, ...bench.extraServers.slice(0, nodes - 1).map((extra, i) => ({ server: extra, admin: bench.extraAdmins[i]! }))];
 }
 
 /** Moves the run's Redis servers to the CPU the scenario wants; returns how the run is pinned, for its row. */
-function place(bench: Bench, spec: { readonly placement: 'split' | 'shared-core'; readonly nodes?: number }): string | null {
+function place(bench: Bench, spec: Topology & { readonly placement: 'split' | 'shared-core' }): string | null {
   const { server, pinning } = bench;
   if (!server || !pinning) return null;
   const redisCpu = spec.placement === 'shared-core' ? pinning.clientCpu : pinning.redisCpu;
-  const pinned = serversOf(bench, spec.nodes ?? 1).every(({ server: s }) => pinProcess(s.pid, redisCpu));
+  const pinned = serversOf(bench, spec).every(({ server: s }) => pinProcess(s.pid, redisCpu));
   return pinned ? `redis@${redisCpu} clients@${pinning.clientCpu}` : null;
+}
+
+const needsCluster = (step: BenchStep): boolean => step.kind === 'lock' && step.spec.clusterMasters > 0;
+
+/** Starts the bench's Redis Cluster (masters pinned like the other servers) unless it runs already. */
+async function ensureCluster(bench: Bench, masters: number): Promise<EmbeddedRedisCluster> {
+  if (bench.cluster) {
+    if (bench.cluster.nodes.length !== masters) throw new Error(`a cluster of ${masters} masters wanted, one of ${bench.cluster.nodes.length} runs`);
+    return bench.cluster;
+  }
+  const cluster = await EmbeddedRedisCluster.start(masters);
+  bench.cluster = cluster;
+  bench.clusterAdmins = cluster.nodeClients();
+  for (const admin of bench.clusterAdmins) admin.on('error', () => undefined);
+  if (bench.pinning) for (const node of cluster.nodes) pinProcess(node.pid, bench.pinning.redisCpu);
+  console.log(`  Redis Cluster of ${masters} masters on ${cluster.startupNodes.map((n) => `${n.host}:${n.port}`).join(', ')} (private)`);
+  return cluster;
+}
+
+async function stopCluster(bench: Bench): Promise<void> {
+  for (const admin of bench.clusterAdmins) admin.disconnect();
+  bench.clusterAdmins = [];
+  const cluster = bench.cluster;
+  bench.cluster = undefined;
+  await cluster?.stop().catch(() => undefined);
+}
+
+/** Each node's cluster-bus pub/sub counters (CLUSTER INFO), in the order of `admins`. */
+async function clusterBusCounters(admins: readonly Redis[]): Promise<ClusterBusPubsub[]> {
+  return Promise.all(
+    admins.map(async (admin) => {
+      const counters = parseClusterBusPubsub((await admin.call('CLUSTER', 'INFO')) as string);
+      if (counters === null) throw new Error('CLUSTER INFO gave no cluster state');
+      return counters;
+    }),
+  );
 }
 
 const sum = (values: ReadonlyArray<number | null>): number | null => (values.some((v) => v === null) ? null : values.reduce<number>((a, b) => a + b!, 0));
@@ -132,18 +186,22 @@ async function runOne(bench: Bench, spec: ScenarioSpec, entry: BenchEntry, runId
   const { server, admin, pool } = bench;
   if (!server || !admin || !pool) throw new Error('bench not started');
   const env: RowEnv = { ...baseEnv, pinned: place(bench, spec) };
-  const servers = serversOf(bench, spec.nodes);
+  const servers = serversOf(bench, spec);
   const admins = servers.map((s) => s.admin);
-  const nodes = servers.map(({ server: s }) => ({ host: s.host, port: s.port }));
+  const onCluster = spec.clusterMasters > 0;
+  const addresses = servers.map(({ server: s }) => ({ host: s.host, port: s.port }));
+  // On the cluster, every library gets one Cluster client (nodeCount 1) on the masters.
+  const nodes = onCluster ? [{ host: server.host, port: server.port }] : addresses;
   const orders: RunOrder[] = Array.from({ length: spec.processes }, (_, worker) => ({
     type: 'run',
-    setup: { runId, worker, entry, scenario: spec, redis: { host: server.host, port: server.port }, nodes },
+    setup: { runId, worker, entry, scenario: spec, redis: { host: server.host, port: server.port }, nodes, cluster: onCluster ? addresses : null },
   }));
   // Commands and server CPU of every server of the run, summed.
   const commandStats = async () => sumCommandStats(await Promise.all(admins.map(async (a) => parseCommandStats(await a.info('commandstats')))));
   const serverCpuSec = async () => sum(await Promise.all(admins.map(async (a) => parseServerCpuSec(await a.info('cpu')))));
   let commandsBefore: Record<string, number> = {};
   let serverCpuBefore: number | null = null;
+  let busBefore: ClusterBusPubsub[] = [];
   const ourPids = () => [process.pid, ...servers.map((s) => s.server.pid), ...pool.pids()];
   let cpuBefore: CpuSnapshot | undefined;
   const result = await pool.run(
@@ -152,6 +210,8 @@ async function runOne(bench: Bench, spec: ScenarioSpec, entry: BenchEntry, runId
       // Every worker is connected and warmed up: start from an empty database and zeroed counters.
       await Promise.all(admins.map((a) => a.flushall()));
       await Promise.all(admins.map((a) => a.config('RESETSTAT')));
+      // (CLUSTER INFO is a command: read before the command counts, it stays out of the run's)
+      if (onCluster) busBefore = await clusterBusCounters(admins);
       commandsBefore = await commandStats();
       serverCpuBefore = await serverCpuSec();
       cpuBefore = cpuSnapshot(ourPids());
@@ -167,6 +227,7 @@ async function runOne(bench: Bench, spec: ScenarioSpec, entry: BenchEntry, runId
 
   const serverCpuAfter = await serverCpuSec();
   const commandsAfter = await commandStats();
+  const clusterBus = onCluster ? clusterBusGrowth(busBefore, await clusterBusCounters(admins)) : null;
   let orphanedKeys: number | null = null;
   if (spec.storm) {
     const keys = result.reports[0]?.storeKeys ?? lockNames(spec);
@@ -181,6 +242,7 @@ async function runOne(bench: Bench, spec: ScenarioSpec, entry: BenchEntry, runId
     commandsAfter,
     orphanedKeys,
     serverCpuUs: serverCpuBefore === null || serverCpuAfter === null ? null : (serverCpuAfter - serverCpuBefore) * 1e6,
+    clusterBus,
     noise,
     env,
   });
@@ -227,7 +289,7 @@ async function main(): Promise<number> {
   buildPackage();
   const settings = readSettings();
   const steps = benchSteps(settings);
-  const bench: Bench = { server: undefined, admin: undefined, extraServers: [], extraAdmins: [], pool: undefined, pinning: undefined };
+  const bench: Bench = { server: undefined, admin: undefined, extraServers: [], extraAdmins: [], cluster: undefined, clusterAdmins: [], pool: undefined, pinning: undefined };
 
   let cleaningUp: Promise<void> | undefined;
   const cleanUp = () =>
@@ -235,7 +297,7 @@ async function main(): Promise<number> {
       bench.pool?.killAll();
       bench.admin?.disconnect();
       for (const extra of bench.extraAdmins) extra.disconnect();
-      await Promise.all([bench.server, ...bench.extraServers].map((s) => s?.stop().catch(() => undefined)));
+      await Promise.all([...[bench.server, ...bench.extraServers].map((s) => s?.stop().catch(() => undefined)), stopCluster(bench)]);
     })());
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
     process.once(signal, () => {
@@ -253,7 +315,7 @@ async function main(): Promise<number> {
     const pinning: Pinning | undefined = pinRedis(server.pid);
     bench.pinning = pinning;
     // The quorum scenarios' other servers, started beside the first, alike.
-    const nodesWanted = Math.max(1, ...steps.map((s) => (s.kind === 'lock' ? s.spec.nodes : 1)));
+    const nodesWanted = Math.max(1, ...steps.map((s) => (s.kind === 'lock' && s.spec.clusterMasters === 0 ? s.spec.nodes : 1)));
     for (let i = 1; i < nodesWanted; i++) {
       const extra = await EmbeddedRedis.start();
       bench.extraServers.push(extra);
@@ -277,7 +339,7 @@ async function main(): Promise<number> {
     console.log(
       [
         `rxjs-lock bench${settings.quick ? ' (QUICK smoke run: numbers not comparable)' : ''}`,
-        `  redis-server ${redisVersion} on ${server.host}:${server.port} (private)${bench.extraServers.length > 0 ? `; for the quorum scenarios also on ${bench.extraServers.map((e) => `${e.host}:${e.port}`).join(', ')}` : ''}`,
+        `  redis-server ${redisVersion} on ${server.host}:${server.port} (private)${bench.extraServers.length > 0 ? `; for the quorum scenarios also on ${bench.extraServers.map((e) => `${e.host}:${e.port}`).join(', ')}` : ''}${steps.some(needsCluster) ? '; a Redis Cluster is started for the cluster scenario' : ''}`,
         `  ${pinning ? `pinned: client processes on CPU ${pinning.clientCpu}; Redis on CPU ${pinning.redisCpu} (on CPU ${pinning.clientCpu} too for uncontended)` : 'not pinned (taskset missing or fewer than 2 CPUs)'}`,
         `  ${cpus().length} × ${cpuModel}, node ${process.version}`,
         `  rxjs-lock source: ${env.rxjsLockSource}`,
@@ -292,7 +354,8 @@ async function main(): Promise<number> {
 
     const rows: ResultRow[] = [];
     let runNumber = 0;
-    for (const step of steps) {
+    const lastClusterStep = steps.reduce((last, step, i) => (needsCluster(step) ? i : last), -1);
+    for (const [index, step] of steps.entries()) {
       console.log(`${step.spec.name}: ${step.spec.summary}`);
       if (step.kind === 'probe') {
         runNumber++;
@@ -301,12 +364,21 @@ async function main(): Promise<number> {
         console.log(`  ${row.label.padEnd(28)} ${describeRow(row)}`);
         continue;
       }
+      // The cluster runs only for its scenarios: its nodes' gossip stays out of the other runs.
+      let noCluster: string | undefined;
+      if (step.spec.clusterMasters > 0) {
+        noCluster = await ensureCluster(bench, step.spec.clusterMasters).then(
+          () => undefined,
+          (error: unknown) => `the Redis Cluster did not start: ${error instanceof Error ? error.message : String(error)}`,
+        );
+      }
       for (const entry of entriesFor(step.spec.name, settings.libraries)) {
         runNumber++;
-        const row = await runOne(bench, step.spec, entry, `${runNumber}`, env);
+        const row = noCluster === undefined ? await runOne(bench, step.spec, entry, `${runNumber}`, env) : emptyRow(step.spec, entry, 'failed', noCluster, env);
         rows.push(row);
         console.log(`  ${entryLabel(entry).padEnd(28)} ${describeRow(row)}`);
       }
+      if (index === lastClusterStep) await stopCluster(bench);
     }
 
     mkdirSync(RESULTS_DIR, { recursive: true });

@@ -29,6 +29,7 @@ export const SCENARIO_NAMES = [
   'uncontended-5-nodes',
   'hot-key-3-nodes',
   'hot-key-5-nodes',
+  'hot-key-cluster',
 ] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 /** Scenarios that measure something other than the lock libraries side by side (see {@link ProbeSpec}). */
@@ -42,6 +43,13 @@ export const isProbeName = (name: string): name is ProbeName => (PROBE_NAMES as 
  * redlock over the same servers); the others run on one.
  */
 export const QUORUM_SCENARIOS: readonly LockScenarioName[] = ['uncontended-3-nodes', 'uncontended-5-nodes', 'hot-key-3-nodes', 'hot-key-5-nodes'];
+/**
+ * Scenarios on a private Redis Cluster that the bench starts for them (every library through one
+ * ioredis `Cluster` client per process); the others run on independent servers.
+ */
+export const CLUSTER_SCENARIOS: readonly LockScenarioName[] = ['hot-key-cluster'];
+/** Masters of the bench's Redis Cluster (no replicas). */
+export const CLUSTER_MASTERS = 3;
 
 /**
  * The hot-key scenarios' max-wait targets are judged on the acquisitions that *started* at
@@ -88,6 +96,11 @@ export interface ScenarioSpec {
    * (the bench's server and more started beside it, pinned like it).
    */
   readonly nodes: number;
+  /**
+   * 0, or the masters of the private Redis Cluster the scenario runs on (started by the bench for
+   * it, pinned like its other servers; `nodes` is then 1: one Cluster client per process).
+   */
+  readonly clusterMasters: number;
   readonly processes: number;
   readonly loopsPerProcess: number;
   /** The lock name as the caller passes it to the library (each library may add its own prefix). */
@@ -219,6 +232,7 @@ export function scenarioSpecs(s: BenchSettings): ScenarioSpec[] {
       name: 'uncontended',
       summary: '1 process, 1 loop: acquire + release of one key, one after the other',
       nodes: 1,
+      clusterMasters: 0,
       processes: 1,
       loopsPerProcess: 1,
       key: 'bench:uncontended',
@@ -236,6 +250,7 @@ export function scenarioSpecs(s: BenchSettings): ScenarioSpec[] {
       name: 'many-keys',
       summary: '1 process, 64 concurrent loops, each on its own key, one connection',
       nodes: 1,
+      clusterMasters: 0,
       processes: 1,
       loopsPerProcess: 64,
       key: 'bench:many',
@@ -253,6 +268,7 @@ export function scenarioSpecs(s: BenchSettings): ScenarioSpec[] {
       name: 'hot-key-1ms',
       summary: `${HOT_PROCESSES} processes × ${HOT_LOOPS} loops on one key, 1 ms hold (timer)`,
       nodes: 1,
+      clusterMasters: 0,
       processes: HOT_PROCESSES,
       loopsPerProcess: HOT_LOOPS,
       key: 'bench:hot',
@@ -270,6 +286,7 @@ export function scenarioSpecs(s: BenchSettings): ScenarioSpec[] {
       name: 'hot-key-0ms',
       summary: `${HOT_PROCESSES} processes × ${HOT_LOOPS} loops on one key, no hold (the critical section yields once: setImmediate)`,
       nodes: 1,
+      clusterMasters: 0,
       processes: HOT_PROCESSES,
       loopsPerProcess: HOT_LOOPS,
       key: 'bench:hot',
@@ -287,6 +304,7 @@ export function scenarioSpecs(s: BenchSettings): ScenarioSpec[] {
       name: 'seed-000',
       summary: `3 processes × 4 concurrent loops × ${s.seedTries} tries on "lock_key", 1000 ms wait limit, 1 ms hold (timer)`,
       nodes: 1,
+      clusterMasters: 0,
       processes: 3,
       loopsPerProcess: 4,
       key: 'lock_key',
@@ -304,6 +322,7 @@ export function scenarioSpecs(s: BenchSettings): ScenarioSpec[] {
       name: 'cancel-storm',
       summary: `1 process: ${s.stormAcquisitions} acquisitions of 4 hot keys, 16 at a time, each cancelled after 0–5 ms (waiting or holding)`,
       nodes: 1,
+      clusterMasters: 0,
       processes: 1,
       loopsPerProcess: 16,
       key: 'bench:storm',
@@ -325,7 +344,15 @@ export function scenarioSpecs(s: BenchSettings): ScenarioSpec[] {
     { ...model('uncontended'), name: `uncontended-${nodes}-nodes` as LockScenarioName, summary: `as uncontended, on a quorum of ${nodes} independent Redis servers (RedlockStore against redlock)`, nodes, key: 'bench:quorum:uncontended' },
     { ...model('hot-key-1ms'), name: `hot-key-${nodes}-nodes` as LockScenarioName, summary: `as hot-key-1ms (${HOT_PROCESSES} processes × ${HOT_LOOPS} loops, 1 ms hold), on a quorum of ${nodes} independent Redis servers`, nodes, key: 'bench:quorum:hot' },
   ]);
-  return [...all, ...quorum].filter((spec) => s.scenarios.includes(spec.name));
+  // The cluster scenario: hot-key-1ms as it is, on the masters of a private Redis Cluster.
+  const cluster: ScenarioSpec = {
+    ...model('hot-key-1ms'),
+    name: 'hot-key-cluster',
+    summary: `as hot-key-1ms (${HOT_PROCESSES} processes × ${HOT_LOOPS} loops, 1 ms hold), on a private Redis Cluster of ${CLUSTER_MASTERS} masters (one ioredis Cluster client per process)`,
+    clusterMasters: CLUSTER_MASTERS,
+    key: 'bench:cluster:hot',
+  };
+  return [...all, ...quorum, cluster].filter((spec) => s.scenarios.includes(spec.name));
 }
 
 export function probeSpecs(s: BenchSettings): ProbeSpec[] {

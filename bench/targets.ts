@@ -33,6 +33,10 @@ export const HANDOFF_FACTOR = 1.5;
 const HANDOFF_TARGET = `handoff p50 ≤ ${HANDOFF_FACTOR} × physical floor (same run)`;
 /** The quorum store's uncontended pair may take at most this many times rxjs-lock's on one server. */
 export const QUORUM_VS_SINGLE = 1.5;
+/** rxjs-lock's hot-key throughput on the Cluster must be at least this share of its own on one server (hot-key-1ms). */
+export const CLUSTER_VS_SINGLE = 0.8;
+/** Cluster-bus pub/sub messages per acquisition rxjs-lock (sharded wake-ups) may cause on the Cluster. */
+export const CLUSTER_BUS_PER_ACQUISITION = 0.1;
 /** The engine's own CPU per acquire + release pair on the in-memory store, µs. */
 export const ENGINE_CPU_US = 2;
 const maxWaitTarget = (max: number) => `max wait ≤ ${max} ms after 1 s warm-up`;
@@ -198,6 +202,42 @@ export function evaluateTargets(rows: readonly ResultRow[]): TargetResult[] {
         limit(s, '0 timeouts', rx.timeouts, 0, 0);
         limit(s, '0 overlaps', rx.overlaps, 0, 0);
       } else for (const t of ['0 timeouts', '0 overlaps']) missing(s, t, 'rxjs-lock did not run');
+    }
+  }
+
+  // hot-key-cluster: rxjs-lock on a 3-master Redis Cluster, against itself on one server and
+  // against its broadcast variant (wake-ups over PUBLISH)
+  {
+    const s = 'hot-key-cluster';
+    const rx = find(rows, s, 'rxjs-lock');
+    const single = find(rows, 'hot-key-1ms', 'rxjs-lock');
+    const broadcast = find(rows, s, 'rxjs-lock', 'broadcast');
+    const vsSingle = `acquisitions/s ≥ ${CLUSTER_VS_SINGLE} × rxjs-lock on one server (hot-key-1ms)`;
+    const bus = `cluster-bus pub/sub messages / acquisition ≤ ${CLUSTER_BUS_PER_ACQUISITION} and < broadcast variant's`;
+    const why = rx ? `rxjs-lock ${rx.status}${rx.note ? `: ${rx.note.slice(0, 70)}` : ''}` : 'rxjs-lock did not run';
+    if (!usable(rx)) {
+      missing(s, vsSingle, why);
+      missing(s, bus, why);
+    } else {
+      if (!usable(single) || single.acquisitionsPerSec === null || rx.acquisitionsPerSec === null) missing(s, vsSingle, 'hot-key-1ms (one server) did not run');
+      else {
+        const ratio = rx.acquisitionsPerSec / single.acquisitionsPerSec;
+        judge(s, vsSingle, ratio >= CLUSTER_VS_SINGLE, `${fmt(rx.acquisitionsPerSec, 0)} vs ${fmt(single.acquisitionsPerSec, 0)} on one server: ×${fmt(ratio, 3)}`, ratio);
+      }
+      const sharded = rx.busPubsubMessagesPerAcquisition ?? null;
+      if (sharded === null) missing(s, bus, 'no cluster-bus counters in this row');
+      else if (!usable(broadcast) || broadcast.busPubsubMessagesPerAcquisition === null) {
+        judge(s, bus, null, `${fmt(sharded, 3)} (limit ${CLUSTER_BUS_PER_ACQUISITION}); variant broadcast ${broadcast?.status ?? 'not run'}`);
+      } else {
+        const other = broadcast.busPubsubMessagesPerAcquisition;
+        judge(
+          s,
+          bus,
+          sharded <= CLUSTER_BUS_PER_ACQUISITION && sharded < other,
+          `${fmt(sharded, 3)} vs broadcast ${fmt(other, 3)} (limit ${CLUSTER_BUS_PER_ACQUISITION}; publish ${rx.busPublishMessages} + publishshard ${rx.busPublishShardMessages} vs ${broadcast.busPublishMessages} + ${broadcast.busPublishShardMessages})`,
+          other === 0 ? null : sharded / other,
+        );
+      }
     }
   }
   return results;

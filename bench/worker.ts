@@ -5,10 +5,9 @@
  *
  * Forked by ./pool.ts; not meant to be run on its own.
  */
-import { Redis } from 'ioredis';
 import { createAdapter, preloadAdapters } from './adapters/index.js';
-import { closeAll, connectReady } from './connections.js';
-import type { AdapterContext, LockAdapter } from './adapters/types.js';
+import { closeAll, connectClusterReady, connectReady } from './connections.js';
+import type { AdapterContext, LockAdapter, RedisConnection } from './adapters/types.js';
 import type { ParentMessage, ProbeSetup, RunSetup, StormTally, WorkerMessage } from './protocol.js';
 import { installRoundTripCounter } from './roundTrips.js';
 import { nowNs, Recorder, runLoops, runStorm, warmUp } from './workloads.js';
@@ -62,15 +61,17 @@ function send(message: WorkerMessage): Promise<void> {
 async function serveRun(setup: RunSetup, inbox: Inbox): Promise<void> {
   const spec = setup.scenario;
   const tag = `bench-${setup.runId}-w${setup.worker}`;
-  const connections: Redis[] = [];
-  const connect = async (address: RunSetup['redis']) => {
-    const redis = await connectReady(address, tag);
-    connections.push(redis);
-    return redis;
+  const connections: RedisConnection[] = [];
+  const track = <C extends RedisConnection>(connection: C): C => {
+    connections.push(connection);
+    return connection;
   };
+  const connect = async (address: RunSetup['redis']) => track(await connectReady(address, tag));
+  const cluster = setup.cluster;
   const ctx: AdapterContext = {
     nodeCount: setup.nodes.length,
-    connect: () => connect(setup.redis),
+    // In a cluster scenario, every library gets a Cluster client where it would get a connection.
+    connect: async () => (cluster === null ? connect(setup.redis) : track(await connectClusterReady(cluster, tag))),
     // The first node is setup.redis: connect it first, so connections[0] is a connection to it.
     connectNodes: async () => {
       const first = await connect(setup.redis);

@@ -4,8 +4,7 @@
  * compare-and-delete script called with EVALSHA (EVAL once if the server does not know it yet).
  */
 import { createHash, randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
-import { AcquireTimeout, Background, holdRacingAbort, type AdapterContext, type Held, type LockAdapter, type Limits } from './types.js';
+import { AcquireTimeout, Background, holdRacingAbort, type AdapterContext, type Held, type LockAdapter, type Limits, type RedisConnection } from './types.js';
 
 const RETRY_SLEEP_MS = 10;
 const COMPARE_AND_DELETE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0";
@@ -14,7 +13,7 @@ const COMPARE_AND_DELETE_SHA = createHash('sha1').update(COMPARE_AND_DELETE).dig
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Runs a script by its SHA (EVALSHA), and sends its source (EVAL) once if the server does not know it. */
-export async function evalScript(redis: Redis, lua: string, sha: string, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
+export async function evalScript(redis: RedisConnection, lua: string, sha: string, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
   try {
     return await redis.evalsha(sha, keys.length, ...keys, ...args);
   } catch (error) {
@@ -23,7 +22,7 @@ export async function evalScript(redis: Redis, lua: string, sha: string, keys: r
   }
 }
 
-const compareAndDelete = (redis: Redis, key: string, token: string) => evalScript(redis, COMPARE_AND_DELETE, COMPARE_AND_DELETE_SHA, [key], [token]);
+const compareAndDelete = (redis: RedisConnection, key: string, token: string) => evalScript(redis, COMPARE_AND_DELETE, COMPARE_AND_DELETE_SHA, [key], [token]);
 
 /** Takes a lock with `tryOnce` until it succeeds, sleeping 10 ms after each refusal, or gives up at the wait limit. */
 export async function pollForLock(tryOnce: () => Promise<Held | null>, key: string, limits: Limits): Promise<Held> {

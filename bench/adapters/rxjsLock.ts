@@ -5,6 +5,7 @@
  * store and the locker: `createRxjsLock` below. A variant's `options` (../libraries.ts) are
  * spread into `createLocker`; its `storeOptions`, when it has any, are the store's second argument.
  */
+import { Cluster } from 'ioredis';
 import { firstValueFrom, Observable } from 'rxjs';
 import type * as Core from '../../src/index.js';
 import type { LockerOptions } from '../../src/index.js';
@@ -16,7 +17,8 @@ const redisEntry = (await import(new URL('../../dist/esm/redis.js', import.meta.
 const { RedisLockStore } = redisEntry;
 type RedisLockStore = InstanceType<typeof RedisLockStore>;
 type Store = LockerOptions['store'];
-import { AcquireTimeout, type AdapterContext, type LockAdapter } from './types.js';
+import { closeAll } from '../connections.js';
+import { AcquireTimeout, type AdapterContext, type LockAdapter, type RedisConnection } from './types.js';
 
 /** The store's constructor with its optional second argument (options), which older versions do not declare. */
 type StoreConstructor = new (client: Awaited<ReturnType<AdapterContext['connect']>>, options?: Readonly<Record<string, unknown>>) => RedisLockStore;
@@ -29,26 +31,58 @@ class NoQuorumStore extends Error {
   override readonly name = 'LockOptionsError';
 }
 
+/** A store and the connections the adapter opened for it beyond the worker's (closed with the adapter). */
+interface StoreOfRun {
+  readonly store: Store;
+  readonly ownConnections: readonly RedisConnection[];
+}
+
 /**
- * The store of a run: RedisLockStore on the bench's Redis, or in the quorum scenarios a
- * RedlockStore over one connection to each of the scenario's servers, with its defaults.
+ * The store's options as RedisLockStore takes them: the variant's JSON with its stand-ins made
+ * real (`subscriber: 'duplicate'`: a duplicate of the client, which the adapter opens and closes).
  */
-async function storeFor(ctx: AdapterContext, storeOptions: Readonly<Record<string, unknown>> | undefined): Promise<Store> {
+function storeOptionsOf(client: RedisConnection, storeOptions: Readonly<Record<string, unknown>>): { options: Record<string, unknown>; ownConnections: RedisConnection[] } {
+  if (storeOptions.subscriber !== 'duplicate') return { options: { ...storeOptions }, ownConnections: [] };
+  // (a plain duplicate: on a Cluster, one without sharded subscribers)
+  const subscriber: RedisConnection = client instanceof Cluster ? client.duplicate() : client.duplicate();
+  subscriber.on('error', () => undefined);
+  return { options: { ...storeOptions, subscriber }, ownConnections: [subscriber] };
+}
+
+/**
+ * The store of a run: RedisLockStore on the bench's Redis (in the cluster scenario on a Cluster
+ * client), or in the quorum scenarios a RedlockStore over one connection to each of the
+ * scenario's servers, with its defaults.
+ */
+async function storeFor(ctx: AdapterContext, storeOptions: Readonly<Record<string, unknown>> | undefined): Promise<StoreOfRun> {
   if (ctx.nodeCount > 1) {
     const { RedlockStore } = redisEntry as unknown as { RedlockStore?: new (clients: unknown[], options?: Readonly<Record<string, unknown>>) => Store };
     if (RedlockStore === undefined) throw new NoQuorumStore('this version of rxjs-lock/redis has no RedlockStore');
     const clients = await ctx.connectNodes();
-    return storeOptions === undefined ? new RedlockStore(clients) : new RedlockStore(clients, storeOptions);
+    return { store: storeOptions === undefined ? new RedlockStore(clients) : new RedlockStore(clients, storeOptions), ownConnections: [] };
   }
   const redis = await ctx.connect();
   // The store opens its own subscriber with redis.duplicate(), which the round-trip counter follows.
-  return storeOptions === undefined ? new RedisLockStore(redis) : new (RedisLockStore as unknown as StoreConstructor)(redis, storeOptions);
+  if (storeOptions === undefined) return { store: new RedisLockStore(redis), ownConnections: [] };
+  const { options, ownConnections } = storeOptionsOf(redis, storeOptions);
+  try {
+    return { store: new (RedisLockStore as unknown as StoreConstructor)(redis, options), ownConnections };
+  } catch (error) {
+    for (const connection of ownConnections) connection.disconnect();
+    throw error;
+  }
 }
 
 export async function createRxjsLock(ctx: AdapterContext, options: Readonly<Record<string, unknown>>, storeOptions?: Readonly<Record<string, unknown>>): Promise<LockAdapter> {
-  const store = await storeFor(ctx, storeOptions);
+  const { store, ownConnections } = await storeFor(ctx, storeOptions);
   // Throws LockOptionsError for an option this version does not know: the worker then skips the variant.
-  const locker = createLocker({ store, ...options } as LockerOptions);
+  let locker: ReturnType<typeof createLocker>;
+  try {
+    locker = createLocker({ store, ...options } as LockerOptions);
+  } catch (error) {
+    await closeAll(ownConnections);
+    throw error;
+  }
   const prefix = typeof options.keyPrefix === 'string' ? options.keyPrefix : DEFAULT_KEY_PREFIX;
 
   return {
@@ -93,9 +127,11 @@ export async function createRxjsLock(ctx: AdapterContext, options: Readonly<Reco
     // Releases after an unsubscribe, and of acquisitions granted after their subscriber left,
     // run inside the engine; the worker's settle pause covers them.
     settle: async () => undefined,
-    // Closes the subscriber connection the store opened, where the store has one.
+    // Closes the subscriber connection the store opened, where the store has one, and the one
+    // the adapter opened for it.
     close: async () => {
       (store as { close?: () => unknown }).close?.();
+      await closeAll(ownConnections);
     },
   };
 }

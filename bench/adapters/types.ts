@@ -2,7 +2,10 @@
  * The one shape every measured library is driven through. Each adapter uses its library the way
  * that library's README shows, and translates only the wait limit and the lease length.
  */
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
+
+/** What a library is given to talk to Redis: a connection to one server, or a Cluster client (the same commands). */
+export type RedisConnection = Redis | Cluster;
 
 export interface Limits {
   /** Give up waiting for a held lock after this long (each library's own way of saying it). */
@@ -53,9 +56,11 @@ export interface AdapterContext {
   connectNodes(): Promise<Redis[]>;
   /**
    * A new ioredis connection to the bench's Redis, connected, counted as the library's round
-   * trips (the connection name tags it; `duplicate()` keeps the tag). Closed by the worker.
+   * trips (the connection name tags it; `duplicate()` keeps the tag). Closed by the worker. In a
+   * cluster scenario, a new ioredis `Cluster` client on the scenario's masters, ready, tagged and
+   * closed alike (its node connections carry the tag; its subscribers carry it as a suffix).
    */
-  connect(): Promise<Redis>;
+  connect(): Promise<RedisConnection>;
 }
 
 /** The library's wait limit ran out (each adapter maps its library's own timeout error to this). */
