@@ -139,5 +139,36 @@ describe('npm pack', () => {
       writeFileSync(join(project, 'use.ts'), `import { createLocker } from 'rxjs-lock';\nexport const n: number = createLocker();\n`);
       expect(typecheck('node16', 'node16').status).not.toBe(0);
     }, 180_000);
+
+    it('with NestJS installed: rxjs-lock/nestjs loads from ESM and CommonJS and type-checks a decorated controller', () => {
+      npm('install', '@nestjs/common@12', '@nestjs/core@12', 'reflect-metadata');
+      const esm = node(
+        'nest.mjs',
+        `import 'reflect-metadata';
+         import { LockModule, WithLock } from 'rxjs-lock/nestjs';
+         console.log(typeof LockModule.forRoot, typeof WithLock('order:{params.id}'));`,
+      );
+      expect(esm).toBe('function function');
+      const cjs = node('nest.cjs', `require('reflect-metadata'); const { LockModule } = require('rxjs-lock/nestjs'); console.log(typeof LockModule.forRoot);`);
+      expect(cjs).toBe('function');
+      // (an ES module: Nest 12 ships only ESM, which a CommonJS file cannot import under node16)
+      writeFileSync(
+        join(project, 'controller.mts'),
+        `import { Controller, Param, Post } from '@nestjs/common';
+         import { WithLock } from 'rxjs-lock/nestjs';
+         @Controller('orders')
+         export class OrdersController {
+           @Post(':id/pay')
+           @WithLock('order:{params.id}', { waitTimeout: 2_000 })
+           pay(@Param('id') id: string): string {
+             return id;
+           }
+         }`,
+      );
+      for (const [module, resolution] of [['node16', 'node16'], ['esnext', 'bundler']]) {
+        const checked = spawnSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '--noEmit', '--strict', '--skipLibCheck', '--experimentalDecorators', '--target', 'es2022', '--module', module!, '--moduleResolution', resolution!, 'controller.mts'], { cwd: project, encoding: 'utf8' });
+        expect({ module, status: checked.status, out: checked.stdout }).toEqual({ module, status: 0, out: '' });
+      }
+    }, 180_000);
   });
 });
