@@ -40,6 +40,7 @@ end
 --@include lib/numbers.lua
 --@include lib/fences.lua
 --@include lib/line.lua
+--@include lib/announce.lua
 
 local holder = redis.call('GET', lock)
 if holder == token then
@@ -69,8 +70,15 @@ if not holder then
     end
     -- taken directly: a record of an earlier hand-off (lapsed unclaimed) is stale now
     redis.call('HDEL', places, 'grant')
-    local first, count = issueFences(fenceKey, fences, seed)
-    return {1, first, ttl, redis.call('ZCARD', line), count}
+    local fence, count = issueFences(fenceKey, fences, seed)
+    -- The key lapsed (no release, so no hand-off told the line): when this grant may end before
+    -- the next waiter looks again, tell it, as a release's hand-off does — a holder that stalls
+    -- must not keep the key from it longer than its TTL.
+    local behind, _, _, behindInbox, behindLapse, behindPlaceTtl = firstLive(line, places, now)
+    if behind and behindInbox ~= '' and now + ttl < behindLapse - behindPlaceTtl * 2 / 3 then
+      announce(behindInbox, 'behind ' .. behind .. ' ' .. int(ttl))
+    end
+    return {1, fence, ttl, redis.call('ZCARD', line), count}
   end
 end
 
