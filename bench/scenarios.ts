@@ -4,7 +4,7 @@
  *
  * Environment:
  *   BENCH_QUICK=1             smoke-test lengths: the whole bench in well under a minute
- *   BENCH_SECONDS             contention time of the hot-key scenarios (default 10; quick 1)
+ *   BENCH_SECONDS             contention time of the hot-key scenarios, semaphore-hot and read-mostly (default 10; quick 1)
  *   BENCH_SHORT_SECONDS       measured time of uncontended and many-keys (default 3; quick 0.5)
  *   BENCH_SEED_TRIES          tries per loop in seed-000 (default 400; quick 40)
  *   BENCH_STORM_ACQUISITIONS  acquisitions started in cancel-storm (default 4000; quick 800)
