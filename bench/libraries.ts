@@ -5,7 +5,7 @@
  * `LockOptionsError` (an option that does not exist yet) is skipped with a note instead of
  * failing the bench.
  */
-import { CLUSTER_SCENARIOS, QUORUM_SCENARIOS, type LockScenarioName, type ScenarioName } from './scenarios.js';
+import { CLUSTER_SCENARIOS, QUORUM_SCENARIOS, type LockScenarioName, type Primitive, type ScenarioName, type ScenarioSpec } from './scenarios.js';
 
 export const LIBRARY_NAMES = ['rxjs-lock', 'redlock', 'redis-semaphore', 'baseline', 'store-only', 'script-floor'] as const;
 export type LibraryName = (typeof LIBRARY_NAMES)[number];
@@ -33,12 +33,16 @@ export interface BenchEntry {
    * which the adapter makes (see ./adapters/rxjsLock.ts).
    */
   readonly storeOptions?: Readonly<Record<string, unknown>>;
+  /** rxjs-lock only: what this run's acquisitions take instead of the scenario's primitive (see {@link primitiveOf}). */
+  readonly primitive?: Primitive;
 }
 
 interface RxjsLockVariant {
   readonly variant: string;
   readonly options: Readonly<Record<string, unknown>>;
   readonly storeOptions?: Readonly<Record<string, unknown>>;
+  /** Take this instead of the scenario's primitive, on the scenario's workload. */
+  readonly primitive?: Primitive;
   /** Scenarios this variant runs in; every scenario when omitted. */
   readonly scenarios?: readonly ScenarioName[];
 }
@@ -52,6 +56,9 @@ export const RXJS_LOCK_VARIANTS: readonly RxjsLockVariant[] = [
   // duplicate of the Cluster client, as a user would pass one) keeps them on the store's broadcast
   // inbox (PUBLISH, which the cluster bus relays to every node) instead of sharded pub/sub.
   { variant: 'broadcast', options: {}, storeOptions: { subscriber: 'duplicate' }, scenarios: ['hot-key-cluster'] },
+  // read-mostly's reads and writes, every one through the plain mutex (`acquire`): what the
+  // read-write lock gains over it on the same workload.
+  { variant: 'mutex', options: {}, primitive: { kind: 'mutex' }, scenarios: ['read-mostly'] },
   // More to compare, e.g. wake-up on release switched off (a store option):
   // { variant: 'wakeUp-off', options: {}, storeOptions: { wakeUp: false }, scenarios: ['hot-key-1ms', 'hot-key-0ms'] },
 ];
@@ -68,18 +75,36 @@ export const QUORUM_LIBRARIES: readonly LibraryName[] = ['rxjs-lock', 'redlock']
  * references are not run there.
  */
 export const CLUSTER_LIBRARIES: readonly LibraryName[] = ['rxjs-lock', ...PEERS];
+/**
+ * The libraries of the scenarios on a shared lock: on the semaphore rxjs-lock and redis-semaphore
+ * (its `Semaphore`; redlock and the baseline have none); on the read-write lock rxjs-lock alone
+ * (no peer has one), against its own mutex (the `mutex` variant above).
+ */
+export const SHARED_LIBRARIES: Readonly<Partial<Record<LockScenarioName, readonly LibraryName[]>>> = {
+  'semaphore-hot': ['rxjs-lock', 'redis-semaphore'],
+  'read-mostly': ['rxjs-lock'],
+};
+
+/** What the acquisitions of `entry`'s run of `spec` take: the variant's primitive, else the scenario's. */
+export function primitiveOf(spec: Pick<ScenarioSpec, 'primitive'>, entry: Pick<BenchEntry, 'primitive'>): Primitive {
+  return entry.primitive ?? spec.primitive;
+}
 
 /** The runs of one scenario, in the order they run: rxjs-lock and its variants first, then the peers, then the references. */
 export function entriesFor(scenario: ScenarioName, only: readonly string[] | undefined): BenchEntry[] {
   const quorum = QUORUM_SCENARIOS.includes(scenario as LockScenarioName);
   const cluster = CLUSTER_SCENARIOS.includes(scenario as LockScenarioName);
+  const shared = SHARED_LIBRARIES[scenario as LockScenarioName];
   const wanted = (library: LibraryName) =>
-    (only === undefined || only.includes(library)) && (!quorum || QUORUM_LIBRARIES.includes(library)) && (!cluster || CLUSTER_LIBRARIES.includes(library));
+    (only === undefined || only.includes(library)) &&
+    (!quorum || QUORUM_LIBRARIES.includes(library)) &&
+    (!cluster || CLUSTER_LIBRARIES.includes(library)) &&
+    (shared === undefined || shared.includes(library));
   const entries: BenchEntry[] = [];
   if (wanted('rxjs-lock')) {
     for (const v of RXJS_LOCK_VARIANTS) {
       if (v.scenarios === undefined || v.scenarios.includes(scenario)) {
-        entries.push({ library: 'rxjs-lock', variant: v.variant, options: v.options, ...(v.storeOptions ? { storeOptions: v.storeOptions } : {}) });
+        entries.push({ library: 'rxjs-lock', variant: v.variant, options: v.options, ...(v.storeOptions ? { storeOptions: v.storeOptions } : {}), ...(v.primitive ? { primitive: v.primitive } : {}) });
       }
     }
   }

@@ -5,8 +5,8 @@
 import { findOverlaps, type CriticalSection } from '../src/testing.js';
 import type { BenchEntry } from './libraries.js';
 import type { Noise } from './noise.js';
-import { entryLabel } from './libraries.js';
-import type { EngineMethod, EngineRound, ProbeReport, WorkerReport } from './protocol.js';
+import { entryLabel, primitiveOf } from './libraries.js';
+import type { EngineMethod, EngineRound, ProbeReport, Role, WorkerReport } from './protocol.js';
 import type { ResultRow, RowEnv } from './results.js';
 import type { ProbeSpec, ScenarioSpec } from './scenarios.js';
 
@@ -89,6 +89,7 @@ export interface Acquisition {
   /** Globally unique loop id (worker × loops + loop). */
   readonly loop: number;
   readonly keyIndex: number;
+  readonly role: Role;
   readonly enter: number;
   readonly exit: number;
 }
@@ -98,7 +99,7 @@ export function acquisitionsOf(reports: readonly WorkerReport[]): Acquisition[] 
   let loopBase = 0;
   reports.forEach((r, worker) => {
     for (let i = 0; i < r.enterNs.length; i++) {
-      all.push({ worker, loop: loopBase + r.loop[i]!, keyIndex: r.keyIndex[i]!, enter: r.enterNs[i]!, exit: r.exitNs[i]! });
+      all.push({ worker, loop: loopBase + r.loop[i]!, keyIndex: r.keyIndex[i]!, role: r.role?.[i] ?? 'lock', enter: r.enterNs[i]!, exit: r.exitNs[i]! });
     }
     loopBase += r.loops;
   });
@@ -116,6 +117,74 @@ export function countOverlaps(acquisitions: readonly Acquisition[]): number {
   let overlaps = 0;
   for (const sections of byKey.values()) overlaps += findOverlaps(sections).length;
   return overlaps;
+}
+
+/** How many critical sections of one key were open at once, at the worst moment. */
+export interface Concurrency {
+  /** Most sections open at once, whatever their role (a semaphore's holders). */
+  readonly maxHolders: number;
+  /** Most `read` sections open at once. */
+  readonly maxReaders: number;
+  /** Most `write` sections open at once. */
+  readonly maxWriters: number;
+  /** Pairs of sections that were open at the same time and of which at least one is a `write`: must be 0. */
+  readonly writerOverlaps: number;
+}
+
+/**
+ * The {@link Concurrency} of the sections, key by key (the worst key's maxima, the overlaps of
+ * every key summed). A sweep over the enter and exit timestamps (one clock for every process): a
+ * section is open from its enter to its exit, and one that exits at the very instant another
+ * enters does not overlap it (as `findOverlaps`). Each overlapping pair with a writer is counted
+ * once, when its later section enters.
+ *
+ * The timestamps are taken right after the acquire resolved and right before release is called,
+ * inside the lock's real hold, so a count here never exceeds what the lock let in: a correct
+ * semaphore of `limit` can never show more than `limit` holders, nor a correct read-write lock a
+ * writer beside anyone.
+ */
+export function concurrencyOf(acquisitions: readonly Pick<Acquisition, 'keyIndex' | 'role' | 'enter' | 'exit'>[]): Concurrency {
+  const byKey = new Map<number, Array<Pick<Acquisition, 'role' | 'enter' | 'exit'>>>();
+  for (const a of acquisitions) {
+    const list = byKey.get(a.keyIndex) ?? [];
+    list.push(a);
+    byKey.set(a.keyIndex, list);
+  }
+  let maxHolders = 0;
+  let maxReaders = 0;
+  let maxWriters = 0;
+  let writerOverlaps = 0;
+  for (const sections of byKey.values()) {
+    // (time, +1 enter / −1 exit, is a write, is a read): exits first at equal times.
+    const events: Array<readonly [number, 1 | -1, boolean, boolean]> = [];
+    for (const s of sections) {
+      events.push([s.enter, 1, s.role === 'write', s.role === 'read'], [s.exit, -1, s.role === 'write', s.role === 'read']);
+    }
+    events.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+    let open = 0;
+    let readers = 0;
+    let writers = 0;
+    for (const [, step, write, read] of events) {
+      if (step === 1) writerOverlaps += write ? open : writers;
+      open += step;
+      if (write) writers += step;
+      if (read) readers += step;
+      maxHolders = Math.max(maxHolders, open);
+      maxReaders = Math.max(maxReaders, readers);
+      maxWriters = Math.max(maxWriters, writers);
+    }
+  }
+  return { maxHolders, maxReaders, maxWriters, writerOverlaps };
+}
+
+/**
+ * Why a run on a shared lock broke its guarantee, or null: a semaphore showed more holders than
+ * its limit, or a writer was open beside another section. A run that did is a failed row, not a figure.
+ */
+export function sharedViolation(limit: number | null, c: Concurrency): string | null {
+  if (limit !== null && c.maxHolders > limit) return `${c.maxHolders} holders at once on a semaphore of ${limit}`;
+  if (c.writerOverlaps > 0) return `a writer overlapped another holder (${c.writerOverlaps} pairs; up to ${c.maxWriters} writers and ${c.maxReaders} readers at once)`;
+  return null;
 }
 
 export interface HandoffStats {
@@ -233,6 +302,17 @@ function noFigures() {
     busPublishMessages: null,
     busPublishShardMessages: null,
     busPubsubMessagesPerAcquisition: null,
+    permitLimit: null,
+    maxHolders: null,
+    maxReaders: null,
+    maxWriters: null,
+    writerOverlaps: null,
+    reads: null,
+    writes: null,
+    readWaitP50Ms: null,
+    readWaitP99Ms: null,
+    writeWaitP50Ms: null,
+    writeWaitP99Ms: null,
   } satisfies Omit<ResultRow, keyof ReturnType<typeof baseFields> | 'status' | 'note'>;
 }
 
@@ -288,10 +368,24 @@ export function buildRow(f: RunFacts): ResultRow {
   const storm = spec.storm ? reports.map((r) => r.storm) : undefined;
   const sumStorm = (pick: (t: NonNullable<WorkerReport['storm']>) => number) => (storm ? storm.reduce((n, t) => n + (t ? pick(t) : 0), 0) : null);
 
+  // Shared locks: how many held at once (a semaphore's holders, a read-write lock's readers and
+  // writers), and whether that broke the lock's guarantee. Sections sharing a key are no overlap
+  // there unless the run took a mutex.
+  const sharedScenario = spec.primitive.kind !== 'mutex';
+  const mutexRun = primitiveOf(spec, f.entry).kind === 'mutex';
+  const limit = spec.primitive.kind === 'semaphore' ? spec.primitive.limit : null;
+  const concurrency = sharedScenario ? concurrencyOf(acquisitions) : undefined;
+  const violation = concurrency ? sharedViolation(limit, concurrency) : null;
+  const readWrite = spec.primitive.kind === 'read-write';
+  const waitsOf = (role: Role) => reports.flatMap((r) => r.waitMs.filter((_, i) => r.role?.[i] === role)).sort((a, b) => a - b);
+  const readWaits = readWrite ? waitsOf('read') : [];
+  const writeWaits = readWrite ? waitsOf('write') : [];
+  const errorNote = errors > 0 ? `${errors} errors: ${errorSamples.join(' | ')}` : null;
+
   return {
     ...baseFields(spec, f.entry, f.env),
-    status: 'ok',
-    note: errors > 0 ? `${errors} errors: ${errorSamples.join(' | ')}` : null,
+    status: violation === null ? 'ok' : 'failed',
+    note: violation === null ? errorNote : `${violation}${errorNote ? `; ${errorNote}` : ''}`,
     // (the probes' figures stay null; the others are measured below, in the same key order)
     ...noFigures(),
     durationSec: round(durationSec, 3),
@@ -317,7 +411,7 @@ export function buildRow(f: RunFacts): ResultRow {
     perLoopMax: perLoop.length > 0 ? Math.max(...perLoop) : null,
     timeouts,
     errors,
-    overlaps: countOverlaps(acquisitions),
+    overlaps: mutexRun ? countOverlaps(acquisitions) : null,
     handoffP50Ms: handoff && multiProcess ? round(percentile(handoff.handoffsMs, 0.5), 3) : null,
     handoffP99Ms: handoff && multiProcess ? round(percentile(handoff.handoffsMs, 0.99), 3) : null,
     handoffs: handoff && multiProcess ? handoff.handoffsMs.length : null,
@@ -334,6 +428,17 @@ export function buildRow(f: RunFacts): ResultRow {
     busPublishMessages: f.clusterBus?.publish ?? null,
     busPublishShardMessages: f.clusterBus?.publishShard ?? null,
     busPubsubMessagesPerAcquisition: f.clusterBus ? perAcquisition(f.clusterBus.publish + f.clusterBus.publishShard, count) : null,
+    permitLimit: limit,
+    maxHolders: concurrency?.maxHolders ?? null,
+    maxReaders: readWrite && concurrency ? concurrency.maxReaders : null,
+    maxWriters: readWrite && concurrency ? concurrency.maxWriters : null,
+    writerOverlaps: readWrite && concurrency ? concurrency.writerOverlaps : null,
+    reads: readWrite ? readWaits.length : null,
+    writes: readWrite ? writeWaits.length : null,
+    readWaitP50Ms: readWrite ? round(percentile(readWaits, 0.5), 3) : null,
+    readWaitP99Ms: readWrite ? round(percentile(readWaits, 0.99), 3) : null,
+    writeWaitP50Ms: readWrite ? round(percentile(writeWaits, 0.5), 3) : null,
+    writeWaitP99Ms: readWrite ? round(percentile(writeWaits, 0.99), 3) : null,
   };
 }
 

@@ -53,10 +53,17 @@ export interface StormTally {
   readonly errors: number;
 }
 
+/**
+ * What an acquisition was, in the scenario's workload: `lock` (a mutex scenario), `permit` (a
+ * semaphore's), `read` or `write` (a read-write lock's; also in a run that takes its mutex for both).
+ */
+export type Role = 'lock' | 'permit' | 'read' | 'write';
+
 export interface WorkerReport {
   /** One entry per acquisition (critical section), parallel arrays. */
   readonly loop: number[];
   readonly keyIndex: number[];
+  readonly role: Role[];
   /** ns from the run's start: right after the acquire resolved. */
   readonly enterNs: number[];
   /** ns from the run's start: right before release was called. */

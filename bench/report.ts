@@ -7,7 +7,8 @@ import { writeFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { renderChart } from './chart.js';
 import { LATEST_PATH, physicalFloor, readRows, type ResultRow } from './results.js';
-import { bestPeer, CLUSTER_BUS_PER_ACQUISITION, CLUSTER_VS_SINGLE, ENGINE_CPU_US, evaluateTargets, HANDOFF_FACTOR, QUORUM_VS_SINGLE } from './targets.js';
+import { SEMAPHORE_LIMIT, READ_MOSTLY_WRITE_SHARE } from './scenarios.js';
+import { bestPeer, CLUSTER_BUS_PER_ACQUISITION, CLUSTER_VS_SINGLE, ENGINE_CPU_US, evaluateTargets, HANDOFF_FACTOR, QUORUM_VS_SINGLE, READ_WRITE_VS_MUTEX } from './targets.js';
 
 export const DOC_PATH = fileURLToPath(new URL('../docs/benchmarks.md', import.meta.url));
 export const CHART_PATH = fileURLToPath(new URL('../docs/benchmarks.svg', import.meta.url));
@@ -112,6 +113,63 @@ function scenarioTable(scenario: string, rows: readonly ResultRow[]): string {
         ['bus pub/sub msgs/acq', (r) => num(r.busPubsubMessagesPerAcquisition, 3)],
         ['bus pub/sub msgs/handoff', (r) => num(busPerHandoff(r), 2)],
       ]);
+    case 'semaphore-hot': {
+      const peer = rs.find((r) => r.library === 'redis-semaphore' && r.status === 'ok');
+      const cut = rs.find((r) => r.warmupCutSec !== null)?.warmupCutSec ?? 1;
+      const h = ['library', 'acq/s', '÷ redis-semaphore', 'round trips/acq', 'server cmds/acq', 'server CPU µs/acq', 'wait p50 ms', 'wait p99 ms', `wait max ms after ${cut} s`, 'wait max ms whole run', 'Jain', 'min–max per loop', 'timeouts', 'most holders at once (limit)'];
+      return table(
+        h,
+        rs.map((r) =>
+          r.status !== 'ok'
+            ? notRun(r, h.length)
+            : [
+                labelCell(r),
+                int(r.acquisitionsPerSec),
+                ratio(r.acquisitionsPerSec, peer?.acquisitionsPerSec),
+                num(r.roundTripsPerAcquisition),
+                num(r.serverCommandsPerAcquisition),
+                num(r.serverCpuUsPerAcquisition),
+                num(r.waitP50Ms, 2),
+                num(r.waitP99Ms, 1),
+                num(r.waitMaxAfterWarmupMs, 1),
+                num(r.waitMaxMs, 1),
+                num(r.jain, 3),
+                `${int(r.perLoopMin)}–${int(r.perLoopMax)}`,
+                int(r.timeouts),
+                `${int(r.maxHolders)} (${int(r.permitLimit)})`,
+              ],
+        ),
+      );
+    }
+    case 'read-mostly': {
+      const mutex = rs.find((r) => r.library === 'rxjs-lock' && r.variant === 'mutex' && r.status === 'ok');
+      const h = ['run', 'acq/s', '÷ mutex', 'reads / writes', 'round trips/acq', 'server cmds/acq', 'wait p50 ms', 'wait p99 ms', 'read wait p50 / p99 ms', 'write wait p50 / p99 ms', 'wait max ms', 'Jain', 'timeouts', 'most readers at once', 'most writers at once', 'writer overlaps'];
+      return table(
+        h,
+        rs.map((r) =>
+          r.status !== 'ok'
+            ? notRun(r, h.length)
+            : [
+                r.variant === 'mutex' ? '**rxjs-lock mutex** (`acquire`, reads and writes alike)' : '**rxjs-lock read-write lock** (`acquireReadLock` / `acquireWriteLock`)',
+                int(r.acquisitionsPerSec),
+                ratio(r.acquisitionsPerSec, mutex?.acquisitionsPerSec),
+                `${int(r.reads)} / ${int(r.writes)}`,
+                num(r.roundTripsPerAcquisition),
+                num(r.serverCommandsPerAcquisition),
+                num(r.waitP50Ms, 2),
+                num(r.waitP99Ms, 1),
+                `${num(r.readWaitP50Ms, 2)} / ${num(r.readWaitP99Ms, 1)}`,
+                `${num(r.writeWaitP50Ms, 2)} / ${num(r.writeWaitP99Ms, 1)}`,
+                num(r.waitMaxMs, 1),
+                num(r.jain, 3),
+                int(r.timeouts),
+                int(r.maxReaders),
+                int(r.maxWriters),
+                `**${int(r.writerOverlaps)}**`,
+              ],
+        ),
+      );
+    }
     case 'engine-cpu': {
       const h = ['method (rxjs-lock on createLocker()\'s in-memory store)', 'CPU µs/pair (median of rounds)', 'CPU µs/pair, lowest–highest round', 'wall µs/pair (median)'];
       const r = rs[0];
@@ -176,6 +234,18 @@ function summaryLines(rows: readonly ResultRow[]): string[] {
     lines.push(`- **max wait, ${scenario}**, after ${cut} s (whole run), ms: ${rs.map((r) => `${r.label} ${num(r.waitMaxAfterWarmupMs, 1)} (${num(r.waitMaxMs, 1)})`).join(' · ')}.`);
   }
   const ok = (scenario: string, variant = 'default') => rows.find((r) => r.scenario === scenario && r.library === 'rxjs-lock' && r.variant === variant && r.status === 'ok');
+  const semaphore = ok('semaphore-hot');
+  const semaphorePeer = rows.find((r) => r.scenario === 'semaphore-hot' && r.library === 'redis-semaphore' && r.status === 'ok');
+  if (semaphore) {
+    const versus = semaphorePeer ? ` vs redis-semaphore ${int(semaphorePeer.acquisitionsPerSec)} (×${num(semaphore.acquisitionsPerSec! / semaphorePeer.acquisitionsPerSec!)}), Jain ${num(semaphore.jain, 3)} vs ${num(semaphorePeer.jain, 3)}, round trips/acq ${num(semaphore.roundTripsPerAcquisition)} vs ${num(semaphorePeer.roundTripsPerAcquisition)}` : '';
+    lines.push(`- **semaphore** (semaphore-hot, limit ${int(semaphore.permitLimit)}): rxjs-lock ${int(semaphore.acquisitionsPerSec)} acq/s${versus}; most holders at once ${int(semaphore.maxHolders)}.`);
+  }
+  const readWrite = ok('read-mostly');
+  const mutex = ok('read-mostly', 'mutex');
+  if (readWrite) {
+    const versus = mutex ? ` vs ${int(mutex.acquisitionsPerSec)} with its mutex: ×${num(readWrite.acquisitionsPerSec! / mutex.acquisitionsPerSec!)} (target ≥ ×${READ_WRITE_VS_MUTEX})` : '';
+    lines.push(`- **read-write lock** (read-mostly): ${int(readWrite.acquisitionsPerSec)} acq/s${versus}; up to ${int(readWrite.maxReaders)} readers at once, writer overlaps ${int(readWrite.writerOverlaps)}.`);
+  }
   const onCluster = ok('hot-key-cluster');
   if (onCluster) {
     const single = ok('hot-key-1ms');
@@ -234,6 +304,10 @@ function scenarioText(scenario: string, all: readonly ResultRow[]): string {
       const model = scenario.startsWith('uncontended') ? `uncontended (one loop, acquire + release, ${seconds(3)})` : `hot-key-1ms (8 processes × 4 loops on one key, 1 ms hold, ${seconds(10)})`;
       return `As ${model}, on a quorum of ${nodes} independent Redis servers (the bench's own and ${Number(nodes) - 1} more started beside it, pinned alike): rxjs-lock's \`RedlockStore\` with its defaults against redlock with its defaults over the same servers. Round trips count one per server called. Target: rxjs-lock's uncontended pair p50 ≤ ${QUORUM_VS_SINGLE} × its own on one server in the same run, and below redlock's; on the hot key at least redlock's throughput, with no timeout and no overlap.`;
     }
+    case 'semaphore-hot':
+      return `As hot-key-1ms (8 processes × 4 loops on one key, 1 ms hold, ${seconds(10)}), on a counting semaphore of ${SEMAPHORE_LIMIT} permits: every acquisition takes 1, so up to ${SEMAPHORE_LIMIT} holders hold at once and 28 loops wait. rxjs-lock: \`locker.acquirePermit(key, { limit: ${SEMAPHORE_LIMIT}, waitTimeout, ttl })\`, then \`lease.release()\` (waiters queue in one line per key, first come first served, woken by pub/sub). redis-semaphore: \`new Semaphore(redis, key, ${SEMAPHORE_LIMIT}, { acquireTimeout, lockTimeout })\` with its defaults (a sorted set of holders; a refused acquire retries every 10 ms). **most holders at once** counts the critical sections open together, from the timestamps every process recorded right after its acquire resolved and right before it called release (a sweep over them on the machine-wide monotonic clock, no extra Redis traffic); those sections lie inside the real holds, so a correct semaphore never shows more than ${SEMAPHORE_LIMIT}, and a run that shows more is **failed**: its row gives the failure instead of figures. Targets: rxjs-lock's throughput and Jain index at least redis-semaphore's, its round trips per acquisition at most redis-semaphore's. ${afterWarmupText(rows)}`;
+    case 'read-mostly':
+      return `8 processes × 4 loops on one key for ${seconds(10)}, 1 ms hold (timer); each acquisition is a write with probability ${READ_MOSTLY_WRITE_SHARE}, else a read, drawn by a generator per loop seeded from the worker and the loop, so both runs draw the same sequence in each loop. Run twice on the same workload: with rxjs-lock's read-write lock (\`acquireReadLock\` for a read, \`acquireWriteLock\` for a write: readers share, a writer holds alone, and once a writer waits, later readers queue behind it) and with its plain mutex (\`acquire\` for both): the gain of sharing the reads. **most readers / writers at once** and **writer overlaps** (pairs of sections open together of which one writes) come from the recorded sections as in semaphore-hot; a writer beside anyone fails the run. Target: the read-write lock's throughput ≥ ${READ_WRITE_VS_MUTEX} × the mutex's. rxjs-lock is alone here: neither redlock nor redis-semaphore has a read-write lock.`;
     case 'hot-key-cluster': {
       return `As hot-key-1ms (8 processes × 4 loops on one key, 1 ms hold, ${seconds(10)}), on a private Redis Cluster of 3 masters and no replicas that the bench starts for this scenario (\`support/embeddedRedisCluster.ts\`, the masters pinned to the Redis CPU) and stops after it. Every library gets one ioredis \`Cluster\` client per process where it takes a \`Redis\`, and runs on it unchanged: redlock with the Cluster as its only client, redis-semaphore and the baseline through the Cluster's commands. The key lives on one master, so this measures what the Cluster client and the wake-ups cost, not any spreading of load. rxjs-lock runs twice: with its defaults (\`new RedisLockStore(cluster)\`: wake-ups over sharded pub/sub, \`SPUBLISH\` to a channel in the key's slot, which its master delivers itself and relays to its own replicas only), and as **broadcast**, with the store's \`subscriber\` option given \`cluster.duplicate()\`, which keeps wake-ups on the store's inbox channel (\`PUBLISH\`, which the cluster bus relays to every other node). As on one server, the default store opens its subscriber connections (here a Cluster duplicate with sharded subscribers, one per master) on its first wait, inside the measured window; the broadcast variant's subscriber client is connected before it. Round trips count the Cluster's node, subscriber and slot-refresher connections; server commands and server CPU are summed over the masters (the CPU includes the idle masters' own upkeep: their timers and the cluster bus's heartbeats); **bus pub/sub msgs/acq** is the growth of \`cluster_stats_messages_publish_sent\` + \`cluster_stats_messages_publishshard_sent\` (\`CLUSTER INFO\`) summed over the masters, divided by acquisitions. Targets: rxjs-lock's throughput ≥ ${CLUSTER_VS_SINGLE} × its own in hot-key-1ms of the same run; ≤ ${CLUSTER_BUS_PER_ACQUISITION} bus messages per acquisition, and fewer than the broadcast variant. ${afterWarmupText(rows)}`;
     }
@@ -281,7 +355,7 @@ export function renderReport(rows: readonly ResultRow[]): string {
   out.push('');
   out.push('<!-- Generated by bench/report.ts from bench/results/latest.json: edit the generator, not this file. -->');
   out.push('');
-  out.push('rxjs-lock against the libraries people would otherwise pick, measured **in the same run on the same private Redis**: [redlock](https://www.npmjs.com/package/redlock) 5.0.0-beta.2, [redis-semaphore](https://www.npmjs.com/package/redis-semaphore) 5.x (`Mutex`), and a hand-written `SET NX PX` loop (the baseline). All use ioredis 6.');
+  out.push('rxjs-lock against the libraries people would otherwise pick, measured **in the same run on the same private Redis**: [redlock](https://www.npmjs.com/package/redlock) 5.0.0-beta.2, [redis-semaphore](https://www.npmjs.com/package/redis-semaphore) 5.x (`Mutex`; `Semaphore` in semaphore-hot), and a hand-written `SET NX PX` loop (the baseline). All use ioredis 6.');
   out.push('');
   if (env) {
     out.push(`Run of ${env.runAt.replace('T', ' ').slice(0, 16)} UTC: Redis ${env.redisVersion}, node ${env.node}, ${env.cores} × ${env.cpu}; ${pinningText(rows)}. rxjs-lock source: ${env.rxjsLockSource ?? 'unknown'}.${env.quick ? ' **QUICK smoke run: the durations were cut, the numbers are not comparable.**' : ''}`);
@@ -305,7 +379,7 @@ export function renderReport(rows: readonly ResultRow[]): string {
       ['variable', 'default', 'meaning'],
       [
         ['`BENCH_QUICK`', 'unset', '`1`: every duration and count cut down (smoke test)'],
-        ['`BENCH_SECONDS`', '10', 'contention time of the hot-key scenarios (hot-key-1ms, hot-key-0ms, on 3 and 5 nodes, on the cluster)'],
+        ['`BENCH_SECONDS`', '10', 'contention time of the hot-key scenarios (hot-key-1ms, hot-key-0ms, on 3 and 5 nodes, on the cluster) and of semaphore-hot and read-mostly'],
         ['`BENCH_SHORT_SECONDS`', '3', 'measured time of uncontended and many-keys'],
         ['`BENCH_SEED_TRIES`', '400', 'tries per loop in seed-000'],
         ['`BENCH_STORM_ACQUISITIONS`', '4000', 'acquisitions started in cancel-storm'],
@@ -366,9 +440,9 @@ export function renderReport(rows: readonly ResultRow[]): string {
   }
   out.push('## How each library is used');
   out.push('');
-  out.push('- **rxjs-lock** (this repository, built into `dist/` by `scripts/build.mjs` at the start of `npm run bench`, so it runs as compiled JavaScript like the peers; the version is in the header above): `createLocker({ store: new RedisLockStore(redis), ...variantOptions })`; `firstValueFrom(locker.acquire(key, { waitTimeout, ttl }))` then `lease.release()`; in cancel-storm `work$.pipe(locker.withLock(key))`, unsubscribed. Keys `lock:<name>`.');
+  out.push('- **rxjs-lock** (this repository, built into `dist/` by `scripts/build.mjs` at the start of `npm run bench`, so it runs as compiled JavaScript like the peers; the version is in the header above): `createLocker({ store: new RedisLockStore(redis), ...variantOptions })`; `firstValueFrom(locker.acquire(key, { waitTimeout, ttl }))` then `lease.release()`; in cancel-storm `work$.pipe(locker.withLock(key))`, unsubscribed; in semaphore-hot `locker.acquirePermit(key, { limit: 4, waitTimeout, ttl })`, in read-mostly `locker.acquireReadLock(key, …)` / `locker.acquireWriteLock(key, …)` (and `locker.acquire` in its **mutex** run). Keys `lock:<name>` (a semaphore or read-write lock keeps helper keys `rxjs-lock:shared-*:{lock:<name>}`).');
   out.push('- **redlock 5.0.0-beta.2**: `new Redlock([redis])` with its default settings (retry every 200 ± 100 ms). It has no wait limit in milliseconds, so each call passes `retryCount = round(waitTimeout / 200)` (50 for a 10 s wait, 5 for 1 s); nothing else is changed. `acquire([key], ttl)` then `lock.release()`; a failed acquire (`ExecutionError`) counts as a timeout.');
-  out.push('- **redis-semaphore 5.x**: `new Mutex(redis, key, { acquireTimeout: waitTimeout, lockTimeout: ttl })` (both 10 s, its defaults, except in seed-000 and cancel-storm where the wait is 1 s); retry every 10 ms; `acquire()` then `release()`. Keys `mutex:<name>`.');
+  out.push('- **redis-semaphore 5.x**: `new Mutex(redis, key, { acquireTimeout: waitTimeout, lockTimeout: ttl })` (both 10 s, its defaults, except in seed-000 and cancel-storm where the wait is 1 s); retry every 10 ms; `acquire()` then `release()`. Keys `mutex:<name>`. In semaphore-hot `new Semaphore(redis, key, 4, { acquireTimeout, lockTimeout })` alike (key `semaphore:<name>`, a sorted set of holders). It has no read-write lock, so it does not run read-mostly; neither does redlock, nor the baseline.');
   out.push('- **baseline**: `SET key token NX PX ttl`; after a failed attempt a fixed 10 ms sleep (cut to what is left of the wait); release by a compare-and-delete Lua script called with `EVALSHA` (`EVAL` once on `NOSCRIPT`).');
   out.push('- **store-only** (a reference, not a peer; uncontended and many-keys only): rxjs-lock\'s `RedisLockStore` called directly, no engine: `store.tryAcquire(key, token, ttl)`, the baseline\'s 10 ms sleep after a refusal, then `store.release(key, token, grant)`. Between it and rxjs-lock lies the engine\'s cost; between it and the baseline, the store\'s protocol (its scripts\' work on the server, their calls on the client).');
   out.push('- **script-floor** (a reference, not a peer; uncontended and many-keys only): the baseline\'s loop, but acquire and release are each one Lua script called with `EVALSHA`, in the store\'s shape (the four keys of a lock, the same arguments), doing only what the baseline does (`SET NX PX`; compare-and-delete). The least a lock pays whose acquire and release are one script call each. A target it misses too is out of reach of any script-based lock in this layout.');
@@ -383,7 +457,7 @@ export function renderReport(rows: readonly ResultRow[]): string {
   out.push('- **wait**: from the call to acquire until the lock is held, for acquisitions that got the lock (p50, p99, max). A wait that ran out is a **timeout** instead.');
   out.push('- **wait max after 1 s** (hot-key): the longest wait among the acquisitions that *started* (acquire called) at least 1 s after the run\'s start, the same cut for every library, so the first queue forming is left out; **whole run** beside it counts every acquisition. The max-wait targets use the first.');
   out.push('- **Jain**: Jain\'s fairness index over the acquisitions of every loop of every process, (Σx)² / (n·Σx²): 1 = every loop got the same share, 1/n = one loop got everything. **min–max per loop** shows the spread.');
-  out.push('- **overlaps**: pairs of critical sections on the same key that ran at the same time, across all processes (`findOverlaps` from `rxjs-lock/testing`). Each section is timestamped right after the acquire resolves and right before release is called. Must be 0.');
+  out.push('- **overlaps**: pairs of critical sections on the same key that ran at the same time, across all processes (`findOverlaps` from `rxjs-lock/testing`). Each section is timestamped right after the acquire resolves and right before release is called. Must be 0. Not given on a semaphore or a read-write lock, whose holders share by design: there **most holders at once** (semaphore-hot: never above the limit), **most readers / writers at once** and **writer overlaps** (read-mostly: pairs of sections open together of which one writes, must be 0) come from the same timestamps, swept in time order (a section that exits at the very instant another enters does not overlap it); a run that breaks its lock\'s guarantee is failed.');
   out.push('- **handoff p50**: from a holder\'s timestamp right before it calls release to the moment the next holder\'s acquire resolves, counted only when the two are in different processes. Each acquisition is paired with the latest release that precedes it, in any process.');
   out.push('- **bus pub/sub msgs/acq** (hot-key-cluster): pub/sub messages the masters sent each other over the cluster bus during the run (growth of `cluster_stats_messages_publish_sent` and `cluster_stats_messages_publishshard_sent` in `CLUSTER INFO`, summed over the masters), divided by acquisitions; **per handoff**, divided by the hand-offs between processes instead (the hand-offs a wake-up message announces; the handoff column counts them). A `PUBLISH` costs one message to every other node; an `SPUBLISH` one to each replica of the key\'s master (none here).');
   out.push('- **floor** (PING, pub/sub hop): what one Redis round trip, and one message from one process through Redis to another, cost in the hot-key layout with no lock at all; the hand-off target is a multiple of the hop (of the PING when the hop is missing).');

@@ -138,6 +138,29 @@ export interface ResultRow {
   readonly busPublishMessages: number | null;
   readonly busPublishShardMessages: number | null;
   readonly busPubsubMessagesPerAcquisition: number | null;
+
+  /** semaphore-hot: the semaphore's limit (permits), one permit per acquisition. */
+  readonly permitLimit: number | null;
+  /**
+   * Scenarios on a shared lock (semaphore-hot, read-mostly): most critical sections open at once
+   * on the key, from the recorded enter/exit timestamps of every process (see `concurrencyOf` in
+   * ./metrics.ts). Above the semaphore's limit, the row is failed.
+   */
+  readonly maxHolders: number | null;
+  /** read-mostly: most read sections open at once. */
+  readonly maxReaders: number | null;
+  /** read-mostly: most write sections open at once (1 at most, or the row is failed). */
+  readonly maxWriters: number | null;
+  /** read-mostly: pairs of sections open together of which one is a write (0, or the row is failed). */
+  readonly writerOverlaps: number | null;
+  /** read-mostly: acquisitions that read, and that wrote (the mutex variant counts its reads and writes alike). */
+  readonly reads: number | null;
+  readonly writes: number | null;
+  /** read-mostly: the waits of the reads and of the writes, ms. */
+  readonly readWaitP50Ms: number | null;
+  readonly readWaitP99Ms: number | null;
+  readonly writeWaitP50Ms: number | null;
+  readonly writeWaitP99Ms: number | null;
 }
 
 /** The physical floor a hand-off is judged against: the pub/sub hop of the floor row, or its PING round trip if the hop is missing. */

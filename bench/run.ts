@@ -81,8 +81,13 @@ function describeRow(row: ResultRow): string {
     ...(row.warmupCutSec !== null ? [`max wait after ${row.warmupCutSec} s ${row.waitMaxAfterWarmupMs ?? '-'} ms`] : []),
     `jain ${row.jain ?? '-'}`,
     `timeouts ${row.timeouts}`,
-    `overlaps ${row.overlaps}`,
+    ...(row.overlaps !== null ? [`overlaps ${row.overlaps}`] : []),
   ];
+  if (row.maxHolders !== null) parts.push(`max holders at once ${row.maxHolders}${row.permitLimit !== null ? ` (limit ${row.permitLimit})` : ''}`);
+  if (row.writerOverlaps !== null) {
+    parts.push(`reads/writes ${row.reads}/${row.writes}`, `max readers ${row.maxReaders}`, `max writers ${row.maxWriters}`, `writer overlaps ${row.writerOverlaps}`);
+    parts.push(`read wait p50/p99 ${row.readWaitP50Ms ?? '-'}/${row.readWaitP99Ms ?? '-'} ms`, `write wait p50/p99 ${row.writeWaitP50Ms ?? '-'}/${row.writeWaitP99Ms ?? '-'} ms`);
+  }
   if (row.handoffP50Ms !== null) parts.push(`handoff p50 ${row.handoffP50Ms} ms`);
   if (row.sameLoopReacquirePct !== null) parts.push(`same-loop ${row.sameLoopReacquirePct}%`);
   if (row.pairP50Ms !== null) parts.push(`pair p50 ${(row.pairP50Ms * 1000).toFixed(1)} µs`);

@@ -4,7 +4,7 @@
  *
  * Environment:
  *   BENCH_QUICK=1             smoke-test lengths: the whole bench in well under a minute
- *   BENCH_SECONDS             contention time of the hot-key scenarios (default 10; quick 1)
+ *   BENCH_SECONDS             contention time of the hot-key scenarios, semaphore-hot and read-mostly (default 10; quick 1)
  *   BENCH_SHORT_SECONDS       measured time of uncontended and many-keys (default 3; quick 0.5)
  *   BENCH_SEED_TRIES          tries per loop in seed-000 (default 400; quick 40)
  *   BENCH_STORM_ACQUISITIONS  acquisitions started in cancel-storm (default 4000; quick 800)
@@ -25,6 +25,8 @@ export const SCENARIO_NAMES = [
   'hot-key-0ms',
   'seed-000',
   'cancel-storm',
+  'semaphore-hot',
+  'read-mostly',
   'uncontended-3-nodes',
   'uncontended-5-nodes',
   'hot-key-3-nodes',
@@ -60,6 +62,29 @@ export const WAIT_WARMUP_CUT_SEC = 1;
 /** The process layout of the hot-key scenarios, which floor copies. */
 const HOT_PROCESSES = 8;
 const HOT_LOOPS = 4;
+
+/** The semaphore of semaphore-hot: this many holders at once. */
+export const SEMAPHORE_LIMIT = 4;
+/** The share of read-mostly's acquisitions that write (the rest read). */
+export const READ_MOSTLY_WRITE_SHARE = 0.1;
+/** Seed of read-mostly's draws (each loop's own generator is seeded from it, its worker and its index). */
+const READ_MOSTLY_SEED = 15;
+
+/**
+ * What a scenario's acquisitions take. A run may take a mutex instead (an rxjs-lock variant that
+ * compares its mutex with its read-write lock on the same workload, see ./libraries.ts); the
+ * workload, reads and writes included, stays the scenario's.
+ */
+export type Primitive =
+  | { readonly kind: 'mutex' }
+  /** A counting semaphore: each acquisition takes 1 permit of `limit`. */
+  | { readonly kind: 'semaphore'; readonly limit: number }
+  /**
+   * A read-write lock: each acquisition is a write with probability `writeShare`, else a read,
+   * drawn by a generator per loop seeded from `seed`, the worker and the loop (the same draws in
+   * every run of the scenario).
+   */
+  | { readonly kind: 'read-write'; readonly writeShare: number; readonly seed: number };
 
 /** What a holder does between acquiring and releasing. */
 export type Hold =
@@ -118,6 +143,8 @@ export interface ScenarioSpec {
   /** Record acquire-start → release-resolved time of each pair (pairP50Ms). */
   readonly recordPairs: boolean;
   readonly storm?: StormShape;
+  /** What each acquisition takes: a mutex, a semaphore permit, or a read or write lock. */
+  readonly primitive: Primitive;
   /**
    * Where Redis runs when pinning is available (the clients always run on the first CPU).
    * `split`: Redis on the second CPU. `shared-core`: Redis on the clients' CPU, for the one
@@ -218,6 +245,8 @@ export function readSettings(): BenchSettings {
   };
 }
 
+const MUTEX: Primitive = { kind: 'mutex' };
+
 /** The lease every library gets: long enough that no holder in these scenarios ever loses it. */
 const TTL_MS = 10_000;
 
@@ -243,6 +272,7 @@ export function scenarioSpecs(s: BenchSettings): ScenarioSpec[] {
       ttlMs: TTL_MS,
       warmupMs: s.quick ? 200 : 1_000,
       recordPairs: true,
+      primitive: MUTEX,
       placement: 'shared-core',
       waitWarmupCutSec: null,
     },
@@ -261,6 +291,7 @@ export function scenarioSpecs(s: BenchSettings): ScenarioSpec[] {
       ttlMs: TTL_MS,
       warmupMs: s.quick ? 200 : 500,
       recordPairs: false,
+      primitive: MUTEX,
       placement: 'split',
       waitWarmupCutSec: null,
     },
@@ -279,6 +310,7 @@ export function scenarioSpecs(s: BenchSettings): ScenarioSpec[] {
       ttlMs: TTL_MS,
       warmupMs: s.quick ? 100 : 300,
       recordPairs: false,
+      primitive: MUTEX,
       placement: 'split',
       waitWarmupCutSec: warmupCut(s.hotSeconds),
     },
@@ -297,6 +329,7 @@ export function scenarioSpecs(s: BenchSettings): ScenarioSpec[] {
       ttlMs: TTL_MS,
       warmupMs: s.quick ? 100 : 300,
       recordPairs: false,
+      primitive: MUTEX,
       placement: 'split',
       waitWarmupCutSec: warmupCut(s.hotSeconds),
     },
@@ -315,6 +348,7 @@ export function scenarioSpecs(s: BenchSettings): ScenarioSpec[] {
       ttlMs: TTL_MS,
       warmupMs: s.quick ? 100 : 300,
       recordPairs: false,
+      primitive: MUTEX,
       placement: 'split',
       waitWarmupCutSec: null,
     },
@@ -334,6 +368,7 @@ export function scenarioSpecs(s: BenchSettings): ScenarioSpec[] {
       warmupMs: s.quick ? 100 : 300,
       recordPairs: false,
       storm: { acquisitions: s.stormAcquisitions, keys: 4, concurrency: 16, maxCancelMs: 5, settleMs: 500 },
+      primitive: MUTEX,
       placement: 'split',
       waitWarmupCutSec: null,
     },
@@ -352,7 +387,24 @@ export function scenarioSpecs(s: BenchSettings): ScenarioSpec[] {
     clusterMasters: CLUSTER_MASTERS,
     key: 'bench:cluster:hot',
   };
-  return [...all, ...quorum, cluster].filter((spec) => s.scenarios.includes(spec.name));
+  // The shared locks: hot-key-1ms's layout and hold, on a semaphore and on a read-write lock.
+  const shared: ScenarioSpec[] = [
+    {
+      ...model('hot-key-1ms'),
+      name: 'semaphore-hot',
+      summary: `${HOT_PROCESSES} processes × ${HOT_LOOPS} loops on one semaphore of ${SEMAPHORE_LIMIT} permits, 1 permit each, 1 ms hold (timer)`,
+      key: 'bench:semaphore',
+      primitive: { kind: 'semaphore', limit: SEMAPHORE_LIMIT },
+    },
+    {
+      ...model('hot-key-1ms'),
+      name: 'read-mostly',
+      summary: `${HOT_PROCESSES} processes × ${HOT_LOOPS} loops on one read-write lock, ${Math.round(100 * (1 - READ_MOSTLY_WRITE_SHARE))}% reads / ${Math.round(100 * READ_MOSTLY_WRITE_SHARE)}% writes (seeded per loop), 1 ms hold (timer)`,
+      key: 'bench:read-mostly',
+      primitive: { kind: 'read-write', writeShare: READ_MOSTLY_WRITE_SHARE, seed: READ_MOSTLY_SEED },
+    },
+  ];
+  return [...all, ...shared, ...quorum, cluster].filter((spec) => s.scenarios.includes(spec.name));
 }
 
 export function probeSpecs(s: BenchSettings): ProbeSpec[] {

@@ -37,6 +37,8 @@ export const QUORUM_VS_SINGLE = 1.5;
 export const CLUSTER_VS_SINGLE = 0.8;
 /** Cluster-bus pub/sub messages per acquisition rxjs-lock (sharded wake-ups) may cause on the Cluster. */
 export const CLUSTER_BUS_PER_ACQUISITION = 0.1;
+/** rxjs-lock's read-write lock must reach this many times its own mutex's throughput on read-mostly's workload. */
+export const READ_WRITE_VS_MUTEX = 2;
 /** The engine's own CPU per acquire + release pair on the in-memory store, µs. */
 export const ENGINE_CPU_US = 2;
 const maxWaitTarget = (max: number) => `max wait ≤ ${max} ms after 1 s warm-up`;
@@ -240,7 +242,46 @@ export function evaluateTargets(rows: readonly ResultRow[]): TargetResult[] {
       }
     }
   }
+  // semaphore-hot: rxjs-lock's semaphore against redis-semaphore's Semaphore, same limit, same run
+  {
+    const s = 'semaphore-hot';
+    const rx = find(rows, s, 'rxjs-lock');
+    const peer = find(rows, s, 'redis-semaphore');
+    const targets = ['acquisitions/s ≥ redis-semaphore\'s (Semaphore)', 'Jain fairness ≥ redis-semaphore\'s', 'round trips / acquisition ≤ redis-semaphore\'s'] as const;
+    if (!usable(rx) || !usable(peer)) {
+      const why = !usable(rx) ? didNotRun('rxjs-lock', rx) : didNotRun('redis-semaphore', peer);
+      for (const t of targets) missing(s, t, why);
+    } else {
+      const pair = (value: (r: ResultRow) => number | null, digits: number) => `${fmt(value(rx), digits)} vs ${fmt(value(peer), digits)}`;
+      const throughputRatio = rx.acquisitionsPerSec === null || !peer.acquisitionsPerSec ? null : rx.acquisitionsPerSec / peer.acquisitionsPerSec;
+      judge(s, targets[0], throughputRatio !== null && throughputRatio >= 1, `${pair((r) => r.acquisitionsPerSec, 0)}: ×${fmt(throughputRatio)}`, throughputRatio);
+      judge(s, targets[1], rx.jain !== null && peer.jain !== null && rx.jain >= peer.jain, pair((r) => r.jain, 4));
+      const trips = rx.roundTripsPerAcquisition === null || !peer.roundTripsPerAcquisition ? null : rx.roundTripsPerAcquisition / peer.roundTripsPerAcquisition;
+      judge(s, targets[2], trips !== null && trips <= 1, `${pair((r) => r.roundTripsPerAcquisition, 2)}: ×${fmt(trips)}`, trips);
+    }
+  }
+
+  // read-mostly: rxjs-lock's read-write lock against its own mutex on the same workload
+  {
+    const s = 'read-mostly';
+    const target = `acquisitions/s ≥ ${READ_WRITE_VS_MUTEX} × rxjs-lock's mutex (same workload)`;
+    const rw = find(rows, s, 'rxjs-lock');
+    const mutex = find(rows, s, 'rxjs-lock', 'mutex');
+    if (!usable(rw) || !usable(mutex) || rw.acquisitionsPerSec === null || !mutex.acquisitionsPerSec) {
+      missing(s, target, !usable(rw) ? didNotRun('rxjs-lock', rw) : didNotRun('rxjs-lock (mutex)', mutex));
+    } else {
+      const ratio = rw.acquisitionsPerSec / mutex.acquisitionsPerSec;
+      judge(s, target, ratio >= READ_WRITE_VS_MUTEX, `${fmt(rw.acquisitionsPerSec, 0)} vs ${fmt(mutex.acquisitionsPerSec, 0)}: ×${fmt(ratio)}`, ratio);
+    }
+  }
   return results;
+}
+
+/** Why a run gives no figure to judge: not run, skipped or failed (with the start of its note). */
+function didNotRun(label: string, row: ResultRow | undefined): string {
+  if (!row) return `${label} did not run`;
+  const note = row.note ? `: ${row.note.length > 70 ? `${row.note.slice(0, 69)}…` : row.note}` : '';
+  return `${label} ${row.status}${note}`;
 }
 
 /**

@@ -10,7 +10,8 @@ import { closeAll, connectClusterReady, connectReady } from './connections.js';
 import type { AdapterContext, LockAdapter, RedisConnection } from './adapters/types.js';
 import type { ParentMessage, ProbeSetup, RunSetup, StormTally, WorkerMessage } from './protocol.js';
 import { installRoundTripCounter } from './roundTrips.js';
-import { nowNs, Recorder, runLoops, runStorm, warmUp } from './workloads.js';
+import { nowNs, Recorder, runLoops, runStorm, takerFor, warmUp, warmupRoles, type Take } from './workloads.js';
+import { primitiveOf } from './libraries.js';
 import { lockNames } from './scenarios.js';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -90,11 +91,16 @@ async function serveRun(setup: RunSetup, inbox: Inbox): Promise<void> {
     return;
   }
 
+  // What this run's acquisitions take: the adapter's mutex, or its semaphore or read-write lock.
+  const primitive = primitiveOf(spec, setup.entry);
+  const storeKey = (name: string) => (primitive.kind === 'mutex' ? adapter.storeKey(name) : adapter.shared!.storeKey(name));
+  let take: Take;
   try {
+    take = takerFor(adapter, primitive, setup.entry.library);
     // The orphan count of cancel-storm looks for storeKey(name) in Redis: check the name is right.
     const warmupName = `bench:warmup:${process.pid}`;
-    await warmUp(adapter, spec, warmupName, async () => {
-      const key = adapter.storeKey(warmupName);
+    await warmUp(take, warmupRoles(primitive), spec, warmupName, async () => {
+      const key = storeKey(warmupName);
       if ((await connections[0]!.exists(key)) !== 1) throw new Error(`${setup.entry.library} holds a lock but "${key}" is not in Redis: storeKey() is out of date`);
     });
   } catch (error) {
@@ -129,7 +135,7 @@ async function serveRun(setup: RunSetup, inbox: Inbox): Promise<void> {
   let finishedNs = 0;
   try {
     if (spec.storm) storm = await runStorm(adapter, spec, rec);
-    else await runLoops(adapter, spec, rec, stopAtNs);
+    else await runLoops(take, spec, setup.worker, rec, stopAtNs);
     finishedNs = Number(nowNs() - startNs);
     await adapter.settle();
     if (spec.storm) await sleep(spec.storm.settleMs);
@@ -147,6 +153,7 @@ async function serveRun(setup: RunSetup, inbox: Inbox): Promise<void> {
     type: 'done',
     loop: rec.loop,
     keyIndex: rec.keyIndex,
+    role: rec.role,
     enterNs: rec.enterNs,
     exitNs: rec.exitNs,
     waitMs: rec.waitMs,
@@ -158,7 +165,7 @@ async function serveRun(setup: RunSetup, inbox: Inbox): Promise<void> {
     errorSamples: [...rec.errorSamples, ...strayErrors.slice(0, 5)],
     roundTrips,
     ...(storm ? { storm } : {}),
-    storeKeys: lockNames(spec).map((name) => adapter.storeKey(name)),
+    storeKeys: lockNames(spec).map(storeKey),
   });
 }
 

@@ -3,8 +3,8 @@
  * recording every critical section on the machine-wide monotonic clock.
  */
 import { AcquireTimeout, type Held, type LockAdapter, type Limits, type StormOutcome } from './adapters/types.js';
-import type { StormTally } from './protocol.js';
-import { lockNames, type Hold, type ScenarioSpec } from './scenarios.js';
+import type { Role, StormTally } from './protocol.js';
+import { lockNames, type Hold, type Primitive, type ScenarioSpec } from './scenarios.js';
 
 /** `process.hrtime.bigint()`: CLOCK_MONOTONIC on Linux, the same clock in every process (as `monotonicNs` in rxjs-lock/testing). */
 export const nowNs = (): bigint => process.hrtime.bigint();
@@ -16,6 +16,7 @@ const ERROR_SAMPLES = 5;
 export class Recorder {
   readonly loop: number[] = [];
   readonly keyIndex: number[] = [];
+  readonly role: Role[] = [];
   readonly enterNs: number[] = [];
   readonly exitNs: number[] = [];
   readonly waitMs: number[] = [];
@@ -30,9 +31,10 @@ export class Recorder {
   ) {}
 
   /** `t0` acquire started, `enter` lock held, `exit` release about to be called, `done` release resolved. */
-  add(loop: number, keyIndex: number, t0: bigint, enter: bigint, exit: bigint, done?: bigint): void {
+  add(loop: number, keyIndex: number, role: Role, t0: bigint, enter: bigint, exit: bigint, done?: bigint): void {
     this.loop.push(loop);
     this.keyIndex.push(keyIndex);
+    this.role.push(role);
     this.enterNs.push(Number(enter - this.startNs));
     this.exitNs.push(Number(exit - this.startNs));
     this.waitMs.push(Number(enter - t0) / 1e6);
@@ -59,24 +61,93 @@ function holder(hold: Hold): () => Promise<void> | undefined {
 
 const limitsOf = (spec: ScenarioSpec): Limits => ({ waitTimeoutMs: spec.waitTimeoutMs, ttlMs: spec.ttlMs });
 
+/** Takes one lock of `name` for an acquisition in `role`. */
+export type Take = (name: string, role: Role, limits: Limits) => Promise<Held>;
+
 /**
- * Sequential acquire + release of a private key, so code paths are compiled and scripts loaded.
- * `whileFirstHeld` runs once, while the first lock is held (the worker checks the key name there).
+ * How a run takes its locks: the adapter's mutex (every role alike), or its semaphore or
+ * read-write lock. Throws, naming what is missing, when the library does not have it.
  */
-export async function warmUp(adapter: LockAdapter, spec: ScenarioSpec, name: string, whileFirstHeld: () => Promise<void>): Promise<void> {
+export function takerFor(adapter: LockAdapter, primitive: Primitive, library: string): Take {
+  if (primitive.kind === 'mutex') return (name, _role, limits) => adapter.acquire(name, limits);
+  const shared = adapter.shared;
+  const wanted = primitive.kind === 'semaphore' ? (['permit'] as const) : (['read', 'write'] as const);
+  const missing = wanted.filter((kind) => !shared?.offers.includes(kind));
+  if (shared === undefined || missing.length > 0) throw new Error(`${library} has no ${missing.join(' or ')} lock for a ${primitive.kind} scenario`);
+  if (primitive.kind === 'semaphore') {
+    const take = { kind: 'permit', limit: primitive.limit } as const;
+    return (name, _role, limits) => shared.acquire(name, take, limits);
+  }
+  const read = { kind: 'read' } as const;
+  const write = { kind: 'write' } as const;
+  return (name, role, limits) => shared.acquire(name, role === 'write' ? write : read, limits);
+}
+
+/** A small seeded generator of numbers in [0, 1) (mulberry32): the same seed, the same draws. */
+export function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
+  };
+}
+
+/**
+ * The roles of one loop's acquisitions, in order: `lock` for a mutex, `permit` for a semaphore;
+ * on a read-write lock a write with probability `writeShare`, else a read, from a generator
+ * seeded by the scenario's seed, the worker and the loop (so every run of the scenario, whatever
+ * it takes, draws the same sequence in each loop).
+ */
+export function rolesOf(primitive: Primitive, worker: number, loop: number): () => Role {
+  switch (primitive.kind) {
+    case 'mutex':
+      return () => 'lock';
+    case 'semaphore':
+      return () => 'permit';
+    case 'read-write': {
+      const random = seededRandom(Math.imul(primitive.seed, 0x9e3779b1) ^ Math.imul(worker + 1, 0x85ebca6b) ^ Math.imul(loop + 1, 0xc2b2ae35));
+      return () => (random() < primitive.writeShare ? 'write' : 'read');
+    }
+  }
+}
+
+/** The roles a warm-up goes through, in turn, so every path the run takes is compiled and its scripts loaded. */
+export function warmupRoles(primitive: Primitive): readonly Role[] {
+  switch (primitive.kind) {
+    case 'mutex':
+      return ['lock'];
+    case 'semaphore':
+      return ['permit'];
+    case 'read-write':
+      return ['read', 'write'];
+  }
+}
+
+/**
+ * Sequential acquire + release of a private key, so code paths are compiled and scripts loaded,
+ * in each of `roles` in turn. `whileFirstHeld` runs once, while the first lock is held (the
+ * worker checks the key name there).
+ */
+export async function warmUp(take: Take, roles: readonly Role[], spec: ScenarioSpec, name: string, whileFirstHeld: () => Promise<void>): Promise<void> {
   const until = nowNs() + BigInt(Math.round(spec.warmupMs * 1e6));
   const limits = limitsOf(spec);
   let rounds = 0;
-  while (rounds < 3 || nowNs() < until) {
-    const held = await adapter.acquire(name, limits);
+  while (rounds < Math.max(3, 2 * roles.length) || nowNs() < until) {
+    const held = await take(name, roles[rounds % roles.length]!, limits);
     if (rounds === 0) await whileFirstHeld();
     await held.release();
     rounds++;
   }
 }
 
-/** The scenario's loops: acquire, hold, release, until the deadline or the number of tries. */
-export async function runLoops(adapter: LockAdapter, spec: ScenarioSpec, rec: Recorder, stopAtNs: bigint): Promise<void> {
+/**
+ * The scenario's loops: acquire, hold, release, until the deadline or the number of tries. Each
+ * loop draws its acquisitions' roles from `rolesOf(spec.primitive, worker, loop)`.
+ */
+export async function runLoops(take: Take, spec: ScenarioSpec, worker: number, rec: Recorder, stopAtNs: bigint): Promise<void> {
   const names = lockNames(spec);
   const limits = limitsOf(spec);
   const hold = holder(spec.hold);
@@ -86,11 +157,13 @@ export async function runLoops(adapter: LockAdapter, spec: ScenarioSpec, rec: Re
   const loop = async (i: number) => {
     const keyIndex = spec.keyMode === 'shared' ? 0 : i;
     const name = names[keyIndex]!;
+    const nextRole = rolesOf(spec.primitive, worker, i);
     for (let tries = 0; more(tries); tries++) {
+      const role = nextRole();
       const t0 = nowNs();
       let held: Held;
       try {
-        held = await adapter.acquire(name, limits);
+        held = await take(name, role, limits);
       } catch (error) {
         if (error instanceof AcquireTimeout) rec.timeouts++;
         else rec.error(error);
@@ -100,7 +173,7 @@ export async function runLoops(adapter: LockAdapter, spec: ScenarioSpec, rec: Re
       await hold();
       const exit = nowNs();
       await held.release();
-      rec.add(i, keyIndex, t0, enter, exit, nowNs());
+      rec.add(i, keyIndex, role, t0, enter, exit, nowNs());
     }
   };
   await Promise.all(Array.from({ length: spec.loopsPerProcess }, (_, i) => loop(i)));
@@ -130,7 +203,7 @@ export async function runStorm(adapter: LockAdapter, spec: ScenarioSpec, rec: Re
           enter = nowNs();
         },
         exit: () => {
-          if (enter !== undefined) rec.add(i, keyIndex, t0, enter, nowNs());
+          if (enter !== undefined) rec.add(i, keyIndex, 'lock', t0, enter, nowNs());
         },
       };
       const outcome = adapter.holdUntilAborted(names[keyIndex]!, limits, controller.signal, section);

@@ -17,8 +17,9 @@ const redisEntry = (await import(new URL('../../dist/esm/redis.js', import.meta.
 const { RedisLockStore } = redisEntry;
 type RedisLockStore = InstanceType<typeof RedisLockStore>;
 type Store = LockerOptions['store'];
+import { sharedKeys } from '../../src/backends/redis/protocol/keyLayout.js';
 import { closeAll } from '../connections.js';
-import { AcquireTimeout, type AdapterContext, type LockAdapter, type RedisConnection } from './types.js';
+import { AcquireTimeout, type AdapterContext, type Held, type LockAdapter, type RedisConnection, type SharedTake } from './types.js';
 
 /** The store's constructor with its optional second argument (options), which older versions do not declare. */
 type StoreConstructor = new (client: Awaited<ReturnType<AdapterContext['connect']>>, options?: Readonly<Record<string, unknown>>) => RedisLockStore;
@@ -85,21 +86,42 @@ export async function createRxjsLock(ctx: AdapterContext, options: Readonly<Reco
   }
   const prefix = typeof options.keyPrefix === 'string' ? options.keyPrefix : DEFAULT_KEY_PREFIX;
 
+  /** Waits for the lease of `acquiring`; its timeout becomes AcquireTimeout. */
+  const held = async (acquiring: Observable<Core.Lease>): Promise<Held> => {
+    try {
+      const lease = await firstValueFrom(acquiring);
+      return {
+        release: async () => {
+          await lease.release();
+        },
+      };
+    } catch (error) {
+      if (isLockTimeoutError(error)) throw new AcquireTimeout(error.message);
+      throw error;
+    }
+  };
+  const sharedLease = (name: string, take: SharedTake, ttl: number, waitTimeout: number): Observable<Core.Lease> => {
+    switch (take.kind) {
+      case 'permit':
+        return locker.acquirePermit(name, { limit: take.limit, waitTimeout, ttl });
+      case 'read':
+        return locker.acquireReadLock(name, { waitTimeout, ttl });
+      case 'write':
+        return locker.acquireWriteLock(name, { waitTimeout, ttl });
+    }
+  };
+
   return {
     storeKey: (name) => prefix + name,
 
-    async acquire(name, limits) {
-      try {
-        const lease = await firstValueFrom(locker.acquire(name, { waitTimeout: limits.waitTimeoutMs, ttl: limits.ttlMs }));
-        return {
-          release: async () => {
-            await lease.release();
-          },
-        };
-      } catch (error) {
-        if (isLockTimeoutError(error)) throw new AcquireTimeout(error.message);
-        throw error;
-      }
+    acquire: (name, limits) => held(locker.acquire(name, { waitTimeout: limits.waitTimeoutMs, ttl: limits.ttlMs })),
+
+    // Semaphores and read-write locks: one primitive in the store (a read lock is a permit of
+    // 2^31 − 1, the write lock all of them); every holder is listed in the `shared-holders` sorted set.
+    shared: {
+      offers: ['permit', 'read', 'write'],
+      storeKey: (name) => sharedKeys(prefix + name)[0],
+      acquire: (name, take, limits) => held(sharedLease(name, take, limits.ttlMs, limits.waitTimeoutMs)),
     },
 
     // The idiomatic way to cancel in RxJS: unsubscribe from `work.pipe(withLock(key))`. The work

@@ -30,7 +30,22 @@ export interface Section {
 /** How a cancellable acquisition ended. */
 export type StormOutcome = 'held' | 'cancelled' | 'timeout' | 'error';
 
+/** What one acquisition of a shared lock takes: a permit of a semaphore of `limit`, a read lock or the write lock. */
+export type SharedTake = { readonly kind: 'permit'; readonly limit: number } | { readonly kind: 'read' } | { readonly kind: 'write' };
+
+/** A library's semaphore and read-write lock (the scenarios semaphore-hot and read-mostly). */
+export interface SharedLockAdapter {
+  /** What it offers: a run that needs another take fails, naming it. */
+  readonly offers: ReadonlyArray<SharedTake['kind']>;
+  /** A key this library keeps in Redis while the shared lock named `name` has a holder (checked during the warm-up). */
+  storeKey(name: string): string;
+  /** Waits for the take; rejects with {@link AcquireTimeout} when the wait limit runs out. */
+  acquire(name: string, take: SharedTake, limits: Limits): Promise<Held>;
+}
+
 export interface LockAdapter {
+  /** Semaphores and read-write locks, where the library has them. */
+  readonly shared?: SharedLockAdapter;
   /** The key this library writes in Redis for the lock name `name`. */
   storeKey(name: string): string;
   /** Waits for the lock; rejects with {@link AcquireTimeout} when the wait limit runs out. */
