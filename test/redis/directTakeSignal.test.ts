@@ -28,9 +28,9 @@ describe('a direct take from the head of the line', () => {
     const key = 'lock:direct';
     expect((await xs.tryAcquire(key, 'X', 100)).acquired).toBe(true);
     // Y and W wait in line, Y first; W listens for its signals.
-    const yWatch = ys.watch(key, 'Y', () => undefined);
+    const yWatch = ys.watch!(key, 'Y', () => undefined);
     const signals: WakeSignal[] = [];
-    const wWatch = ws.watch(key, 'W', (signal) => signals.push(signal));
+    const wWatch = ws.watch!(key, 'W', (signal) => signals.push(signal));
     suite.closers.push(() => yWatch.stop(), () => wWatch.stop());
     await Promise.all([yWatch.ready, wWatch.ready]);
     expect(await ys.tryAcquireInLine(key, 'Y', 200, 1, 'keep')).toMatchObject({ acquired: false, queued: true });
@@ -56,7 +56,7 @@ describe('a direct take from the head of the line', () => {
     const key = 'lock:direct-long';
     expect((await xs.tryAcquire(key, 'X', 100)).acquired).toBe(true);
     const signals: WakeSignal[] = [];
-    const wWatch = ws.watch(key, 'W', (signal) => signals.push(signal));
+    const wWatch = ws.watch!(key, 'W', (signal) => signals.push(signal));
     suite.closers.push(() => wWatch.stop());
     await wWatch.ready;
     await ys.tryAcquireInLine(key, 'Y', 30_000, 1, 'keep');
