@@ -13,7 +13,7 @@ import { describe, expect, it } from 'vitest';
 import { applyPayments, type Payment } from '../../docs/examples/eventPipeline.js';
 import { writeLedger } from '../../docs/examples/fencedWrite.js';
 import { firstLock } from '../../docs/examples/firstLock.js';
-import { stalledHolder } from '../../docs/examples/lockDelay.js';
+import { printerLocker, stalledHolder } from '../../docs/examples/lockDelay.js';
 import { explainLongWait, logLongWaits } from '../../docs/examples/longWait.js';
 import { migrateAll } from '../../docs/examples/migrating.js';
 import { migrateOtherKinds } from '../../docs/examples/migratingKinds.js';
@@ -109,6 +109,18 @@ describe('other kinds of lock', () => {
     // (measured from the holder's work starting, a little after Redis set the key: some slack)
     expect(waitedMs).toBeGreaterThanOrEqual(timing.ttl + timing.lockDelay - 25);
     expect(await suite.admin.keys('lock:printer')).toEqual([]);
+  });
+
+  it('lock-delay: the printer locker keeps its key in Redis ttl + lockDelay, and a release deletes it', async () => {
+    const redis = new Redis(`redis://${suite.server.host}:${suite.server.port}`);
+    const store = new RedisLockStore(redis);
+    const locker = printerLocker(store);
+    suite.closers.push(() => redis.quit(), () => store.close(), () => locker.close());
+    const lease = await firstValueFrom(locker.acquire('printer'));
+    expect(lease.ttl).toBe(10_000);
+    expect(await suite.admin.pttl('lock:printer')).toBeGreaterThan(14_000); // 10 s + 5 s
+    expect(await lease.release()).toBe(true);
+    expect(await suite.admin.exists('lock:printer')).toBe(0);
   });
 });
 
