@@ -57,7 +57,7 @@ describe('other kinds of lock', () => {
     const render = async (job: RenderJob) => {
       inUse += job.big ? 2 : 1;
       most = Math.max(most, inUse);
-      await sleep(20);
+      await sleep(50);
       inUse -= job.big ? 2 : 1;
     };
     const jobs = (instance: string): RenderJob[] => Array.from({ length: 5 }, (_, i) => ({ id: `${instance}${i}`, big: i === 2 }));
@@ -77,7 +77,7 @@ describe('other kinds of lock', () => {
       const read = () =>
         prices.read(async (seen) => {
           mostReading = Math.max(mostReading, ++reading);
-          await sleep(30);
+          await sleep(50);
           const still = (await raw.read())?.value; // read again, without the lock
           reading--;
           return [seen, still];
