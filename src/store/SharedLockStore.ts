@@ -25,6 +25,18 @@ import type { AcquireResult, ExtendOutcome } from './LockStore.js';
 /** Place handling of {@link SharedLockStore.tryAcquireShared}, as for a mutex's line. */
 export type SharedPlace = 'keep' | 'leave';
 
+/**
+ * The shared-lock capability of a store (the in-memory and Redis stores have it; `RedlockStore`
+ * does not): what `withPermit`, `withReadLock` and `withWriteLock` need. The engine detects it at
+ * run time; a store author implements these four calls. See the module comment for the model.
+ *
+ * @example
+ * ```ts
+ * const store: LockStore & SharedLockStore = new MemoryLockStore();
+ * const granted = await store.tryAcquireShared('lock:renderer', 'token-1', 30_000, 1, 4, 'keep');
+ * if (granted.acquired) await store.releaseShared('lock:renderer', 'token-1');
+ * ```
+ */
 export interface SharedLockStore {
   /**
    * Asks for `weight` of `capacity` on `key` for `token`, with a lease of `ttlMs`:
@@ -74,13 +86,23 @@ export interface SharedLockInfo {
   /** Permits held now by live holders. */
   readonly used: number;
   /** Live holders, each with its token, weight, fence and remaining TTL (ms). */
-  readonly holders: ReadonlyArray<{ readonly token: string; readonly weight: number; readonly fence: number; readonly ttl: number }>;
+  readonly holders: ReadonlyArray<{
+    /** The holder's token. */
+    readonly token: string;
+    /** The permits it holds. */
+    readonly weight: number;
+    /** The fence of its grant. */
+    readonly fence: number;
+    /** Its remaining TTL, in ms. */
+    readonly ttl: number;
+  }>;
   /** Waiters in line whose places have not lapsed. */
   readonly waiting: number;
 }
 
 /** A {@link SharedLockStore} that can also describe a key's holders (optional). */
 export interface InspectableSharedStore {
+  /** The holders and waiters of the shared lock `key` (already prefixed), or `null` when it has neither. */
   inspectShared(key: string): Promise<SharedLockInfo | null>;
 }
 

@@ -28,6 +28,7 @@ describe('Mermaid diagrams of the site', () => {
       'concepts/local-gate-and-hand-off.md #1',
       'concepts/renewal-and-lease-loss.md #1',
       'concepts/redlock.md #1',
+      'concepts/lock-delay.md #1',
     ]));
   });
 
