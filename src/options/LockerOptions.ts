@@ -238,7 +238,8 @@ export interface LockerOptions extends AcquireOptions {
    * again every as long while it still waits), in ms: an integer from 1 to 2147483647, or
    * `Infinity` for never. Each report reads the key from the store once (who holds it, its TTL,
    * how long the read took: see `LongWaitEvent`). Nothing is read or reported while nobody listens
-   * to `events$`.
+   * to `events$`. Mutex waits only (`withLock`, `using`, `acquire`, and each key of `withLocks`):
+   * semaphore and read-write waits are not reported.
    * @default 5000
    * @example
    * ```ts
@@ -264,7 +265,8 @@ export interface LockerOptions extends AcquireOptions {
    * included. Limits: a key handed over from a store's line (the Redis store) is granted for at
    * most its place TTL (`placeTtl`, 3 s), so until its holder's first renewal it is kept only as
    * long as that grant reaches past the deadline; on a `RedlockStore` the validity it measures is
-   * shortened by `lockDelay`. Fencing tokens remain the guarantee; lock-delay narrows the window
+   * shortened by `lockDelay`. Semaphores and read-write locks do not use it: their holders' keys
+   * end with their plain `ttl`. Fencing tokens remain the guarantee; lock-delay narrows the window
    * for resources that cannot check them.
    * @default 0
    * @example
