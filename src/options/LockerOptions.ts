@@ -264,7 +264,8 @@ export interface LockerOptions extends AcquireOptions {
    * included. Limits: a key handed over from a store's line (the Redis store) is granted for at
    * most its place TTL (`placeTtl`, 3 s), so until its holder's first renewal it is kept only as
    * long as that grant reaches past the deadline; on a `RedlockStore` the validity it measures is
-   * shortened by `lockDelay`. Fencing tokens remain the guarantee; lock-delay narrows the window
+   * shortened by `lockDelay` (when that leaves nothing, about `lockDelay ≥ 99 × ttl`, the lease
+   * counts on `ttl` alone, as on one Redis). Fencing tokens remain the guarantee; lock-delay narrows the window
    * for resources that cannot check them.
    * @default 0
    * @example

@@ -8,7 +8,8 @@
  * the delay, so the deadline the engine derives from them keeps that margin too — except when
  * what is left is too short to hold anything after the margin, where the TTL is shown as it is (a
  * hand-off grant lasts at most the place TTL, which can be shorter than the delay: taking it as
- * worthless would turn every hand-off away; the holder's first renewal restores the margin).
+ * worthless would turn every hand-off away; the holder's first renewal restores the margin), and a
+ * measured validity likewise (see `shownValidity`).
  *
  * Nothing else changes: a release deletes (or hands over) the key at once; a holder's remaining
  * TTL (`holderTtl`, `inspect`) is the key's real one, delay included, since that is when the key
@@ -23,12 +24,20 @@ export function lockDelayed(store: LockStore, delayMs: number): LockStore {
   const longer = (ttl: number): number => Math.min(MAX_MS, ttl + delayMs);
   /** A TTL the store reports for a key of ours, as the engine should count it. */
   const shown = (ttl: number): number => (leaseValidity(ttl - delayMs) > 0 ? ttl - delayMs : ttl);
+  /**
+   * A validity the store measured for a key it keeps `delayMs` longer, as the engine should count
+   * it; shown as it is when nothing is left after the margin (the store's drift allowance, a share
+   * of the whole `ttl + delayMs`, can exceed `ttl` alone: every grant would be given back at once).
+   * The deadline is then `ttl`'s own (the engine caps it so), as every renewal's is: the key's
+   * margin is the delay less the clock drift the store allows for on it.
+   */
+  const shownValidity = (validity: number): number => (validity - delayMs > 0 ? validity - delayMs : validity);
   const acquired = (result: AcquireResult): AcquireResult => {
     if (!result.acquired || (result.ttl === undefined && result.validity === undefined)) return result;
     return {
       ...result,
       ...(result.ttl === undefined ? {} : { ttl: shown(result.ttl) }),
-      ...(result.validity === undefined ? {} : { validity: result.validity - delayMs }),
+      ...(result.validity === undefined ? {} : { validity: shownValidity(result.validity) }),
     };
   };
   const left = (result: LeaveResult): LeaveResult => (result.granted ? { ...result, ttl: shown(result.ttl) } : result);
