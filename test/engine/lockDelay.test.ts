@@ -83,9 +83,9 @@ describe('lock-delay and a measured validity that the drift of ttl + lockDelay e
 
   it('less left than the renewal interval (lockDelay 75 × ttl): the lease is renewed before its deadline, not lost at it', async () => {
     const { memory, store, calls } = redlockLike();
-    // validity 76,000 − 762 − 75,000 = 238 ms, below the 333 ms renewal interval
-    const locker = createLocker({ store, ttl: 1_000, lockDelay: 75_000 });
-    const outcome = await lastValueFrom(locker.using('k', () => timer(400))).then(
+    // validity 152,000 − 1,522 − 150,000 = 478 ms, below the 666 ms renewal interval
+    const locker = createLocker({ store, ttl: 2_000, lockDelay: 150_000 });
+    const outcome = await lastValueFrom(locker.using('k', () => timer(600))).then(
       () => 'done',
       (e: unknown) => e,
     );

@@ -26,12 +26,12 @@ describe('lock-delay on a RedlockStore (3 nodes) when the drift of ttl + lockDel
   });
 
   it('less left than the renewal interval (lockDelay 75 × ttl): the lease is renewed before its deadline and outlives it', async () => {
-    const locker = createLocker({ store: nodes.store(), ttl: 1_000, lockDelay: 75_000 });
+    const locker = createLocker({ store: nodes.store(), ttl: 2_000, lockDelay: 150_000 });
     let renewals = 0;
     locker.events$.subscribe((e) => e.type === 'renewed' && renewals++);
     try {
-      // the grant's validity is at most 1,000 − 762 ms; the work runs 600 ms
-      const outcome = await lastValueFrom(locker.using('short', () => timer(600))).then(
+      // the grant's validity is at most 2,000 − 1,522 ms (the renewal interval: 666 ms); the work runs 700 ms
+      const outcome = await lastValueFrom(locker.using('short', () => timer(700))).then(
         () => 'done',
         (e: unknown) => e,
       );
