@@ -256,8 +256,9 @@ export interface LockerOptions extends AcquireOptions {
    * stalled gets time to notice, and the requests it had in flight time to land, before the next
    * holder starts. A release frees the key at once, as without it.
    *
-   * How: every TTL this locker sends the store (grant, renewal, `extend`) is `ttl + lockDelay`
-   * (capped at 2147483647), while each lease's deadline is still counted from `ttl`; so the key
+   * Mutexes, semaphores and read-write locks alike. How: every TTL this locker sends the store
+   * (grant, renewal, `extend`) is `ttl + lockDelay` (capped at 2147483647), while each lease's
+   * deadline is still counted from `ttl`; so the key
    * outlives its holder's deadline by `lockDelay`. A lease that was lost (`'expired'`,
    * `'store-unreachable'`) is not given back to the store when its stream ends: its key lapses by
    * itself. `lease.ttl` stays `ttl`; `inspect()` shows the key's real remaining TTL, delay

@@ -11,6 +11,8 @@
  * worthless would turn every hand-off away; the holder's first renewal restores the margin), and a
  * measured validity likewise (see `shownValidity`).
  *
+ * The same holds for a store's shared locks (semaphores, read-write locks): each holder's TTL.
+ *
  * Nothing else changes: a release deletes (or hands over) the key at once; a holder's remaining
  * TTL (`holderTtl`, `inspect`) is the key's real one, delay included, since that is when the key
  * frees. The view offers exactly the capabilities of the store it wraps.
@@ -19,6 +21,7 @@ import { MAX_MS } from '../../options/limits.js';
 import { leaseValidity } from '../../options/validity.js';
 import { batchExtendOf, closerOf, inspectorOf, keyCheckOf, queueingOf, wakeUpOf, type LeaveResult } from '../../store/capabilities.js';
 import type { AcquireResult, LockStore } from '../../store/LockStore.js';
+import { sharedOf, type InspectableSharedStore, type SharedPlace } from '../../store/SharedLockStore.js';
 
 export function lockDelayed(store: LockStore, delayMs: number): LockStore {
   const longer = (ttl: number): number => Math.min(MAX_MS, ttl + delayMs);
@@ -64,6 +67,17 @@ export function lockDelayed(store: LockStore, delayMs: number): LockStore {
   if (keyCheck !== undefined) view.checkKey = keyCheck.checkKey.bind(keyCheck);
   const inspector = inspectorOf(store);
   if (inspector !== undefined) view.inspect = inspector.inspect.bind(inspector);
+  const shared = sharedOf(store);
+  if (shared !== undefined) {
+    // Semaphores and read-write locks: each holder's TTL is kept as a mutex's.
+    view.tryAcquireShared = (key: string, token: string, ttlMs: number, weight: number, capacity: number, place: SharedPlace) =>
+      shared.tryAcquireShared(key, token, longer(ttlMs), weight, capacity, place).then(acquired);
+    view.extendShared = (key: string, token: string, ttlMs: number) => shared.extendShared(key, token, longer(ttlMs));
+    view.releaseShared = shared.releaseShared.bind(shared);
+    view.leaveShared = shared.leaveShared.bind(shared);
+    const sharedInspector = shared as Partial<InspectableSharedStore>;
+    if (typeof sharedInspector.inspectShared === 'function') view.inspectShared = sharedInspector.inspectShared.bind(shared);
+  }
   const closer = closerOf(store);
   if (closer !== undefined) view.close = closer.close.bind(closer);
   return view as unknown as LockStore;
