@@ -68,7 +68,7 @@ describe('the permits hash lost, the holders zset kept', () => {
     for (const t of ['a', 'b']) expect(granted(await store.tryAcquireShared(key, t, 10_000, 1, 2, 'keep'))).toBe(true);
     await suite.admin.del(permits);
     expect(granted(await store.tryAcquireShared(key, 'c', 10_000, 1, 2, 'keep'))).toBe(true);
-    expect(await suite.admin.zrange(holders, 0, -1)).toEqual(['c']);
+    expect(await suite.admin.zrange(holders, '0', '-1')).toEqual(['c']);
     expect(await store.releaseShared(key, 'c')).toBe(true);
     expect(await suite.admin.keys('*shared-holders*')).toEqual([]);
   });
@@ -85,6 +85,6 @@ describe('the line lost, the places kept', () => {
     // another waiter queues (and keeps the places key alive): only its own place is left
     expect(await store.tryAcquireShared(key, 'w3', 10_000, 1, 1, 'keep')).toMatchObject({ acquired: false, queued: true });
     expect(await suite.admin.hkeys(places)).toEqual(['w3']);
-    expect(await suite.admin.zrange(line, 0, -1)).toEqual(['w3']);
+    expect(await suite.admin.zrange(line, '0', '-1')).toEqual(['w3']);
   });
 });
