@@ -103,6 +103,24 @@ export function sharedStoreContract(name: string, open: () => Promise<SharedStor
       expect(granted(await store.tryAcquireShared(key, 'r2', 10_000, 1, RW, 'keep'))).toBe(true);
     });
 
+    it("a waiter that fits is granted by the call that freed the room — 'leave', a release past an expired holder — not by its own next call", async () => {
+      // (the waiter learns it holds the permits when its renewal finds them: extendShared)
+      const key = fresh('grantedAtOnce');
+      expect(granted(await store.tryAcquireShared(key, 'r', 10_000, 1, RW, 'keep'))).toBe(true);
+      expect(granted(await store.tryAcquireShared(key, 'w', 10_000, RW, RW, 'keep'))).toBe(false);
+      expect(granted(await store.tryAcquireShared(key, 'r2', 10_000, 1, RW, 'keep'))).toBe(false);
+      await store.tryAcquireShared(key, 'w', 10_000, RW, RW, 'leave');
+      expect(await store.extendShared(key, 'r2', 10_000)).toBe('extended');
+
+      const other = fresh('grantedAtOnce');
+      expect(granted(await store.tryAcquireShared(other, 'dies', 50, 1, 2, 'keep'))).toBe(true);
+      expect(granted(await store.tryAcquireShared(other, 'h', 10_000, 1, 2, 'keep'))).toBe(true);
+      expect(granted(await store.tryAcquireShared(other, 'both', 10_000, 2, 2, 'keep'))).toBe(false);
+      await sleep(80); // 'dies' lease ended; nobody looked at the key since
+      expect(await store.releaseShared(other, 'h')).toBe(true);
+      expect(await store.extendShared(other, 'both', 10_000)).toBe('extended');
+    });
+
     it('leaveShared gives up the place, and permits granted meanwhile', async () => {
       const key = fresh('leaveShared');
       expect(granted(await store.tryAcquireShared(key, 'a', 10_000, 1, 1, 'keep'))).toBe(true);
