@@ -169,6 +169,15 @@ export function sharedStoreContract(name: string, open: () => Promise<SharedStor
       expect(granted(await store.tryAcquireShared(key, 'e', 10_000, 1, 5, 'keep'))).toBe(true);
     });
 
+    it('refuses a weight that is not a positive integer or exceeds the capacity (such a waiter would block the line for good)', async () => {
+      const key = fresh('badWeight');
+      for (const [weight, capacity] of [[3, 2], [0, 2], [1.5, 2], [Number.NaN, 2], [1, Number.NaN]]) {
+        await expect(store.tryAcquireShared(key, 'bad', 10_000, weight!, capacity!, 'keep')).rejects.toMatchObject({ name: 'LockOptionsError' });
+      }
+      // nothing of them is left in line: a fitting caller is granted at once
+      expect(granted(await store.tryAcquireShared(key, 'good', 10_000, 1, 2, 'leave'))).toBe(true);
+    });
+
     it('a shared lock and a mutex of the same name are independent', async () => {
       const key = fresh('apart');
       expect(granted(await store.tryAcquire(key, 'm', 10_000))).toBe(true);
