@@ -69,18 +69,54 @@ export interface SharedLockStore {
   leaveShared(key: string, token: string): Promise<boolean>;
 }
 
-/** Read-only view of a shared lock, for inspection and tests. */
+/**
+ * A shared lock's holders and line, as {@link InspectableSharedStore.inspectShared} sees them.
+ *
+ * @example
+ * ```ts
+ * const info: SharedLockInfo | null = await store.inspectShared('lock:renderer');
+ * if (info !== null) console.log(`${info.used} permits held by ${info.holders.length}; ${info.waiting} waiting`);
+ * ```
+ */
 export interface SharedLockInfo {
-  /** Permits held now by live holders. */
+  /** Permits held now by live holders (the sum of their weights). */
   readonly used: number;
-  /** Live holders, each with its token, weight, fence and remaining TTL (ms). */
-  readonly holders: ReadonlyArray<{ readonly token: string; readonly weight: number; readonly fence: number; readonly ttl: number }>;
+  /** Live holders, each with its token, weight (the permits it holds), fence and remaining TTL (ms), first to expire first. */
+  readonly holders: ReadonlyArray<SharedHolderInfo>;
   /** Waiters in line whose places have not lapsed. */
   readonly waiting: number;
 }
 
-/** A {@link SharedLockStore} that can also describe a key's holders (optional). */
+/** One holder of a shared lock, in {@link SharedLockInfo.holders}. */
+export interface SharedHolderInfo {
+  /** The holder's token (one per acquisition: its lease's `token`). */
+  readonly token: string;
+  /** The permits it holds (a read-write lock's reader 1, its writer all of them). */
+  readonly weight: number;
+  /** Its grant's fence. */
+  readonly fence: number;
+  /** The remaining TTL of its lease, in ms. */
+  readonly ttl: number;
+}
+
+/**
+ * A {@link SharedLockStore} that can also describe a key's holders and line (optional; the
+ * in-memory and Redis stores have it).
+ *
+ * @example
+ * ```ts
+ * const store = new MemoryLockStore();
+ * await store.tryAcquireShared('lock:renderer', 'some-token', 5_000, 1, 4, 'keep');
+ * console.log(await store.inspectShared('lock:renderer'));
+ * // { used: 1, holders: [{ token: 'some-token', weight: 1, fence: 1, ttl: 5000 }], waiting: 0 }
+ * ```
+ */
 export interface InspectableSharedStore {
+  /**
+   * The shared lock `key` (already prefixed) as the store holds it now, or `null` when it has
+   * neither a live holder nor a live waiter. Read-only: no holder or place is swept, granted or
+   * refreshed (so a waiter that would fit is still counted as waiting until a call grants it).
+   */
   inspectShared(key: string): Promise<SharedLockInfo | null>;
 }
 
@@ -89,4 +125,9 @@ const has = (store: object, name: string): boolean => typeof (store as Record<st
 /** The store's shared locks, or `undefined` when it has none (a quorum store, a core-only store). */
 export function sharedOf<S extends object>(store: S): (S & SharedLockStore) | undefined {
   return has(store, 'tryAcquireShared') && has(store, 'extendShared') && has(store, 'releaseShared') && has(store, 'leaveShared') ? (store as S & SharedLockStore) : undefined;
+}
+
+/** The store's `inspectShared`, or `undefined`. */
+export function sharedInspectorOf<S extends object>(store: S): (S & InspectableSharedStore) | undefined {
+  return has(store, 'inspectShared') ? (store as S & InspectableSharedStore) : undefined;
 }

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { AcquireResult, LockStore } from '../../src/store/LockStore.js';
-import { sharedOf, type SharedLockStore } from '../../src/store/SharedLockStore.js';
+import { sharedInspectorOf, sharedOf, type SharedLockStore } from '../../src/store/SharedLockStore.js';
 
 export interface SharedStoreUnderTest {
   /** A store whose places last {@link PLACE_TTL} ms. */
@@ -149,6 +149,49 @@ export function sharedStoreContract(name: string, open: () => Promise<SharedStor
       expect(granted(await store.tryAcquireShared(key, 'd', 10_000, 1, 2, 'keep'))).toBe(true);
       // a higher limit gets in at once
       expect(granted(await store.tryAcquireShared(key, 'e', 10_000, 1, 5, 'keep'))).toBe(true);
+    });
+
+    it('inspectShared: live holders (token, weight, fence, TTL; first to end first), permits used and live waiters, or null', async () => {
+      const inspector = sharedInspectorOf(store)!;
+      expect(inspector).toBeDefined();
+      const key = fresh('inspect');
+      expect(await inspector.inspectShared(key)).toBeNull();
+      const a = await store.tryAcquireShared(key, 'a', 10_000, 2, 3, 'keep');
+      const b = await store.tryAcquireShared(key, 'b', 5_000, 1, 3, 'keep');
+      expect(granted(await store.tryAcquireShared(key, 'c', 10_000, 2, 3, 'keep'))).toBe(false);
+      const info = await inspector.inspectShared(key);
+      expect(info).toMatchObject({
+        used: 3,
+        waiting: 1,
+        holders: [
+          { token: 'b', weight: 1, fence: (b as { fence: number }).fence },
+          { token: 'a', weight: 2, fence: (a as { fence: number }).fence },
+        ],
+      });
+      expect(info!.holders[0]!.ttl).toBeGreaterThan(4_000);
+      expect(info!.holders[0]!.ttl).toBeLessThanOrEqual(5_000);
+      expect(info!.holders[1]!.ttl).toBeGreaterThan(9_000);
+      // the mutex of that name is not a shared lock
+      expect(await inspector.inspectShared(fresh('nothing'))).toBeNull();
+      await store.releaseShared(key, 'a'); // grants c
+      await store.releaseShared(key, 'b');
+      expect(await inspector.inspectShared(key)).toMatchObject({ used: 2, waiting: 0, holders: [{ token: 'c', weight: 2 }] });
+      await store.releaseShared(key, 'c');
+      expect(await inspector.inspectShared(key)).toBeNull();
+    });
+
+    it('inspectShared changes nothing: an ended lease and a lapsed place are not counted, yet nobody is granted by looking', async () => {
+      const inspector = sharedInspectorOf(store)!;
+      const key = fresh('read-only');
+      expect(granted(await store.tryAcquireShared(key, 'short', 60, 1, 1, 'keep'))).toBe(true);
+      expect(granted(await store.tryAcquireShared(key, 'waiter', 10_000, 1, 1, 'keep'))).toBe(false);
+      await sleep(100); // the holder's lease ended; the waiter's place (300 ms) lives on
+      // the waiter would fit now, but only a store call grants it: looking does not
+      expect(await inspector.inspectShared(key)).toEqual({ used: 0, holders: [], waiting: 1 });
+      expect(await inspector.inspectShared(key)).toEqual({ used: 0, holders: [], waiting: 1 });
+      expect(await store.extendShared(key, 'waiter', 10_000)).toBe('gone');
+      await sleep(PLACE_TTL); // and the place lapsed
+      expect(await inspector.inspectShared(key)).toBeNull();
     });
 
     it('a shared lock and a mutex of the same name are independent', async () => {

@@ -21,10 +21,11 @@ import type {
   WakeSignal,
 } from '../../store/capabilities.js';
 import type { Acquired, AcquireResult, ExtendOutcome, LockStore, ReleasedGrant } from '../../store/LockStore.js';
-import type { SharedLockStore, SharedPlace } from '../../store/SharedLockStore.js';
+import type { InspectableSharedStore, SharedLockInfo, SharedLockStore, SharedPlace } from '../../store/SharedLockStore.js';
 import { acquireArgs, decodeAcquire, decodeAcquireShared, decodeExtend, decodeInboxMessage, decodeLeave, decodeRelease, releaseArgs } from './protocol/codec.js';
 import { defineCommands, queueScript, runScript } from './protocol/commands.js';
 import { inspectLock } from './inspection.js';
+import { inspectSharedLock } from './sharedInspection.js';
 import { checkLockKey, hashTag, isReserved, lockKeys, RESERVED_PREFIX, reservedKeyError, sharedKeys, type LockKeys } from './protocol/keyLayout.js';
 import { groupByNode } from './protocol/nodeGroups.js';
 import type { RedisClient, RedisSubscriber } from './RedisClient.js';
@@ -143,7 +144,7 @@ const OPTION_NAMES = 'wakeUp, subscriber, placeTtl, lingerMs, replicaAcks';
  * await redis.quit();
  * ```
  */
-export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStore, KeyCheckingStore, InspectableStore, ClosableStore, SharedLockStore {
+export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStore, KeyCheckingStore, InspectableStore, ClosableStore, SharedLockStore, InspectableSharedStore {
   private readonly wake: WakeInbox | undefined;
   /** Wake-ups by shard channel, on a Cluster that offers them (else every wait uses `wake`). */
   private readonly sharded: ShardedWake | undefined;
@@ -365,6 +366,16 @@ export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStor
 
   leaveShared(key: string, token: string): Promise<boolean> {
     return runScript(this.client, 'leaveShared', this.sharedKeysOf(key), [token]).then((reply) => reply === 1);
+  }
+
+  /**
+   * {@link InspectableSharedStore.inspectShared}: the live holders (token, permits, fence, TTL) and
+   * waiters of the shared lock `key`, or `null` when it has neither — one MULTI of read commands
+   * (see ./sharedInspection.ts), nothing swept, granted or refreshed.
+   */
+  inspectShared(key: string): Promise<SharedLockInfo | null> {
+    if (isReserved(key, this.clientPrefix)) return Promise.reject(reservedKeyError(key));
+    return inspectSharedLock(this.client, sharedKeys(key, this.clientPrefix));
   }
 
   private sharedKeysOf(key: string): readonly string[] {
