@@ -20,6 +20,7 @@
  * exclude each other. Expired holders and lapsed places are swept by the store itself, so a holder
  * or waiter that died never keeps capacity beyond its TTL (or its place's).
  */
+import type { ExtendRequest } from './capabilities.js';
 import type { AcquireResult, ExtendOutcome } from './LockStore.js';
 
 /** Place handling of {@link SharedLockStore.tryAcquireShared}, as for a mutex's line. */
@@ -120,6 +121,27 @@ export interface InspectableSharedStore {
   inspectShared(key: string): Promise<SharedLockInfo | null>;
 }
 
+/**
+ * Extension of many shared holders in one round trip, used by lease renewal (optional; the
+ * in-memory and Redis stores have it): {@link BatchExtendStore} for {@link SharedLockStore.extendShared}.
+ *
+ * @example
+ * ```ts
+ * const outcomes = await store.extendSharedMany([
+ *   { key: 'lock:renderer', token: tokenA, ttlMs: 30_000 },
+ *   { key: 'lock:config', token: tokenB, ttlMs: 30_000 },
+ * ]); // e.g. ['extended', 'gone']
+ * ```
+ */
+export interface BatchExtendSharedStore {
+  /**
+   * {@link SharedLockStore.extendShared} for each request, answered in order: its outcome, or the
+   * Error of that one request (the others' outcomes still count). Rejects when the batch as a
+   * whole failed.
+   */
+  extendSharedMany(requests: readonly ExtendRequest[]): Promise<Array<ExtendOutcome | Error>>;
+}
+
 const has = (store: object, name: string): boolean => typeof (store as Record<string, unknown>)[name] === 'function';
 
 /** The store's shared locks, or `undefined` when it has none (a quorum store, a core-only store). */
@@ -130,4 +152,9 @@ export function sharedOf<S extends object>(store: S): (S & SharedLockStore) | un
 /** The store's `inspectShared`, or `undefined`. */
 export function sharedInspectorOf<S extends object>(store: S): (S & InspectableSharedStore) | undefined {
   return has(store, 'inspectShared') ? (store as S & InspectableSharedStore) : undefined;
+}
+
+/** The store's `extendSharedMany`, or `undefined`. */
+export function batchExtendSharedOf<S extends object>(store: S): (S & BatchExtendSharedStore) | undefined {
+  return has(store, 'extendSharedMany') ? (store as S & BatchExtendSharedStore) : undefined;
 }

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { AcquireResult, LockStore } from '../../src/store/LockStore.js';
-import { sharedInspectorOf, sharedOf, type SharedLockStore } from '../../src/store/SharedLockStore.js';
+import { batchExtendSharedOf, sharedInspectorOf, sharedOf, type SharedLockStore } from '../../src/store/SharedLockStore.js';
 
 export interface SharedStoreUnderTest {
   /** A store whose places last {@link PLACE_TTL} ms. */
@@ -192,6 +192,20 @@ export function sharedStoreContract(name: string, open: () => Promise<SharedStor
       expect(await store.extendShared(key, 'waiter', 10_000)).toBe('gone');
       await sleep(PLACE_TTL); // and the place lapsed
       expect(await inspector.inspectShared(key)).toBeNull();
+    });
+
+    it('extendSharedMany: each holder extended or gone, answered in request order, across keys', async () => {
+      const batch = batchExtendSharedOf(store)!;
+      expect(batch).toBeDefined();
+      const keys = Array.from({ length: 12 }, (_, i) => fresh(`many-${i}`));
+      for (const key of keys) expect(granted(await store.tryAcquireShared(key, `t-${key}`, 100, 1, 2, 'keep'))).toBe(true);
+      await store.releaseShared(keys[3]!, `t-${keys[3]}`);
+      const outcomes = await batch.extendSharedMany([...keys.map((key) => ({ key, token: `t-${key}`, ttlMs: 10_000 })), { key: keys[0]!, token: 'nobody', ttlMs: 10_000 }]);
+      expect(outcomes).toEqual([...keys.map((_, i) => (i === 3 ? 'gone' : 'extended')), 'gone']);
+      await sleep(150); // past the first TTL: the extended holders hold on
+      const inspector = sharedInspectorOf(store)!;
+      for (const [i, key] of keys.entries()) expect((await inspector.inspectShared(key))?.used ?? 0).toBe(i === 3 ? 0 : 1);
+      expect(await batch.extendSharedMany([])).toEqual([]);
     });
 
     it('a shared lock and a mutex of the same name are independent', async () => {
