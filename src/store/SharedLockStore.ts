@@ -26,6 +26,17 @@ import type { AcquireResult, ExtendOutcome } from './LockStore.js';
 /** Place handling of {@link SharedLockStore.tryAcquireShared}, as for a mutex's line. */
 export type SharedPlace = 'keep' | 'leave';
 
+/**
+ * The shared-lock capability of a store (see this file's top comment): `weight` permits out of a
+ * `capacity`, per holder, with a first-come, first-served line.
+ *
+ * @example
+ * ```ts
+ * const store = new MemoryLockStore();
+ * const grant = await store.tryAcquireShared('lock:renderer', 'token-1', 30_000, 1, 4, 'keep');
+ * if (grant.acquired) await store.releaseShared('lock:renderer', 'token-1');
+ * ```
+ */
 export interface SharedLockStore {
   /**
    * Asks for `weight` of `capacity` on `key` for `token`, with a lease of `ttlMs`:
