@@ -16,10 +16,11 @@ import { beforeAll, describe, expect, it } from 'vitest';
 
 const root = resolve(import.meta.dirname, '..');
 /** Packed (gzip) size budget of the tarball, in bytes. */
-// (raised from 400 kB with semaphores, read-write locks and multi-key locks, which took the tarball
-// from 369 to 468 kB: every source file ships about seven times — src, and per build .js, .d.ts and
-// .js.map; the src and maps, 40% of it unpacked, are kept for debugging into the library)
-const PACKED_BUDGET = 500_000;
+// (raised from 400 kB with semaphores, read-write locks, multi-key locks and their inspection and
+// Nest decorators, which took the tarball from 369 to 505 kB: every source file ships about seven
+// times — src, and per build .js, .d.ts and .js.map; the src and maps, 40% of it unpacked, are kept
+// for debugging into the library, and are what to drop first if the size matters)
+const PACKED_BUDGET = 560_000;
 
 interface PackResult {
   readonly filename: string;
