@@ -11,7 +11,9 @@
  *
  * Sleeps: while queued with a live wake-up channel (a store with `watch`), a slow refresh of the
  * place (a quarter to a third of its lifetime), since a release that grants this waiter announces
- * it; otherwise the retry policy's back-off, never longer than a third of the place's lifetime.
+ * it — and the announcement is the grant: when it is dated after the last attempt that kept the
+ * place (the store's clock, `at`), the waiter holds at once, with the signal's fence, without
+ * asking the store again (as a mutex's waiter does, ../session/StoreSession.ts); otherwise the retry policy's back-off, never longer than a third of the place's lifetime.
  * Every sleep is capped by the end of the first holder's lease (an expired holder frees its
  * permits without any release to announce it) and by what is left of the wait.
  *
@@ -19,7 +21,8 @@
  * of this wait, one `leaveShared` gives up both its place and permits granted to it meanwhile. A
  * wait that failed (store error, time-out of a call) leaves the same way.
  *
- * States: `attempting` (a call in flight) ⇄ `sleeping`, then `granted`, `failed` or `abandoned`;
+ * States: `attempting` (a call in flight) ⇄ `sleeping`, then `granted` (from either: an answer or a
+ * signal), `failed` or `abandoned`;
  * {@link SharedWait.moveTo} is the one place that changes the state.
  */
 import { Subscription, timer } from 'rxjs';
@@ -62,9 +65,19 @@ export interface SharedWaitCallbacks {
 
 type State = 'attempting' | 'sleeping' | 'granted' | 'failed' | 'abandoned';
 
+/** The last attempt the store answered "queued": when it was sent, and the store's clock then. */
+interface Place {
+  /** `performance.now()` when that attempt was sent. */
+  readonly sentAt: number;
+  /** How long the place lasts without a refresh, as the store said. */
+  readonly placeTtl: number;
+  /** The store's clock when it kept the place, if it says. */
+  readonly at: number | undefined;
+}
+
 const MOVES: Readonly<Record<State, readonly State[]>> = {
   attempting: ['attempting', 'sleeping', 'granted', 'failed', 'abandoned'],
-  sleeping: ['attempting', 'failed', 'abandoned'],
+  sleeping: ['attempting', 'granted', 'failed', 'abandoned'],
   granted: [],
   failed: [],
   abandoned: [],
@@ -89,6 +102,8 @@ export class SharedWait {
   /** The retry policy gave up: the next attempt is the last. */
   private lastAttempt = false;
   private placeTtl = Infinity;
+  /** The place the last answered attempt kept, if it kept one. */
+  private place: Place | undefined;
 
   constructor(
     private readonly ctx: SharedWaitContext,
@@ -149,7 +164,7 @@ export class SharedWait {
         this.call = undefined;
         if (this.state !== 'attempting') return;
         if (result.acquired) this.won({ fence: result.fence, ttl: result.ttl ?? settings.ttl, sentAt });
-        else this.refused(result, place);
+        else this.refused(result, place, sentAt);
       },
       error: (error: LockStoreError) => {
         this.call = undefined;
@@ -169,7 +184,7 @@ export class SharedWait {
     this.callbacks.granted(grant);
   }
 
-  private refused(result: NotAcquired, place: SharedPlace): void {
+  private refused(result: NotAcquired, place: SharedPlace, sentAt: number): void {
     if (place === 'leave') {
       // The last attempt left the line in the same step: the wait is over.
       const waited = this.ctx.clock.now() - this.startedAt;
@@ -180,6 +195,7 @@ export class SharedWait {
       return;
     }
     this.placeTtl = result.queued === true ? (result.placeTtl ?? Infinity) : Infinity;
+    this.place = result.queued === true ? { sentAt, placeTtl: this.placeTtl, at: result.at } : undefined;
     if (this.wokenMeanwhile) {
       this.wokenMeanwhile = false;
       this.attempt();
@@ -247,11 +263,25 @@ export class SharedWait {
   }
 
   private readonly signalled = (signal: WakeSignal): void => {
-    // A grant to this token (by another caller's release), or the channel dropping or coming back
-    // (a grant may have gone unannounced): look now. The attempt's answer, not the signal, decides.
+    // The channel dropping or coming back (a grant may have gone unannounced): look now.
     if (signal.type === 'behind') return;
-    if (signal.type === 'granted' && signal.token !== this.token) return;
-    this.wakeNow();
+    if (signal.type !== 'granted') {
+      this.wakeNow();
+      return;
+    }
+    if (signal.token !== this.token) return;
+    const place = this.place;
+    if (this.state !== 'sleeping' || place === undefined || signal.at === undefined || place.at === undefined || signal.at <= place.at) {
+      // An attempt in flight (its answer decides), or no way to tell that the grant came after the
+      // last attempt that kept the place (signals travel apart from answers: a late one may be of a
+      // grant that had lapsed by then): ask the store.
+      this.wakeNow();
+      return;
+    }
+    // Every attempt was answered, and the last one kept the place before the grant: the grant
+    // lasts at least min(place TTL, ttl asked) from the moment that attempt was sent (a grant from
+    // the line ends when the place would have lapsed, or after the TTL the place asked for).
+    this.won({ fence: signal.fence, ttl: Math.min(place.placeTtl, this.settings.ttl), sentAt: place.sentAt });
   };
 
   private stop(): void {

@@ -8,7 +8,8 @@
 --
 -- Returns {1, fence, ttl left, waiting} when the caller holds permits (granted now, or earlier
 -- while it waited in line, or by an earlier run of this very call); else {0, ms until the first
--- holder's lease ends (-1: no holder), queued (1/0)}.
+-- holder's lease ends (-1: no holder), queued (1/0)[, the server clock's seed when queued]}: a
+-- 'granted' signal dated after that seed is of a grant made after this call kept the place.
 --@include lib/numbers.lua
 --@include lib/clock.lua
 --@include lib/maxBlock.lua
@@ -26,7 +27,7 @@ if redis.call('ZSCORE', line, token) then
   redis.call('HSET', places, token, int(now + placeTtl) .. ' ' .. int(ttl) .. ' ' .. int(weight) .. ' ' .. int(capacity) .. ' ' .. int(placeTtl) .. ' ' .. (ARGV[7] or ''))
 end
 local granted
-used, granted = promote(holders, permits, line, places, fenceKey, used, now, seed)
+used, granted = promote(holders, permits, line, places, fenceKey, used, now, seed, token)
 
 local held = redis.call('HGET', permits, 'h:' .. token)
 if held then
@@ -64,4 +65,4 @@ if redis.call('PTTL', places) < placeTtl * 2 then
   redis.call('PEXPIRE', places, placeTtl * 2)
 end
 keepHolders(holders, permits, used, now)
-return {0, firstEnd(holders, now), 1}
+return {0, firstEnd(holders, now), 1, seed}

@@ -43,9 +43,10 @@ local function leaveSharedLine(line, places, token)
 end
 
 -- Grants the live waiters at the head of the line, in order, while each one's weight fits its
--- capacity; drops lapsed places on the way and announces each grant on the waiter's inbox.
--- Returns the permits held after, and the set of tokens granted.
-local function promote(holders, permits, line, places, fenceKey, used, now, seed)
+-- capacity; drops lapsed places on the way and announces each grant on the waiter's inbox (but
+-- not to `caller`, the waiter whose own call runs this: its answer says so). Returns the permits
+-- held after, and the set of tokens granted.
+local function promote(holders, permits, line, places, fenceKey, used, now, seed, caller)
   local granted = {}
   while true do
     local first = redis.call('ZRANGE', line, 0, 0)[1]
@@ -66,7 +67,7 @@ local function promote(holders, permits, line, places, fenceKey, used, now, seed
       local fence = grantShared(holders, permits, fenceKey, first, weight, now + math.min(lapseAt - now, ttl), seed)
       used = used + weight
       granted[first] = true
-      if inbox ~= '' then
+      if inbox ~= '' and first ~= caller then
         announce(inbox, 'granted ' .. first .. ' ' .. int(fence) .. ' ' .. int(redis.call('ZCARD', line)) .. ' 1 ' .. int(seed))
       end
     end
