@@ -21,6 +21,7 @@ import { HeldLease, type HolderOwner } from '../lease/HeldLease.js';
 import { LeaseKeeper } from '../lease/LeaseKeeper.js';
 import type { WorkLease } from '../lease/WorkLease.js';
 import { currentFrame, runInFrame } from '../reentrancy/frames.js';
+import { ContentionMemory } from '../session/ContentionMemory.js';
 import type { Clock } from '../timing/Clock.js';
 import { sharedLeaseView } from './sharedLeaseView.js';
 import { SharedWait, type SharedGrant, type SharedWaitContext } from './SharedWait.js';
@@ -43,7 +44,7 @@ export class SharedLocks implements HolderOwner {
   ) {
     this.access = new StoreAccess(sharedLeaseView(store), commandTimeout);
     this.leases = new LeaseKeeper(this.access, events);
-    this.ctx = { store, access: this.access, wakeUp: wakeUpOf(store), clock, events };
+    this.ctx = { store, access: this.access, wakeUp: wakeUpOf(store), clock, events, contention: new ContentionMemory() };
   }
 
   /** Holders of this locker's shared locks now (for tests). */
@@ -83,7 +84,7 @@ export class SharedLocks implements HolderOwner {
         },
       });
       this.waits.add(wait);
-      wait.start();
+      wait.start(this.ctx.contention.recent);
       return () => {
         if (this.waits.delete(wait)) wait.abandon();
       };

@@ -35,6 +35,7 @@ import type { StoreAccess } from '../calls/StoreAccess.js';
 import type { StoreCall } from '../calls/storeCall.js';
 import type { EventReporter } from '../events/EventReporter.js';
 import { backoff, jitteredDelay } from '../session/backoff.js';
+import type { ContentionMemory } from '../session/ContentionMemory.js';
 import { newToken } from '../session/tokens.js';
 import type { Clock } from '../timing/Clock.js';
 
@@ -47,6 +48,8 @@ export interface SharedWaitContext {
   readonly wakeUp: WakeUpStore | undefined;
   readonly clock: Clock;
   readonly events: EventReporter;
+  /** Whether the locker's shared locks met contention lately (shared by its waits). */
+  readonly contention: ContentionMemory;
 }
 
 /** What a grant tells the lease. */
@@ -73,6 +76,11 @@ interface Place {
   readonly placeTtl: number;
   /** The store's clock when it kept the place, if it says. */
   readonly at: number | undefined;
+  /**
+   * The wake-up channel was live when that attempt was sent: a grant made after it is announced
+   * to this wait. (A place kept before the listener was there may have been granted unheard.)
+   */
+  readonly heard: boolean;
 }
 
 const MOVES: Readonly<Record<State, readonly State[]>> = {
@@ -121,7 +129,13 @@ export class SharedWait {
     return this.state === 'granted' || this.state === 'failed' || this.state === 'abandoned';
   }
 
-  start(): void {
+  /**
+   * @param contended the locker's shared locks were contended lately: listen for wake-up before
+   * the first attempt, so a place it keeps is heard from the start (a locker that meets no
+   * contention never subscribes).
+   */
+  start(contended = false): void {
+    if (contended) this.listen();
     this.attempt();
   }
 
@@ -157,6 +171,7 @@ export class SharedWait {
     this.attempts++;
     const sentAt = performance.now();
     const { storeKey, token, weight, capacity } = this;
+    const heard = this.watch?.active === true;
     this.sent = true;
     this.unsettled++;
     this.call = ctx.access.call('acquire', this.key, () => ctx.store.tryAcquireShared(storeKey, token, settings.ttl, weight, capacity, place), {
@@ -164,7 +179,7 @@ export class SharedWait {
         this.call = undefined;
         if (this.state !== 'attempting') return;
         if (result.acquired) this.won({ fence: result.fence, ttl: result.ttl ?? settings.ttl, sentAt });
-        else this.refused(result, place, sentAt);
+        else this.refused(result, place, sentAt, heard);
       },
       error: (error: LockStoreError) => {
         this.call = undefined;
@@ -184,7 +199,7 @@ export class SharedWait {
     this.callbacks.granted(grant);
   }
 
-  private refused(result: NotAcquired, place: SharedPlace, sentAt: number): void {
+  private refused(result: NotAcquired, place: SharedPlace, sentAt: number, heard: boolean): void {
     if (place === 'leave') {
       // The last attempt left the line in the same step: the wait is over.
       const waited = this.ctx.clock.now() - this.startedAt;
@@ -195,18 +210,25 @@ export class SharedWait {
       return;
     }
     this.placeTtl = result.queued === true ? (result.placeTtl ?? Infinity) : Infinity;
-    this.place = result.queued === true ? { sentAt, placeTtl: this.placeTtl, at: result.at } : undefined;
+    this.place = result.queued === true ? { sentAt, placeTtl: this.placeTtl, at: result.at, heard } : undefined;
+    this.ctx.contention.note();
     if (this.wokenMeanwhile) {
       this.wokenMeanwhile = false;
       this.attempt();
       return;
     }
-    if (this.watch === undefined && this.ctx.wakeUp !== undefined) {
-      this.watch = this.ctx.wakeUp.watch(this.storeKey, this.token, this.signalled);
-      // Once the channel is live, a slow refresh replaces the poll: re-plan the sleep then.
-      if (!this.watch.active) void this.watch.ready.then(() => this.wakeNow());
-    }
+    this.listen();
     this.sleepThenAttempt(result.holderTtl);
+  }
+
+  /** Starts listening for wake-up signals, if the store has them and this wait does not yet. */
+  private listen(): void {
+    if (this.watch !== undefined || this.ctx.wakeUp === undefined) return;
+    this.watch = this.ctx.wakeUp.watch(this.storeKey, this.token, this.signalled);
+    // Once the channel is live, a slow refresh replaces the poll: attempt then (an attempt sent
+    // with the channel live is heard), or at once if the channel is live already and the place
+    // was kept unheard.
+    if (!this.watch.active) void this.watch.ready.then(() => this.wakeNow());
   }
 
   /** What is left of the wait (may be ≤ 0, or Infinity). */
@@ -225,7 +247,9 @@ export class SharedWait {
     this.sleep = sleep;
     let due = false;
     try {
-      const signalled = this.watch?.active === true && Number.isFinite(this.placeTtl) && typeof policy !== 'function';
+      // (only for a place kept while the channel was live: one kept before may have been granted
+      // unheard, so the policy's next attempt — sent with the channel live — looks first)
+      const signalled = this.watch?.active === true && this.place?.heard === true && Number.isFinite(this.placeTtl) && typeof policy !== 'function';
       if (signalled) cap = Math.min(cap, jitteredDelay(this.placeTtl / 4, this.placeTtl / 12, clock.random));
       const notifier = signalled ? (clock.scheduler ? timer(cap, clock.scheduler) : timer(cap)) : backoff(policy, this.attempts, cap, clock.random, clock.scheduler);
       sleep.add(
