@@ -102,8 +102,8 @@ export class LockEngine implements Locker, AcquisitionContext {
       settings.localGate,
     );
     const gates = this.gates;
-    const sharedStore = sharedOf(settings.store);
-    this.shared = sharedStore === undefined ? undefined : new SharedLocks(sharedStore, settings.commandTimeout, clock, this.reporter);
+    const sharedStore = sharedOf(store);
+    this.shared = sharedStore === undefined ? undefined : new SharedLocks(sharedStore, settings.commandTimeout, clock, this.reporter, settings.lockDelay > 0);
     this.inspector = new KeyInspector({ access, clock, localSide: (storeKey) => gates.localSide(storeKey) });
   }
 

@@ -238,7 +238,8 @@ export interface LockerOptions extends AcquireOptions {
    * again every as long while it still waits), in ms: an integer from 1 to 2147483647, or
    * `Infinity` for never. Each report reads the key from the store once (who holds it, its TTL,
    * how long the read took: see `LongWaitEvent`). Nothing is read or reported while nobody listens
-   * to `events$`.
+   * to `events$`. Mutex waits only (`withLock`, `using`, `acquire`, and each key of `withLocks`):
+   * semaphore and read-write waits are not reported.
    * @default 5000
    * @example
    * ```ts
@@ -256,16 +257,18 @@ export interface LockerOptions extends AcquireOptions {
    * stalled gets time to notice, and the requests it had in flight time to land, before the next
    * holder starts. A release frees the key at once, as without it.
    *
-   * How: every TTL this locker sends the store (grant, renewal, `extend`) is `ttl + lockDelay`
-   * (capped at 2147483647), while each lease's deadline is still counted from `ttl`; so the key
-   * outlives its holder's deadline by `lockDelay`. A lease that was lost (`'expired'`,
-   * `'store-unreachable'`) is not given back to the store when its stream ends: its key lapses by
-   * itself. `lease.ttl` stays `ttl`; `inspect()` shows the key's real remaining TTL, delay
-   * included. Limits: a key handed over from a store's line (the Redis store) is granted for at
-   * most its place TTL (`placeTtl`, 3 s), so until its holder's first renewal it is kept only as
-   * long as that grant reaches past the deadline; on a `RedlockStore` the validity it measures is
-   * shortened by `lockDelay`. Fencing tokens remain the guarantee; lock-delay narrows the window
-   * for resources that cannot check them.
+   * Mutexes, semaphores and read-write locks alike. How: every TTL this locker sends the store
+   * (grant, renewal, `extend`) is `ttl + lockDelay` (capped at 2147483647), while each lease's
+   * deadline is still counted from `ttl`; so the key outlives its holder's deadline by
+   * `lockDelay`. A lease that was lost (`'expired'`, `'store-unreachable'`) is not given back to
+   * the store when its stream ends: its key lapses by itself. `lease.ttl` stays `ttl`; `inspect()`
+   * shows the key's real remaining TTL, delay included. Limits: a key handed over from a store's
+   * line (the Redis store) is granted for at most its place TTL (`placeTtl`, 3 s), so until its
+   * holder's first renewal it is kept only as long as that grant reaches past the deadline; on a
+   * `RedlockStore` the validity it measures is shortened by `lockDelay` (when that leaves nothing,
+   * about `lockDelay ≥ 99 × ttl`, the lease counts on `ttl` alone, as on one Redis). Fencing
+   * tokens remain the guarantee; lock-delay narrows the window for resources that cannot check
+   * them.
    * @default 0
    * @example
    * ```ts

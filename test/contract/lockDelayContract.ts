@@ -77,6 +77,36 @@ export function lockDelayContract(name: string, open: () => Promise<LockDelaySto
       await next.release();
     });
 
+    it('a write lock whose holder stops renewing keeps its key blocked until ttl + lockDelay after its grant was sent (shared locks too)', async () => {
+      const key = fresh('writer');
+      const ttl = 200;
+      const lockDelay = 400;
+      const holder = lockerWith({ ttl, lockDelay, renew: false });
+      const contender = lockerWith({ waitTimeout: 10_000, retry: { minDelay: 5, jitter: 5 } });
+      // (the grant is sent after this)
+      const subscribedAt = performance.now();
+      let held!: () => void;
+      const granted = new Promise<void>((resolve) => (held = resolve));
+      const holding = lastValueFrom(holder.usingWriteLock(key, () => (held(), NEVER))).catch((e: unknown) => e);
+      await granted;
+      const lease = await firstValueFrom(contender.acquireWriteLock(key));
+      const takenAt = performance.now();
+      const lost = await holding;
+      expect(isLockLostError(lost) && lost.reason).toBe('expired');
+      // (1 ms for the store clock's millisecond resolution)
+      expect(takenAt - subscribedAt).toBeGreaterThanOrEqual(ttl + lockDelay - 1);
+      await lease.release();
+    });
+
+    it('a released permit is free at once, whatever the lock-delay', async () => {
+      const key = fresh('permit');
+      const lease = await firstValueFrom(lockerWith({ lockDelay: 60_000 }).acquirePermit(key, { limit: 1 }));
+      expect(await lease.release()).toBe(true);
+      const next = await firstValueFrom(lockerWith({ waitTimeout: 0 }).acquirePermit(key, { limit: 1 }));
+      expect(next.held).toBe(true);
+      await next.release();
+    });
+
     it('the store keeps the key for ttl + lockDelay (grant and renewal) while the lease counts ttl; with lockDelay 0, for ttl', async () => {
       const [plainKey, delayedKey] = [fresh('plain'), fresh('delayed')];
       const plain = await firstValueFrom(lockerWith({ ttl: 1_000 }).acquire(plainKey));

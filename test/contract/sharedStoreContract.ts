@@ -103,6 +103,24 @@ export function sharedStoreContract(name: string, open: () => Promise<SharedStor
       expect(granted(await store.tryAcquireShared(key, 'r2', 10_000, 1, RW, 'keep'))).toBe(true);
     });
 
+    it("a waiter that fits is granted by the call that freed the room — 'leave', a release past an expired holder — not by its own next call", async () => {
+      // (the waiter learns it holds the permits when its renewal finds them: extendShared)
+      const key = fresh('grantedAtOnce');
+      expect(granted(await store.tryAcquireShared(key, 'r', 10_000, 1, RW, 'keep'))).toBe(true);
+      expect(granted(await store.tryAcquireShared(key, 'w', 10_000, RW, RW, 'keep'))).toBe(false);
+      expect(granted(await store.tryAcquireShared(key, 'r2', 10_000, 1, RW, 'keep'))).toBe(false);
+      await store.tryAcquireShared(key, 'w', 10_000, RW, RW, 'leave');
+      expect(await store.extendShared(key, 'r2', 10_000)).toBe('extended');
+
+      const other = fresh('grantedAtOnce');
+      expect(granted(await store.tryAcquireShared(other, 'dies', 50, 1, 2, 'keep'))).toBe(true);
+      expect(granted(await store.tryAcquireShared(other, 'h', 10_000, 1, 2, 'keep'))).toBe(true);
+      expect(granted(await store.tryAcquireShared(other, 'both', 10_000, 2, 2, 'keep'))).toBe(false);
+      await sleep(80); // 'dies' lease ended; nobody looked at the key since
+      expect(await store.releaseShared(other, 'h')).toBe(true);
+      expect(await store.extendShared(other, 'both', 10_000)).toBe('extended');
+    });
+
     it('leaveShared gives up the place, and permits granted meanwhile', async () => {
       const key = fresh('leaveShared');
       expect(granted(await store.tryAcquireShared(key, 'a', 10_000, 1, 1, 'keep'))).toBe(true);
@@ -128,10 +146,11 @@ export function sharedStoreContract(name: string, open: () => Promise<SharedStor
 
     it('extendShared keeps a holder past its first TTL', async () => {
       const key = fresh('extend');
-      expect(granted(await store.tryAcquireShared(key, 'a', 100, 1, 1, 'keep'))).toBe(true);
-      await sleep(60);
+      // (a first TTL with room for a loaded machine: the extend must land before it ends)
+      expect(granted(await store.tryAcquireShared(key, 'a', 400, 1, 1, 'keep'))).toBe(true);
+      await sleep(40);
       expect(await store.extendShared(key, 'a', 10_000)).toBe('extended');
-      await sleep(80);
+      await sleep(400);
       expect(granted(await store.tryAcquireShared(key, 'b', 10_000, 1, 1, 'leave'))).toBe(false);
       expect(await store.releaseShared(key, 'a')).toBe(true);
       expect(await store.extendShared(key, 'a', 10_000)).toBe('gone');
@@ -149,6 +168,15 @@ export function sharedStoreContract(name: string, open: () => Promise<SharedStor
       expect(granted(await store.tryAcquireShared(key, 'd', 10_000, 1, 2, 'keep'))).toBe(true);
       // a higher limit gets in at once
       expect(granted(await store.tryAcquireShared(key, 'e', 10_000, 1, 5, 'keep'))).toBe(true);
+    });
+
+    it('refuses a weight that is not a positive integer or exceeds the capacity (such a waiter would block the line for good)', async () => {
+      const key = fresh('badWeight');
+      for (const [weight, capacity] of [[3, 2], [0, 2], [1.5, 2], [Number.NaN, 2], [1, Number.NaN]]) {
+        await expect(store.tryAcquireShared(key, 'bad', 10_000, weight!, capacity!, 'keep')).rejects.toMatchObject({ name: 'LockOptionsError' });
+      }
+      // nothing of them is left in line: a fitting caller is granted at once
+      expect(granted(await store.tryAcquireShared(key, 'good', 10_000, 1, 2, 'leave'))).toBe(true);
     });
 
     it('a shared lock and a mutex of the same name are independent', async () => {

@@ -1,4 +1,4 @@
-import { firstValueFrom } from 'rxjs';
+import { firstValueFrom, lastValueFrom, timer } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { createLocker, isLockOptionsError, MemoryLockStore, type AcquireResult, type LockStore } from '../../src/index.js';
 import { lockDelayContract } from '../contract/lockDelayContract.js';
@@ -45,6 +45,52 @@ describe('lock-delay and a validity the store measured (a quorum store)', () => 
     // the store measured 6,000 − 2,000 for its key; without the delay that leaves 3,000 ms
     expect(lease.validUntil).toBeLessThanOrEqual(answered + 3_000);
     expect(memory.pttl('lock:k')).toBeGreaterThan(5_000);
+    await locker.close();
+    memory.close();
+  });
+});
+
+describe('lock-delay and a measured validity that the drift of ttl + lockDelay eats (a quorum store)', () => {
+  /** A store answering as RedlockStore does: validity `ttl − (ttl·1% + 2)` for the TTL it was sent (no time spent granting). */
+  const redlockLike = () => {
+    const memory = new MemoryLockStore();
+    const calls = { tryAcquire: 0, extend: 0, release: 0 };
+    const store: LockStore = {
+      tryAcquire: (key, token, ttlMs, fences) => {
+        calls.tryAcquire++;
+        return memory.tryAcquire(key, token, ttlMs, fences).then((r): AcquireResult => (r.acquired ? { ...r, validity: ttlMs - (ttlMs * 0.01 + 2) } : r));
+      },
+      // (a round trip of 20 ms: a renewal must be sent that long before the deadline)
+      extend: (key, token, ttlMs) => (calls.extend++, new Promise((resolve) => setTimeout(resolve, 20)).then(() => memory.extend(key, token, ttlMs))),
+      release: (key, token) => (calls.release++, memory.release(key, token)),
+    };
+    return { memory, store, calls };
+  };
+
+  it('nothing left after the delay (lockDelay 120 × ttl): the grant is kept, counted on the ttl alone, not given back and taken again until the wait ends', async () => {
+    const { memory, store, calls } = redlockLike();
+    // the store's drift allowance on 60,500 ms (607 ms) is more than the whole ttl
+    const locker = createLocker({ store, ttl: 500, lockDelay: 60_000, waitTimeout: 1_000 });
+    const lease = await firstValueFrom(locker.acquire('k'));
+    expect(calls).toEqual({ tryAcquire: 1, extend: 0, release: 0 });
+    expect(lease.held).toBe(true);
+    expect(lease.validUntil - lease.acquiredAt).toBeLessThanOrEqual(500 - (5 + 2));
+    expect(memory.pttl('lock:k')).toBeGreaterThan(60_000);
+    await lease.release();
+    await locker.close();
+    memory.close();
+  });
+
+  it('less left than the renewal interval (lockDelay 75 × ttl): the lease is renewed before its deadline, not lost at it', async () => {
+    const { memory, store, calls } = redlockLike();
+    // validity 152,000 − 1,522 − 150,000 = 478 ms, below the 666 ms renewal interval
+    const locker = createLocker({ store, ttl: 2_000, lockDelay: 150_000 });
+    const outcome = await lastValueFrom(locker.using('k', () => timer(600))).then(
+      () => 'done',
+      (e: unknown) => e,
+    );
+    expect(outcome).toBe('done');
+    expect(calls.extend).toBeGreaterThanOrEqual(1);
     await locker.close();
     memory.close();
   });

@@ -3,6 +3,7 @@ import type { ExecutionContext } from '@nestjs/common';
 import { describe, expect, it } from 'vitest';
 import { isLockOptionsError } from '../../src/index.js';
 import { compileLockKey, MissingKeyValueError } from '../../src/integrations/nestjs/lockKey.js';
+import { escapeKeyPart } from '../../src/nestjs.js';
 
 const http = (request: object) =>
   ({ getType: () => 'http', switchToHttp: () => ({ getRequest: () => request }) }) as unknown as ExecutionContext;
@@ -36,6 +37,8 @@ describe('key templates', () => {
     expect(key(http({ params: { tenant: 'a', id: 'b:c' } }))).toBe('order:a:b%3Ac');
     expect(key(http({ params: { tenant: 'a%3Ab', id: 'c' } }))).toBe('order:a%253Ab:c');
     expect(key(http({ params: { tenant: '{slot}', id: 'x' } }))).toBe('order:%7Bslot%7D:x');
+    // the exported escape gives the same key, for code outside a handler
+    expect(`order:${escapeKeyPart('a:b')}:${escapeKeyPart('c')}`).toBe(key(http({ params: { tenant: 'a:b', id: 'c' } })));
     // everything else is kept as it was
     expect(key(http({ params: { tenant: 'ACME corp/ü', id: 'é-7' } }))).toBe('order:ACME corp/ü:é-7');
     // injective over many random pairs of values

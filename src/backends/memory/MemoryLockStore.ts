@@ -117,6 +117,9 @@ export class MemoryLockStore implements LockStore, InspectableStore, ClosableSto
   // ─── shared locks (semaphores, read-write locks) ─────────────────────────────────────────────
 
   tryAcquireShared(key: string, token: string, ttlMs: number, weight: number, capacity: number, place: SharedPlace): Promise<AcquireResult> {
+    // A waiter that can never fit would stay at the head of the line and keep everyone behind it out.
+    if (!Number.isSafeInteger(weight) || weight < 1) return Promise.reject(new LockOptionsError('weight', 'a positive safe integer', weight));
+    if (!Number.isSafeInteger(capacity) || capacity < weight) return Promise.reject(new LockOptionsError('capacity', `a safe integer from the weight (${weight})`, capacity));
     const result = this.shared.tryAcquire(key, token, ttlMs, weight, capacity, place);
     this.startSweeper();
     return Promise.resolve(result);

@@ -51,6 +51,8 @@ export class SharedPermits {
     }
     if (place === 'leave') {
       state.line.delete(token);
+      // (the waiters behind it may fit now)
+      this.promote(state, now);
       this.forgetIfEmpty(key, state);
       return { acquired: false, holderTtl: this.firstExpiry(state, now) };
     }
@@ -76,6 +78,7 @@ export class SharedPermits {
     const holder = state.holders.get(token);
     const held = holder !== undefined && holder.expiresAt >= now;
     if (holder !== undefined) this.drop(state, token, holder);
+    this.dropExpired(state, now);
     this.promote(state, now);
     this.forgetIfEmpty(key, state);
     return held;
@@ -89,6 +92,7 @@ export class SharedPermits {
     const holder = state.holders.get(token);
     const held = holder !== undefined && holder.expiresAt >= now;
     if (holder !== undefined) this.drop(state, token, holder);
+    this.dropExpired(state, now);
     this.promote(state, now);
     this.forgetIfEmpty(key, state);
     return held;
@@ -128,9 +132,14 @@ export class SharedPermits {
       this.keys.set(key, state);
       return state;
     }
-    for (const [token, holder] of state.holders) if (holder.expiresAt < now) this.drop(state, token, holder);
+    this.dropExpired(state, now);
     this.promote(state, now);
     return state;
+  }
+
+  /** Drops the holders whose lease ended: their permits are free. */
+  private dropExpired(state: SharedKey, now: number): void {
+    for (const [token, holder] of state.holders) if (holder.expiresAt < now) this.drop(state, token, holder);
   }
 
   /** Grants the live waiters at the head of the line, in order, while their weights fit. */

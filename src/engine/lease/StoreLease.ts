@@ -274,7 +274,16 @@ export class StoreLease implements Scheduled {
       return;
     }
     const interval = this.interval;
-    this.owner.schedule(this, 'renew', Math.min(from + interval, this.until), interval / 4);
+    const at = from + interval;
+    if (at < this.until) {
+      this.owner.schedule(this, 'renew', at, interval / 4);
+      return;
+    }
+    // A validity shorter than the interval (a quorum store's measure of a slow round, or of a key
+    // kept lockDelay longer): a renewal due at the deadline would come too late to be sent, so it
+    // goes out halfway there, leaving the other half for its answer.
+    const halfway = (this.until - now) / 2;
+    this.owner.schedule(this, 'renew', now + halfway, halfway / 4);
   }
 
   private lose(reason: LockLostReason, cause?: unknown): void {

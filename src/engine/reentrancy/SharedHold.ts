@@ -14,11 +14,10 @@
  *   holds left keep nobody waiting: the outermost stream's release does not wait for them (a
  *   joined `acquire()` lease that was lost may never be released by its caller).
  */
-import { AsyncSubject, type Observable } from 'rxjs';
 import type { LockLostError } from '../../errors/errors.js';
 import type { HeldLease } from '../lease/HeldLease.js';
+import { HoldLifecycle } from '../lease/HoldLifecycle.js';
 import type { WorkLease } from '../lease/WorkLease.js';
-import { toldWhereSubscribed } from './frames.js';
 
 export class SharedHold {
   private readonly holds = new Set<HoldLease>();
@@ -93,22 +92,16 @@ export class SharedHold {
   }
 }
 
-type State = 'held' | 'released' | 'lost';
-
 /** One stream's hold on a {@link SharedHold}: the lease as that stream sees it. */
-export class HoldLease implements WorkLease {
-  private state: State = 'held';
-  private releasing: Promise<boolean> | undefined;
-  private lossListener: ((error: LockLostError) => void) | undefined;
-  private lostSubject: AsyncSubject<LockLostError> | undefined;
-  private lostError: LockLostError | undefined;
-
+export class HoldLease extends HoldLifecycle implements WorkLease {
   constructor(
     private readonly shared: SharedHold,
     /** True for the hold of the stream that took the lease from the store. */
     readonly outermost: boolean,
     readonly acquiredAt: number,
-  ) {}
+  ) {
+    super();
+  }
 
   get key(): string {
     return this.shared.lease.key;
@@ -135,78 +128,31 @@ export class HoldLease implements WorkLease {
   }
 
   get held(): boolean {
-    return this.state === 'held' && this.shared.lease.held;
-  }
-
-  get released(): boolean {
-    return this.releasing !== undefined;
-  }
-
-  get lostWith(): LockLostError | undefined {
-    return this.lostError;
-  }
-
-  get lost$(): Observable<LockLostError> {
-    this.catchUp();
-    if (this.lostSubject === undefined) {
-      const subject = (this.lostSubject = new AsyncSubject<LockLostError>());
-      if (this.state === 'lost') {
-        subject.next(this.lostError!);
-        subject.complete();
-      } else if (this.state === 'released') subject.complete();
-    }
-    return toldWhereSubscribed(this.lostSubject.asObservable());
-  }
-
-  watchLoss(listener: (error: LockLostError) => void): void {
-    this.catchUp();
-    if (this.state === 'lost') listener(this.lostError!);
-    else if (this.state === 'held') this.lossListener = listener;
-  }
-
-  unwatchLoss(): void {
-    this.lossListener = undefined;
-  }
-
-  /** Drops this hold (once; later calls return the first one's promise): see {@link SharedHold}. */
-  release(): Promise<boolean> {
-    if (this.releasing !== undefined) return this.releasing;
-    this.catchUp();
-    const wasHeld = this.state === 'held';
-    if (wasHeld) this.state = 'released';
-    this.lossListener = undefined;
-    const releasing = (this.releasing = this.shared.drop(this));
-    if (wasHeld) this.lostSubject?.complete();
-    return releasing;
+    return this.holding && this.shared.lease.held;
   }
 
   /** Extends the shared lease (every hold's). */
   extend(ttl?: number): Promise<boolean> {
-    if (this.state !== 'held') return Promise.resolve(false);
+    if (!this.holding) return Promise.resolve(false);
     return this.shared.lease.extend(ttl);
+  }
+
+  /** The shared lease was lost. */
+  lose(error: LockLostError): void {
+    this.markLost(error);
+  }
+
+  /** Drops this hold (once; later calls return the first one's promise): see {@link SharedHold}. */
+  protected giveBack(): Promise<boolean> {
+    return this.shared.drop(this);
   }
 
   /**
    * The shared lease is lost but this hold has not heard yet (its loss is being reported: an
    * `events$` handler on 'lost' runs before the holds are told): it is lost, not released.
    */
-  private catchUp(): void {
+  protected override catchUp(): void {
     const lost = this.shared.lease.lostWith;
-    if (this.state === 'held' && lost !== undefined) this.lose(lost);
-  }
-
-  /** The shared lease was lost. */
-  lose(error: LockLostError): void {
-    if (this.state !== 'held') return;
-    this.state = 'lost';
-    this.lostError = error;
-    const listener = this.lossListener;
-    this.lossListener = undefined;
-    listener?.(error);
-    const subject = this.lostSubject;
-    if (subject !== undefined) {
-      subject.next(error);
-      subject.complete();
-    }
+    if (this.holding && lost !== undefined) this.markLost(lost);
   }
 }

@@ -41,9 +41,11 @@ export class SharedLocks implements HolderOwner {
     commandTimeout: number,
     private readonly clock: Clock,
     private readonly events: EventReporter,
+    /** Lock-delay is on (`store` adds it to every TTL): a lapsed holder's permits are not given back. */
+    lockDelay = false,
   ) {
     this.access = new StoreAccess(sharedLeaseView(store), commandTimeout);
-    this.leases = new LeaseKeeper(this.access, events);
+    this.leases = new LeaseKeeper(this.access, events, lockDelay);
     this.ctx = { store, access: this.access, wakeUp: wakeUpOf(store), clock, events, contention: new ContentionMemory() };
   }
 

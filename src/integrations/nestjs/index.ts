@@ -6,6 +6,6 @@ export { LockInterceptor } from './LockInterceptor.js';
 export { WithLock, type WithLockOptions } from './WithLock.js';
 export { InjectLocker } from './InjectLocker.js';
 export { LOCKER } from './tokens.js';
-export type { LockKey } from './lockKey.js';
+export { escapeKeyPart, type LockKey } from './lockKey.js';
 export type { LockErrorOptions, LockErrorMapper, BusyStatus } from './lockErrorResponses.js';
 export { CLIENT_CLOSED_REQUEST, type OnDisconnect } from './clientDisconnect.js';

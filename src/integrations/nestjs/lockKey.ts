@@ -137,7 +137,20 @@ function keyValue(template: string, text: string, value: unknown): string {
 /** The characters a value may not bring into a key as they are: the escape itself, the usual separator, hash-tag braces. */
 const RESERVED = /[%:{}]/g;
 
-/** A value as a part of a key: reserved characters percent-encoded, so distinct values stay distinct. */
+/**
+ * A value as a part of a key, as `@WithLock` key templates put it in: `%`, `:`, `{` and `}`
+ * percent-encoded (`%25`, `%3A`, `%7B`, `%7D`), so distinct values stay distinct keys and a value
+ * cannot forge a separator or a Redis Cluster hash tag. For code that locks the same key a
+ * template does, outside a decorated handler.
+ *
+ * @example
+ * ```ts
+ * import { escapeKeyPart } from 'rxjs-lock/nestjs';
+ * // the key of @WithLock('order:{params.tenant}:{params.id}') for this request's values
+ * const key = `order:${escapeKeyPart(tenant)}:${escapeKeyPart(id)}`;
+ * locker.using(key, () => repairOrder(tenant, id)).subscribe();
+ * ```
+ */
 export function escapeKeyPart(value: string): string {
   return value.replace(RESERVED, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 }

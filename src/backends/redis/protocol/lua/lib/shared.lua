@@ -10,10 +10,44 @@
 -- live waiter is granted when its weight fits its own capacity; nobody behind it is granted before.
 -- Needs numbers.lua, maxBlock.lua, fences.lua and announce.lua.
 
+-- The holders and their weights are two keys, written together by every script; a server that
+-- lost one of them and not the other (eviction under maxmemory picks keys one by one) leaves
+-- entries the other key does not know: weights that nobody's lease ends, still counted in 'used'
+-- (capacity lost for as long as anybody holds the lock), or leases without a weight. Outside a
+-- script the keys agree — the hash has a field per holder plus 'used', or neither key exists —
+-- so comparing their sizes (O(1)) finds such a loss; then the entries that have no partner are
+-- dropped (their holders' next renewal answers 'gone', as after any loss of data) and 'used' is
+-- counted again from the weights left. Returns the permits held, or nil when the keys agree.
+local function repairHolders(holders, permits)
+  local count = redis.call('ZCARD', holders)
+  if redis.call('HLEN', permits) == (count > 0 and count + 1 or 0) then
+    return nil
+  end
+  local used = 0
+  local fields = redis.call('HGETALL', permits)
+  for i = 1, #fields, 2 do
+    local field = fields[i]
+    if string.sub(field, 1, 2) == 'h:' then
+      if redis.call('ZSCORE', holders, string.sub(field, 3)) then
+        used = used + tonumber(string.match(fields[i + 1], '^(%d+)'))
+      else
+        redis.call('HDEL', permits, field)
+      end
+    end
+  end
+  for _, token in ipairs(redis.call('ZRANGE', holders, 0, -1)) do
+    if redis.call('HEXISTS', permits, 'h:' .. token) == 0 then
+      redis.call('ZREM', holders, token)
+    end
+  end
+  redis.call('HSET', permits, 'used', int(used))
+  return used
+end
+
 -- Removes the holders whose lease ended before `now`; returns the permits the others hold, and
 -- the permits recorded before (for keepHolders).
 local function sweepHolders(holders, permits, now)
-  local stored = tonumber(redis.call('HGET', permits, 'used') or '0')
+  local stored = repairHolders(holders, permits) or tonumber(redis.call('HGET', permits, 'used') or '0')
   local used = stored
   local ended = redis.call('ZRANGEBYSCORE', holders, '-inf', '(' .. int(now))
   for _, token in ipairs(ended) do
@@ -44,12 +78,29 @@ local function leaveSharedLine(line, places, token)
   redis.call('HDEL', places, token)
 end
 
+-- The line and the places are two keys as well: a line lost alone (evicted, or expired a moment
+-- before the places) leaves places of tokens no longer in line, which nothing else removes while
+-- waiters keep the places key alive. More places than tokens in line (O(1) to compare) means
+-- such orphans: they are dropped. (A token in line without a place is dropped when it reaches
+-- the head, or given a place again when it asks before that.)
+local function repairPlaces(line, places)
+  if redis.call('HLEN', places) <= redis.call('ZCARD', line) then
+    return
+  end
+  for _, token in ipairs(redis.call('HKEYS', places)) do
+    if not redis.call('ZSCORE', line, token) then
+      redis.call('HDEL', places, token)
+    end
+  end
+end
+
 -- Grants the live waiters at the head of the line, in order, while each one's weight fits its
 -- capacity; drops lapsed places on the way and announces each grant on the waiter's inbox (but
 -- not to `caller`, the waiter whose own call runs this: its answer says so). Returns the permits
 -- held after, the set of tokens granted, whether it granted any, and whether a live waiter is
 -- still in line (the head, which does not fit).
 local function promote(holders, permits, line, places, fenceKey, used, now, seed, caller)
+  repairPlaces(line, places)
   local granted, any = {}, false
   while true do
     local first = redis.call('ZRANGE', line, 0, 0)[1]
