@@ -62,6 +62,22 @@ describe('a waiter for permits, woken by the grant signal', () => {
     expect(await a.store.tryAcquireShared('lock:sem', 'third', 1_000, 1, 1, 'leave')).toMatchObject({ acquired: true });
   });
 
+  it('a locker contended lately listens before its first attempt: that attempt is heard, no second one', async () => {
+    const a = newLocker();
+    const b = newLocker();
+    const first: Lease = await firstValueFrom(a.locker.acquirePermit('sem3', { limit: 1, ttl: 30_000 }));
+    // b meets contention once (its wait times out), so its channel is live and it counts as contended
+    await expect(firstValueFrom(b.locker.acquirePermit('sem3', { limit: 1, waitTimeout: 50 }))).rejects.toMatchObject({ name: 'LockTimeoutError' });
+    const attempts = countAttempts(b.store);
+    const waiting = firstValueFrom(b.locker.acquirePermit('sem3', { limit: 1, ttl: 30_000, waitTimeout: 20_000 }));
+    await eventually(() => attempts.n >= 1);
+    await sleep(150); // an unheard place would be looked at again by the retry policy (5-10 ms)
+    expect(attempts.n).toBe(1);
+    await first.release();
+    await (await waiting).release();
+    expect(attempts.n).toBe(1);
+  });
+
   it('does not miss a grant made after its place was kept but before it listened', async () => {
     const a = newLocker();
     const b = newLocker();
