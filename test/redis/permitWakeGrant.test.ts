@@ -9,6 +9,7 @@ import { firstValueFrom, timer, map, race } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { createLocker, type Lease, type Locker } from '../../src/index.js';
 import { RedisLockStore } from '../../src/redis.js';
+import type { WakeSignal } from '../../src/store/capabilities.js';
 import { connect } from '../support/redis.js';
 import { redisSuite } from '../support/redisSuite.js';
 import { eventually, sleep } from '../support/timing.js';
@@ -103,5 +104,21 @@ describe('a waiter for permits, woken by the grant signal', () => {
     const lease = waited as Lease;
     expect(lease.fence).toBeGreaterThan(first.fence);
     await lease.release();
+  });
+
+  it("the store dates a kept place, and announces no grant to the caller whose own call made it", async () => {
+    const { store } = newLocker();
+    const signals: WakeSignal[] = [];
+    const watch = store.watch!('lock:own', 'W', (signal) => signals.push(signal));
+    suite.closers.push(() => watch.stop());
+    await watch.ready;
+    expect((await store.tryAcquireShared('lock:own', 'H', 100, 1, 1, 'keep')).acquired).toBe(true);
+    const queued = await store.tryAcquireShared('lock:own', 'W', 5_000, 1, 1, 'keep');
+    expect(queued).toMatchObject({ acquired: false, queued: true });
+    expect(typeof (queued as { at?: number }).at).toBe('number');
+    await sleep(150); // H's lease ends unreleased: W's next call is granted from its place, by itself
+    expect(await store.tryAcquireShared('lock:own', 'W', 5_000, 1, 1, 'keep')).toMatchObject({ acquired: true });
+    await sleep(50);
+    expect(signals.filter((s) => s.type === 'granted')).toEqual([]);
   });
 });
