@@ -6,21 +6,28 @@
  *
  * lists the locks held in that Redis whose key (as the locker names it, after `--prefix`, default
  * `lock:`) matches the glob `pattern` (default `*`): key, holder token, remaining TTL, fence (when
- * Redis keeps it) and waiters in line. Read-only (SCAN and reads; see backends/redis/scanLocks.ts).
- * Needs `ioredis`, the store's peer dependency.
+ * Redis keeps it) and waiters in line; then the shared locks (semaphores, read-write locks) with a
+ * row per holder: its token, permits (`write` for a write lock), TTL and fence, and the key's
+ * permits used and waiters. Read-only (SCAN and reads; see backends/redis/scanLocks.ts and
+ * scanSharedLocks.ts). Needs `ioredis`, the store's peer dependency.
  */
 import { scanLocks, type ListedLock, type ScanningClient } from './backends/redis/scanLocks.js';
+import { scanSharedLocks, type ListedSharedLock } from './backends/redis/scanSharedLocks.js';
+import { WRITE_PERMITS } from './engine/shared/readWrite.js';
 
 const USAGE = `Usage: rxjs-lock inspect <redis-url> [pattern] [--prefix <keyPrefix>] [--cluster] [--json]
 
 Lists held locks whose key matches the glob pattern (default "*"):
-holder token, remaining TTL, fence (when Redis keeps it) and waiters.
+holder token, remaining TTL, fence (when Redis keeps it) and waiters;
+then shared locks (semaphores, read-write locks), a row per holder:
+token, permits ("write" for a write lock), TTL, fence, permits used, waiters.
 
   <redis-url>         redis://[user:password@]host:port[/db] (rediss:// for TLS)
   --prefix <p>        the locker's keyPrefix (default "lock:")
   --client-prefix <p> the ioredis keyPrefix of your application's clients, if any
   --cluster           the URL is a node of a Redis Cluster: every master is scanned
   --json              one JSON object per lock instead of a table
+                      (a shared lock's has "kind": "shared" and its "holders")
 
 In the table, control characters in keys and tokens are shown escaped
 (\\n, \\t, \\u001b, and \\\\ for a backslash); --json gives them exactly.`;
@@ -83,9 +90,27 @@ export function formatTable(locks: readonly ListedLock[]): string {
     ['KEY', 'HOLDER TOKEN', 'TTL (ms)', 'FENCE', 'WAITING'],
     ...locks.map((l) => [printable(l.key), printable(l.token), String(l.ttl), l.fence === undefined ? '-' : String(l.fence), String(l.waiting)]),
   ];
+  return columns(rows);
+}
+
+/** The shared locks as a table, a row per holder (or one for a lock with waiters only), keys and tokens made {@link printable}. */
+export function formatSharedTable(locks: readonly ListedSharedLock[]): string {
+  const rows = [['SHARED KEY', 'HOLDER TOKEN', 'PERMITS', 'TTL (ms)', 'FENCE', 'USED', 'WAITING']];
+  for (const l of locks) {
+    const lock = [String(l.used), String(l.waiting)];
+    if (l.holders.length === 0) rows.push([printable(l.key), '-', '-', '-', '-', ...lock]);
+    for (const h of l.holders) rows.push([printable(l.key), printable(h.token), h.weight >= WRITE_PERMITS ? 'write' : String(h.weight), String(h.ttl), String(h.fence), ...lock]);
+  }
+  return columns(rows);
+}
+
+/** The rows with each column padded to its widest cell. */
+function columns(rows: readonly string[][]): string {
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
   return rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd()).join('\n');
 }
+
+const byKey = (a: { key: string }, b: { key: string }) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
 
 async function main(argv: readonly string[]): Promise<number> {
   if (argv.includes('--help') || argv.includes('-h') || argv.length === 0) {
@@ -113,12 +138,24 @@ async function main(argv: readonly string[]): Promise<number> {
   client.on('error', (error: Error) => (connectionError ??= error));
   try {
     await client.connect();
+    const scanning = client as unknown as ScanningClient;
+    const scan = { pattern: args.pattern, keyPrefix: args.prefix, clientPrefix: args.clientPrefix };
     const locks: ListedLock[] = [];
-    for await (const lock of scanLocks(client as unknown as ScanningClient, { pattern: args.pattern, keyPrefix: args.prefix, clientPrefix: args.clientPrefix })) {
+    for await (const lock of scanLocks(scanning, scan)) {
       if (args.json) process.stdout.write(`${JSON.stringify(lock)}\n`);
       else locks.push(lock);
     }
-    if (!args.json) process.stdout.write(`${formatTable(locks.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)))}\n`);
+    const shared: ListedSharedLock[] = [];
+    for await (const lock of scanSharedLocks(scanning, scan)) {
+      if (args.json) process.stdout.write(`${JSON.stringify({ kind: 'shared', ...lock })}\n`);
+      else shared.push(lock);
+    }
+    if (!args.json) {
+      // (the mutexes' table as before; the shared locks' below it, only when there are some)
+      const tables = locks.length > 0 || shared.length === 0 ? [formatTable(locks.sort(byKey))] : [];
+      if (shared.length > 0) tables.push(formatSharedTable(shared.sort(byKey)));
+      process.stdout.write(`${tables.join('\n\n')}\n`);
+    }
     return 0;
   } catch (error) {
     const reason = connectionError ?? error;

@@ -33,6 +33,7 @@ export type {
   ClosedEvent,
 } from './engine/events/events.js';
 export type { LockerLockInfo, WaitUntilFreeOptions } from './engine/inspection/KeyInspector.js';
+export type { LockerPermitsInfo, LockerSharedHolderInfo, WaitUntilPermitsFreeOptions } from './engine/inspection/SharedInspector.js';
 export {
   DEFAULTS,
   type LockerOptions,
@@ -47,7 +48,7 @@ export {
 } from './options/LockerOptions.js';
 export type { PermitCount, PermitOptions, AcquirePermitOptions, ReadWriteLockOptions, AcquireReadWriteOptions } from './options/PermitOptions.js';
 export type { LockStore, AcquireResult, Acquired, NotAcquired, ExtendOutcome, ReleasedGrant } from './store/LockStore.js';
-export type { SharedLockStore, SharedPlace, SharedLockInfo, InspectableSharedStore } from './store/SharedLockStore.js';
+export type { SharedLockStore, SharedPlace, SharedLockInfo, SharedHolderInfo, InspectableSharedStore, BatchExtendSharedStore } from './store/SharedLockStore.js';
 export type {
   QueueingStore,
   LeaveResult,

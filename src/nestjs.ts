@@ -1,5 +1,6 @@
 /**
- * `rxjs-lock/nestjs`: the NestJS integration — `LockModule`, `@WithLock`, `@InjectLocker()`.
+ * `rxjs-lock/nestjs`: the NestJS integration — `LockModule`, `@WithLock` (one key or several),
+ * `@WithPermit`, `@WithReadLock`, `@WithWriteLock`, `@InjectLocker()`.
  * Needs `@nestjs/common` and `@nestjs/core` (optional peer dependencies; `ioredis` for
  * `LockModule.forRoot({ redis })`, `@nestjs/microservices` for RPC errors). The other entry points
  * never load Nest.

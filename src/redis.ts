@@ -11,3 +11,4 @@ export { FencedResource, type FencedWriteResult } from './backends/redis/FencedR
 export type { ReplicaAcksOptions } from './backends/redis/ReplicaAcks.js';
 export type { RedisClient, RedisPipeline, RedisTransaction, RedisSubscriber, RedisReplies } from './backends/redis/RedisClient.js';
 export { scanLocks, type ScanLocksOptions, type ListedLock, type ScanningClient } from './backends/redis/scanLocks.js';
+export { scanSharedLocks, type ListedSharedLock } from './backends/redis/scanSharedLocks.js';

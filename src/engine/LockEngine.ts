@@ -11,7 +11,7 @@
  * - acquisition/: an acquisition as an Observable, and the work run while a lease is held.
  */
 import { catchError, EMPTY, map, throwError, type MonoTypeOperatorFunction, type Observable } from 'rxjs';
-import { isLockTimeoutError, LockCapabilityError } from '../errors/errors.js';
+import { isLockTimeoutError, LockCapabilityError, LockOptionsError } from '../errors/errors.js';
 import type { AcquireOptions, LockOperatorOptions } from '../options/LockerOptions.js';
 import type { AcquirePermitOptions, AcquireReadWriteOptions, PermitOptions, ReadWriteLockOptions } from '../options/PermitOptions.js';
 import { resolvePermitOptions, resolveReadWriteOptions } from '../options/validatePermits.js';
@@ -29,6 +29,7 @@ import { LongWaitMonitor } from './events/LongWaitMonitor.js';
 import { GateRegistry } from './gate/GateRegistry.js';
 import { CohortPolicy, NO_HANDOFF, type HandoffPolicy } from './handoff/HandoffPolicy.js';
 import { KeyInspector, type LockerLockInfo, type WaitUntilFreeOptions } from './inspection/KeyInspector.js';
+import type { HolderKind, LockerPermitsInfo, WaitUntilPermitsFreeOptions } from './inspection/SharedInspector.js';
 import type { HeldLease } from './lease/HeldLease.js';
 import type { WorkLease } from './lease/WorkLease.js';
 import type { Lease } from './lease/Lease.js';
@@ -197,6 +198,32 @@ export class LockEngine implements Locker, AcquisitionContext {
     return this.inspector.waitUntilFree(key, storeKey, settings);
   }
 
+  inspectPermits(key: string): Observable<LockerPermitsInfo | null> {
+    const storeKey = this.storeKeyOf(key);
+    const shared = this.shared;
+    return shared === undefined ? throwError(() => new LockCapabilityError(key, 'shared')) : shared.inspector.inspect(key, storeKey);
+  }
+
+  isReadLocked(key: string): Observable<boolean> {
+    return this.sharedHeld(key, 'reader');
+  }
+
+  isWriteLocked(key: string): Observable<boolean> {
+    return this.sharedHeld(key, 'writer');
+  }
+
+  waitUntilPermitsFree(key: string, options?: WaitUntilPermitsFreeOptions): Observable<void> {
+    const storeKey = this.storeKeyOf(key);
+    // (`until` is checked here; the rest as waitUntilFree's options, a non-object refused by that check)
+    const isObject = typeof options === 'object' && options !== null;
+    const { until, ...rest } = isObject ? options : {};
+    if (until !== undefined && until !== 'no-holder' && until !== 'no-writer') throw new LockOptionsError('until', "'no-holder' or 'no-writer'", until);
+    const settings = resolveAcquireOptions(isObject ? rest : options, this.defaults, WAIT_KEYS, 'waitUntilPermitsFree options');
+    const shared = this.shared;
+    if (shared === undefined) return throwError(() => new LockCapabilityError(key, 'shared'));
+    return shared.inspector.waitUntilFree(key, storeKey, settings, until === 'no-writer' ? 'writer' : 'any');
+  }
+
   get closed(): boolean {
     return this.closeCalled;
   }
@@ -273,6 +300,13 @@ export class LockEngine implements Locker, AcquisitionContext {
   private readWriteUsing<R>(key: string, work: LockedWork<R>, options: ReadWriteLockOptions | undefined, weight: number): Observable<R> {
     const settings = resolveReadWriteOptions(options, this.defaults, true);
     return runWhileHeld(this.sharedAcquisitionOf(key, settings, weight, READ_WRITE_CAPACITY), (lease) => withWorkSignal(lease, work), settings.onLost, this.plainScope());
+  }
+
+  /** Does a holder of `kind` hold the shared lock `key`? */
+  private sharedHeld(key: string, kind: HolderKind): Observable<boolean> {
+    const storeKey = this.storeKeyOf(key);
+    const shared = this.shared;
+    return shared === undefined ? throwError(() => new LockCapabilityError(key, 'shared')) : shared.inspector.isHeld(key, storeKey, kind);
   }
 
   /**

@@ -7,6 +7,7 @@ import type { AcquirePermitOptions, AcquireReadWriteOptions, PermitCount, Permit
 import type { LockedWork } from './acquisition/workSignal.js';
 import type { LeaseSet } from './multikey/LeaseSet.js';
 import type { LockerLockInfo, WaitUntilFreeOptions } from './inspection/KeyInspector.js';
+import type { LockerPermitsInfo, WaitUntilPermitsFreeOptions } from './inspection/SharedInspector.js';
 import type { LockEvent } from './events/events.js';
 import type { Lease } from './lease/Lease.js';
 
@@ -358,6 +359,70 @@ export interface Locker {
    * ```
    */
   inspect(key: string): Observable<LockerLockInfo | null>;
+
+  /**
+   * Who holds the semaphore or read-write lock `key` (the shared lock of `withPermit`,
+   * `withReadLock` and `withWriteLock`; apart from the mutex `key` that {@link Locker.inspect}
+   * answers for): a cold Observable of the store's answer — the permits used, each live holder
+   * (its token, permits held as `weight`, remaining TTL in ms, fence, whether it is a `writer` and
+   * whether it is `heldHere`, one of this locker's), the waiters in the store's line — plus this
+   * locker's waits (`waitingHere`), or `null` when it has neither holders nor waiters. Takes
+   * nothing. Errors with `LockCapabilityError` when the store has no shared locks or cannot
+   * inspect them, `LockStoreError` when it fails. Throws `LockOptionsError` at once for an invalid key.
+   *
+   * @example
+   * ```ts
+   * locker.inspectPermits('renderer').subscribe((info) =>
+   *   console.log(info === null ? 'idle' : `${info.used} permits in use, ${info.waiting} waiting`),
+   * );
+   * ```
+   */
+  inspectPermits(key: string): Observable<LockerPermitsInfo | null>;
+
+  /**
+   * Is the read-write lock `key` held by readers now? A cold Observable that answers once and
+   * completes: `true` when at least one holder holds it in shared mode (a reader; on a semaphore's
+   * key, a holder of some of its permits), `false` otherwise. Takes nothing. The answer may be
+   * stale by the time it arrives. Errors as {@link Locker.inspectPermits}.
+   *
+   * @example
+   * ```ts
+   * locker.isReadLocked('config').subscribe((reading) => console.log(reading ? 'being read' : 'no reader'));
+   * ```
+   */
+  isReadLocked(key: string): Observable<boolean>;
+
+  /**
+   * Is the read-write lock `key` held by a writer now? A cold Observable that answers once and
+   * completes. Takes nothing; the answer may be stale by the time it arrives. Errors as
+   * {@link Locker.inspectPermits}.
+   *
+   * @example
+   * ```ts
+   * locker.isWriteLocked('config').subscribe((writing) => console.log(writing ? 'being written' : 'no writer'));
+   * ```
+   */
+  isWriteLocked(key: string): Observable<boolean>;
+
+  /**
+   * Emits once (and completes) when the semaphore or read-write lock `key` is free, without taking
+   * it: with `until: 'no-holder'` (the default) once nobody holds any of its permits, with
+   * `until: 'no-writer'` once no writer holds it. Looks at once, then polls with the `retry`
+   * back-off, each sleep capped by the first holder's remaining TTL; errors with
+   * `LockTimeoutError` if it is still held after `waitTimeout`, with `LockStoreError` if the store
+   * fails, with `LockCapabilityError` as {@link Locker.inspectPermits}. It never stands in the
+   * store's line, so waiters there may take the key right after: use it to wait for running work,
+   * not for exclusion. Throws `LockOptionsError` at once for an invalid key or option.
+   *
+   * @example
+   * ```ts
+   * // reload the config once the writer that is changing it is done
+   * locker.waitUntilPermitsFree('config', { until: 'no-writer', waitTimeout: 30_000 }).pipe(
+   *   mergeMap(() => loadConfig()),
+   * ).subscribe();
+   * ```
+   */
+  waitUntilPermitsFree(key: string, options?: WaitUntilPermitsFreeOptions): Observable<void>;
 
   /**
    * Closes the locker: new acquisitions error with `LockerClosedError`; acquisitions still waiting

@@ -49,6 +49,12 @@ function checkCount(option: string, value: unknown, max: number): number {
   return value;
 }
 
+/** Checks `limit` and `permits` alone (positive safe integers, `permits ≤ limit`); returns them. */
+export function checkPermitCount(limit: unknown, permits: unknown): { limit: number; permits: number | undefined } {
+  const capacity = checkCount('limit', limit, Number.MAX_SAFE_INTEGER);
+  return { limit: capacity, permits: permits === undefined ? undefined : checkCount('permits', permits, capacity) };
+}
+
 /** Checks `withPermit` options (those the free operator passes on) without a locker at hand. */
 export function checkPermitOptions(options: PermitOptions | undefined): void {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {

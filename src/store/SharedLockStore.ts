@@ -20,21 +20,21 @@
  * exclude each other. Expired holders and lapsed places are swept by the store itself, so a holder
  * or waiter that died never keeps capacity beyond its TTL (or its place's).
  */
+import type { ExtendRequest } from './capabilities.js';
 import type { AcquireResult, ExtendOutcome } from './LockStore.js';
 
 /** Place handling of {@link SharedLockStore.tryAcquireShared}, as for a mutex's line. */
 export type SharedPlace = 'keep' | 'leave';
 
 /**
- * The shared-lock capability of a store (the in-memory and Redis stores have it; `RedlockStore`
- * does not): what `withPermit`, `withReadLock` and `withWriteLock` need. The engine detects it at
- * run time; a store author implements these four calls. See the module comment for the model.
+ * The shared-lock capability of a store (see this file's top comment): `weight` permits out of a
+ * `capacity`, per holder, with a first-come, first-served line.
  *
  * @example
  * ```ts
- * const store: LockStore & SharedLockStore = new MemoryLockStore();
- * const granted = await store.tryAcquireShared('lock:renderer', 'token-1', 30_000, 1, 4, 'keep');
- * if (granted.acquired) await store.releaseShared('lock:renderer', 'token-1');
+ * const store = new MemoryLockStore();
+ * const grant = await store.tryAcquireShared('lock:renderer', 'token-1', 30_000, 1, 4, 'keep');
+ * if (grant.acquired) await store.releaseShared('lock:renderer', 'token-1');
  * ```
  */
 export interface SharedLockStore {
@@ -83,29 +83,76 @@ export interface SharedLockStore {
   leaveShared(key: string, token: string): Promise<boolean>;
 }
 
-/** Read-only view of a shared lock, for inspection and tests. */
+/**
+ * A shared lock's holders and line, as {@link InspectableSharedStore.inspectShared} sees them.
+ *
+ * @example
+ * ```ts
+ * const info: SharedLockInfo | null = await store.inspectShared('lock:renderer');
+ * if (info !== null) console.log(`${info.used} permits held by ${info.holders.length}; ${info.waiting} waiting`);
+ * ```
+ */
 export interface SharedLockInfo {
-  /** Permits held now by live holders. */
+  /** Permits held now by live holders (the sum of their weights). */
   readonly used: number;
-  /** Live holders, each with its token, weight, fence and remaining TTL (ms). */
-  readonly holders: ReadonlyArray<{
-    /** The holder's token. */
-    readonly token: string;
-    /** The permits it holds. */
-    readonly weight: number;
-    /** The fence of its grant. */
-    readonly fence: number;
-    /** Its remaining TTL, in ms. */
-    readonly ttl: number;
-  }>;
+  /** Live holders, each with its token, weight (the permits it holds), fence and remaining TTL (ms), first to expire first. */
+  readonly holders: ReadonlyArray<SharedHolderInfo>;
   /** Waiters in line whose places have not lapsed. */
   readonly waiting: number;
 }
 
-/** A {@link SharedLockStore} that can also describe a key's holders (optional). */
+/** One holder of a shared lock, in {@link SharedLockInfo.holders}. */
+export interface SharedHolderInfo {
+  /** The holder's token (one per acquisition: its lease's `token`). */
+  readonly token: string;
+  /** The permits it holds (a read-write lock's reader 1, its writer all of them). */
+  readonly weight: number;
+  /** Its grant's fence. */
+  readonly fence: number;
+  /** The remaining TTL of its lease, in ms. */
+  readonly ttl: number;
+}
+
+/**
+ * A {@link SharedLockStore} that can also describe a key's holders and line (optional; the
+ * in-memory and Redis stores have it).
+ *
+ * @example
+ * ```ts
+ * const store = new MemoryLockStore();
+ * await store.tryAcquireShared('lock:renderer', 'some-token', 5_000, 1, 4, 'keep');
+ * console.log(await store.inspectShared('lock:renderer'));
+ * // { used: 1, holders: [{ token: 'some-token', weight: 1, fence: 1, ttl: 5000 }], waiting: 0 }
+ * ```
+ */
 export interface InspectableSharedStore {
-  /** The holders and waiters of the shared lock `key` (already prefixed), or `null` when it has neither. */
+  /**
+   * The shared lock `key` (already prefixed) as the store holds it now, or `null` when it has
+   * neither a live holder nor a live waiter. Read-only: no holder or place is swept, granted or
+   * refreshed (so a waiter that would fit is still counted as waiting until a call grants it).
+   */
   inspectShared(key: string): Promise<SharedLockInfo | null>;
+}
+
+/**
+ * Extension of many shared holders in one round trip, used by lease renewal (optional; the
+ * in-memory and Redis stores have it): {@link BatchExtendStore} for {@link SharedLockStore.extendShared}.
+ *
+ * @example
+ * ```ts
+ * const outcomes = await store.extendSharedMany([
+ *   { key: 'lock:renderer', token: tokenA, ttlMs: 30_000 },
+ *   { key: 'lock:config', token: tokenB, ttlMs: 30_000 },
+ * ]); // e.g. ['extended', 'gone']
+ * ```
+ */
+export interface BatchExtendSharedStore {
+  /**
+   * {@link SharedLockStore.extendShared} for each request, answered in order: its outcome, or the
+   * Error of that one request (the others' outcomes still count). Rejects when the batch as a
+   * whole failed.
+   */
+  extendSharedMany(requests: readonly ExtendRequest[]): Promise<Array<ExtendOutcome | Error>>;
 }
 
 const has = (store: object, name: string): boolean => typeof (store as Record<string, unknown>)[name] === 'function';
@@ -113,4 +160,14 @@ const has = (store: object, name: string): boolean => typeof (store as Record<st
 /** The store's shared locks, or `undefined` when it has none (a quorum store, a core-only store). */
 export function sharedOf<S extends object>(store: S): (S & SharedLockStore) | undefined {
   return has(store, 'tryAcquireShared') && has(store, 'extendShared') && has(store, 'releaseShared') && has(store, 'leaveShared') ? (store as S & SharedLockStore) : undefined;
+}
+
+/** The store's `inspectShared`, or `undefined`. */
+export function sharedInspectorOf<S extends object>(store: S): (S & InspectableSharedStore) | undefined {
+  return has(store, 'inspectShared') ? (store as S & InspectableSharedStore) : undefined;
+}
+
+/** The store's `extendSharedMany`, or `undefined`. */
+export function batchExtendSharedOf<S extends object>(store: S): (S & BatchExtendSharedStore) | undefined {
+  return has(store, 'extendSharedMany') ? (store as S & BatchExtendSharedStore) : undefined;
 }

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { AcquireResult, LockStore } from '../../src/store/LockStore.js';
-import { sharedOf, type SharedLockStore } from '../../src/store/SharedLockStore.js';
+import { batchExtendSharedOf, sharedInspectorOf, sharedOf, type SharedLockStore } from '../../src/store/SharedLockStore.js';
 
 export interface SharedStoreUnderTest {
   /** A store whose places last {@link PLACE_TTL} ms. */
@@ -177,6 +177,63 @@ export function sharedStoreContract(name: string, open: () => Promise<SharedStor
       }
       // nothing of them is left in line: a fitting caller is granted at once
       expect(granted(await store.tryAcquireShared(key, 'good', 10_000, 1, 2, 'leave'))).toBe(true);
+    });
+
+    it('inspectShared: live holders (token, weight, fence, TTL; first to end first), permits used and live waiters, or null', async () => {
+      const inspector = sharedInspectorOf(store)!;
+      expect(inspector).toBeDefined();
+      const key = fresh('inspect');
+      expect(await inspector.inspectShared(key)).toBeNull();
+      const a = await store.tryAcquireShared(key, 'a', 10_000, 2, 3, 'keep');
+      const b = await store.tryAcquireShared(key, 'b', 5_000, 1, 3, 'keep');
+      expect(granted(await store.tryAcquireShared(key, 'c', 10_000, 2, 3, 'keep'))).toBe(false);
+      const info = await inspector.inspectShared(key);
+      expect(info).toMatchObject({
+        used: 3,
+        waiting: 1,
+        holders: [
+          { token: 'b', weight: 1, fence: (b as { fence: number }).fence },
+          { token: 'a', weight: 2, fence: (a as { fence: number }).fence },
+        ],
+      });
+      expect(info!.holders[0]!.ttl).toBeGreaterThan(4_000);
+      expect(info!.holders[0]!.ttl).toBeLessThanOrEqual(5_000);
+      expect(info!.holders[1]!.ttl).toBeGreaterThan(9_000);
+      // the mutex of that name is not a shared lock
+      expect(await inspector.inspectShared(fresh('nothing'))).toBeNull();
+      await store.releaseShared(key, 'a'); // grants c
+      await store.releaseShared(key, 'b');
+      expect(await inspector.inspectShared(key)).toMatchObject({ used: 2, waiting: 0, holders: [{ token: 'c', weight: 2 }] });
+      await store.releaseShared(key, 'c');
+      expect(await inspector.inspectShared(key)).toBeNull();
+    });
+
+    it('inspectShared changes nothing: an ended lease and a lapsed place are not counted, yet nobody is granted by looking', async () => {
+      const inspector = sharedInspectorOf(store)!;
+      const key = fresh('read-only');
+      expect(granted(await store.tryAcquireShared(key, 'short', 60, 1, 1, 'keep'))).toBe(true);
+      expect(granted(await store.tryAcquireShared(key, 'waiter', 10_000, 1, 1, 'keep'))).toBe(false);
+      await sleep(100); // the holder's lease ended; the waiter's place (300 ms) lives on
+      // the waiter would fit now, but only a store call grants it: looking does not
+      expect(await inspector.inspectShared(key)).toEqual({ used: 0, holders: [], waiting: 1 });
+      expect(await inspector.inspectShared(key)).toEqual({ used: 0, holders: [], waiting: 1 });
+      expect(await store.extendShared(key, 'waiter', 10_000)).toBe('gone');
+      await sleep(PLACE_TTL); // and the place lapsed
+      expect(await inspector.inspectShared(key)).toBeNull();
+    });
+
+    it('extendSharedMany: each holder extended or gone, answered in request order, across keys', async () => {
+      const batch = batchExtendSharedOf(store)!;
+      expect(batch).toBeDefined();
+      const keys = Array.from({ length: 12 }, (_, i) => fresh(`many-${i}`));
+      for (const key of keys) expect(granted(await store.tryAcquireShared(key, `t-${key}`, 100, 1, 2, 'keep'))).toBe(true);
+      await store.releaseShared(keys[3]!, `t-${keys[3]}`);
+      const outcomes = await batch.extendSharedMany([...keys.map((key) => ({ key, token: `t-${key}`, ttlMs: 10_000 })), { key: keys[0]!, token: 'nobody', ttlMs: 10_000 }]);
+      expect(outcomes).toEqual([...keys.map((_, i) => (i === 3 ? 'gone' : 'extended')), 'gone']);
+      await sleep(150); // past the first TTL: the extended holders hold on
+      const inspector = sharedInspectorOf(store)!;
+      for (const [i, key] of keys.entries()) expect((await inspector.inspectShared(key))?.used ?? 0).toBe(i === 3 ? 0 : 1);
+      expect(await batch.extendSharedMany([])).toEqual([]);
     });
 
     it('a shared lock and a mutex of the same name are independent', async () => {

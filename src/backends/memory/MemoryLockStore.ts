@@ -5,9 +5,9 @@
  */
 import { LockOptionsError } from '../../errors/errors.js';
 import { MAX_MS } from '../../options/limits.js';
-import type { ClosableStore, InspectableStore, LockInfo } from '../../store/capabilities.js';
+import type { ClosableStore, ExtendRequest, InspectableStore, LockInfo } from '../../store/capabilities.js';
 import type { AcquireResult, ExtendOutcome, LockStore } from '../../store/LockStore.js';
-import type { InspectableSharedStore, SharedLockInfo, SharedLockStore, SharedPlace } from '../../store/SharedLockStore.js';
+import type { BatchExtendSharedStore, InspectableSharedStore, SharedLockInfo, SharedLockStore, SharedPlace } from '../../store/SharedLockStore.js';
 import { SharedPermits } from './SharedPermits.js';
 
 
@@ -54,7 +54,7 @@ interface Entry {
  * const locker = createLocker({ store: new MemoryLockStore() });
  * ```
  */
-export class MemoryLockStore implements LockStore, InspectableStore, ClosableStore, SharedLockStore, InspectableSharedStore {
+export class MemoryLockStore implements LockStore, InspectableStore, ClosableStore, SharedLockStore, InspectableSharedStore, BatchExtendSharedStore {
   private readonly entries = new Map<string, Entry>();
   /** Semaphores and read-write locks (see ./SharedPermits.ts). */
   private readonly shared: SharedPermits;
@@ -127,6 +127,11 @@ export class MemoryLockStore implements LockStore, InspectableStore, ClosableSto
 
   extendShared(key: string, token: string, ttlMs: number): Promise<ExtendOutcome> {
     return Promise.resolve(this.shared.extend(key, token, ttlMs));
+  }
+
+  /** {@link BatchExtendSharedStore.extendSharedMany}: each request's `extendShared`, in order. */
+  extendSharedMany(requests: readonly ExtendRequest[]): Promise<Array<ExtendOutcome | Error>> {
+    return Promise.resolve(requests.map((r) => this.shared.extend(r.key, r.token, r.ttlMs)));
   }
 
   releaseShared(key: string, token: string): Promise<boolean> {

@@ -98,16 +98,19 @@ export class SharedPermits {
     return held;
   }
 
+  /** The live holders and places of `key`, read without sweeping or granting anything. */
   inspect(key: string): SharedLockInfo | null {
     const now = this.clock();
-    if (!this.keys.has(key)) return null;
-    const state = this.settled(key, now);
-    if (state.holders.size === 0 && state.line.size === 0) {
-      this.forgetIfEmpty(key, state);
-      return null;
-    }
-    const holders = [...state.holders].map(([token, h]) => ({ token, weight: h.weight, fence: h.fence, ttl: Math.max(0, Math.ceil(h.expiresAt - now)) }));
-    return { used: state.used, holders, waiting: state.line.size };
+    const state = this.keys.get(key);
+    if (state === undefined) return null;
+    const holders = [...state.holders]
+      .filter(([, h]) => h.expiresAt >= now)
+      .sort(([, a], [, b]) => a.expiresAt - b.expiresAt)
+      .map(([token, h]) => ({ token, weight: h.weight, fence: h.fence, ttl: Math.max(0, Math.ceil(h.expiresAt - now)) }));
+    let waiting = 0;
+    for (const place of state.line.values()) if (place.lapseAt > now) waiting++;
+    if (holders.length === 0 && waiting === 0) return null;
+    return { used: holders.reduce((sum, h) => sum + h.weight, 0), holders, waiting };
   }
 
   /** Drops every key with nothing live left (the store's periodic sweep). */

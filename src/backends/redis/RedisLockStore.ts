@@ -21,13 +21,14 @@ import type {
   WakeSignal,
 } from '../../store/capabilities.js';
 import type { Acquired, AcquireResult, ExtendOutcome, LockStore, ReleasedGrant } from '../../store/LockStore.js';
-import type { SharedLockStore, SharedPlace } from '../../store/SharedLockStore.js';
+import type { BatchExtendSharedStore, InspectableSharedStore, SharedLockInfo, SharedLockStore, SharedPlace } from '../../store/SharedLockStore.js';
 import { acquireArgs, decodeAcquire, decodeAcquireShared, decodeExtend, decodeInboxMessage, decodeLeave, decodeRelease, releaseArgs } from './protocol/codec.js';
 import { defineCommands, queueScript, runScript } from './protocol/commands.js';
 import { inspectLock } from './inspection.js';
+import { inspectSharedLock } from './sharedInspection.js';
 import { checkLockKey, hashTag, isReserved, lockKeys, RESERVED_PREFIX, reservedKeyError, sharedKeys, type LockKeys } from './protocol/keyLayout.js';
 import { groupByNode } from './protocol/nodeGroups.js';
-import type { RedisClient, RedisSubscriber } from './RedisClient.js';
+import type { RedisClient, RedisPipeline, RedisSubscriber } from './RedisClient.js';
 import { checkReplicaAcks, ReplicaAcks, type GrantWrite, type ReplicaAcksOptions } from './ReplicaAcks.js';
 import { ShardedWake, supportsShardedWake } from './ShardedWake.js';
 import { WakeInbox, type InboxWatch } from './WakeInbox.js';
@@ -143,7 +144,7 @@ const OPTION_NAMES = 'wakeUp, subscriber, placeTtl, lingerMs, replicaAcks';
  * await redis.quit();
  * ```
  */
-export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStore, KeyCheckingStore, InspectableStore, ClosableStore, SharedLockStore {
+export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStore, KeyCheckingStore, InspectableStore, ClosableStore, SharedLockStore, InspectableSharedStore, BatchExtendSharedStore {
   private readonly wake: WakeInbox | undefined;
   /** Wake-ups by shard channel, on a Cluster that offers them (else every wait uses `wake`). */
   private readonly sharded: ShardedWake | undefined;
@@ -278,38 +279,63 @@ export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStor
    * fails is that lease's error.
    */
   async extendMany(requests: readonly ExtendRequest[]): Promise<Array<ExtendOutcome | Error>> {
+    return this.extendInBatches(requests, (r) => this.extend(r.key, r.token, r.ttlMs), (pipeline, r) => queueScript(pipeline, 'extend', [r.key], [r.token, r.ttlMs]), decodeExtend);
+  }
+
+  /**
+   * {@link BatchExtendSharedStore.extendSharedMany}: as {@link RedisLockStore.extendMany}, one
+   * pipeline of `extendShared` scripts (one per node on a Cluster: a shared lock's keys share its
+   * key's slot), each holder's outcome or error in order.
+   */
+  async extendSharedMany(requests: readonly ExtendRequest[]): Promise<Array<ExtendOutcome | Error>> {
+    for (const r of requests) if (!isStoreTtl(r.ttlMs)) throw storeTtlError(r.ttlMs);
+    return this.extendInBatches(
+      requests,
+      (r) => this.extendShared(r.key, r.token, r.ttlMs),
+      (pipeline, r) => queueScript(pipeline, 'extendShared', this.sharedKeysOf(r.key).slice(0, 2), [r.token, r.ttlMs]),
+      (reply) => (reply === 1 ? 'extended' : 'gone'),
+    );
+  }
+
+  /**
+   * Extends `requests` in as few round trips as the client allows: one pipeline (`queue` adds a
+   * request to it, `decode` reads its reply), or on a Cluster one per node, a request answered
+   * MOVED/ASK sent again alone (`alone`) so ioredis follows the redirection. Whatever fails is that
+   * request's error.
+   */
+  private async extendInBatches(
+    requests: readonly ExtendRequest[],
+    alone: (request: ExtendRequest) => Promise<ExtendOutcome>,
+    queue: (pipeline: RedisPipeline, request: ExtendRequest) => void,
+    decode: (reply: unknown) => ExtendOutcome,
+  ): Promise<Array<ExtendOutcome | Error>> {
     const client = this.client;
-    if (requests.length === 1) return [await this.extend(requests[0]!.key, requests[0]!.token, requests[0]!.ttlMs).catch(asError)];
-    if (client.isCluster !== true) return this.extendInPipeline(requests);
+    const one = (r: ExtendRequest) => alone(r).catch(asError);
+    if (requests.length === 1) return [await one(requests[0]!)];
+    const inPipeline = async (items: readonly ExtendRequest[]): Promise<Array<ExtendOutcome | Error>> => {
+      const pipeline = client.pipeline();
+      for (const r of items) queue(pipeline, r);
+      const replies = await pipeline.exec();
+      if (replies === null) throw new Error('the pipeline was discarded');
+      return replies.map(([error, reply]) => error ?? decode(reply));
+    };
+    if (client.isCluster !== true) return inPipeline(requests);
     const slots = client.slots;
-    if (slots === undefined || slots.length === 0) return Promise.all(requests.map((r) => this.extendAlone(r)));
+    if (slots === undefined || slots.length === 0) return Promise.all(requests.map(one));
     const outcomes = new Array<ExtendOutcome | Error>(requests.length);
     await Promise.all(
       groupByNode(requests, (r) => r.key, slots, this.clientPrefix).map(async (group) => {
         const items = group.map(({ item }) => item);
-        const answers = items.length === 1 ? [await this.extendAlone(items[0]!)] : await this.extendInPipeline(items).catch(() => Promise.all(items.map((r) => this.extendAlone(r))));
+        const answers = items.length === 1 ? [await one(items[0]!)] : await inPipeline(items).catch(() => Promise.all(items.map(one)));
         await Promise.all(
           group.map(async ({ item, index }, i) => {
             const answer = answers[i]!;
-            outcomes[index] = answer instanceof Error && isClusterRedirection(answer) ? await this.extendAlone(item) : answer;
+            outcomes[index] = answer instanceof Error && isClusterRedirection(answer) ? await one(item) : answer;
           }),
         );
       }),
     );
     return outcomes;
-  }
-
-  /** The leases extended in one pipeline: each one's outcome or error, in order. */
-  private async extendInPipeline(requests: readonly ExtendRequest[]): Promise<Array<ExtendOutcome | Error>> {
-    const pipeline = this.client.pipeline();
-    for (const r of requests) queueScript(pipeline, 'extend', [r.key], [r.token, r.ttlMs]);
-    const replies = await pipeline.exec();
-    if (replies === null) throw new Error('the pipeline was discarded');
-    return replies.map(([error, reply]) => error ?? decodeExtend(reply));
-  }
-
-  private extendAlone(r: ExtendRequest): Promise<ExtendOutcome | Error> {
-    return this.extend(r.key, r.token, r.ttlMs).catch(asError);
   }
 
   /**
@@ -365,6 +391,16 @@ export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStor
 
   leaveShared(key: string, token: string): Promise<boolean> {
     return runScript(this.client, 'leaveShared', this.sharedKeysOf(key), [token]).then((reply) => reply === 1);
+  }
+
+  /**
+   * {@link InspectableSharedStore.inspectShared}: the live holders (token, permits, fence, TTL) and
+   * waiters of the shared lock `key`, or `null` when it has neither — one MULTI of read commands
+   * (see ./sharedInspection.ts), nothing swept, granted or refreshed.
+   */
+  inspectShared(key: string): Promise<SharedLockInfo | null> {
+    if (isReserved(key, this.clientPrefix)) return Promise.reject(reservedKeyError(key));
+    return inspectSharedLock(this.client, sharedKeys(key, this.clientPrefix));
   }
 
   private sharedKeysOf(key: string): readonly string[] {

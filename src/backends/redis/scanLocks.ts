@@ -100,6 +100,6 @@ export async function* scanLocks(client: ScanningClient, options: ScanLocksOptio
 }
 
 /** `text` as a glob that matches only itself. */
-function escapeGlob(text: string): string {
+export function escapeGlob(text: string): string {
   return text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
 }

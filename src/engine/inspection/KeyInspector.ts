@@ -15,17 +15,17 @@
  * not used: they announce a hand-off to a waiter in the store's line, and standing in that line
  * would be handed the lock.
  */
-import { Observable, type Subscription } from 'rxjs';
-import { LockCapabilityError, LockTimeoutError } from '../../errors/errors.js';
+import { Observable } from 'rxjs';
+import { LockCapabilityError } from '../../errors/errors.js';
 import type { RetryDelay, RetryOptions } from '../../options/LockerOptions.js';
 import type { AcquireSettings } from '../../options/validate.js';
 import { inspectorOf, type InspectableStore, type LockInfo } from '../../store/capabilities.js';
 import type { LockStore } from '../../store/LockStore.js';
 import type { StoreAccess } from '../calls/StoreAccess.js';
 import type { StoreCall } from '../calls/storeCall.js';
-import { backoff } from '../session/backoff.js';
 import { newToken } from '../session/tokens.js';
 import type { Clock } from '../timing/Clock.js';
+import { pollUntilFree } from './pollUntilFree.js';
 
 /**
  * What `locker.inspect()` answers for a held key: the store's {@link LockInfo}, and this locker's side.
@@ -127,60 +127,13 @@ export class KeyInspector {
   }
 
   waitUntilFree(key: string, storeKey: string, settings: AcquireSettings): Observable<void> {
-    const { clock } = this.ctx;
-    return new Observable<void>((subscriber) => {
-      const startedAt = clock.now();
-      let looks = 0;
-      let call: StoreCall | undefined;
-      let sleep: Subscription | undefined;
-      const free = (): void => {
-        subscriber.next();
-        subscriber.complete();
-      };
-      const again = (holderTtl: number | undefined): void => {
-        const remaining = settings.waitTimeout - (clock.now() - startedAt);
-        if (remaining <= 0) {
-          subscriber.error(new LockTimeoutError(key, clock.now() - startedAt, looks));
-          return;
-        }
-        // (+1: Redis expires a key once its TTL has passed, not at the instant)
-        const cap = holderTtl === undefined ? remaining : Math.min(remaining, holderTtl + 1);
-        let woke = false;
-        sleep = backoff(settings.retry, looks, cap, clock.random, clock.scheduler).subscribe({
-          next: () => {
-            woke = true;
-            lookNow();
-          },
-          // a custom retry policy that completes without emitting gives up, as for an acquisition
-          complete: () => {
-            if (!woke) subscriber.error(new LockTimeoutError(key, clock.now() - startedAt, looks));
-          },
-        });
-      };
-      const lookNow = (): void => {
-        sleep?.unsubscribe();
-        sleep = undefined;
-        looks++;
-        if (this.ctx.localSide(storeKey).held) {
-          again(undefined);
-          return;
-        }
-        call = this.look(
-          key,
-          storeKey,
-          (look) => {
-            call = undefined;
-            if (!look.held) free();
-            else again(look.info?.ttl);
-          },
-          (error) => subscriber.error(error),
-        );
-      };
-      lookNow();
-      return () => {
-        call?.abandon();
-        sleep?.unsubscribe();
-      };
+    return pollUntilFree(key, settings, this.ctx.clock, (answer, fail) => {
+      // held here: no store call (the holder's TTL is renewed, so no cap by it either)
+      if (this.ctx.localSide(storeKey).held) {
+        answer({ free: false });
+        return undefined;
+      }
+      return this.look(key, storeKey, (look) => answer(look.held ? { free: false, holderTtl: look.info?.ttl } : { free: true }), fail);
     });
   }
 

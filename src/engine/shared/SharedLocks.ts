@@ -14,9 +14,10 @@ import { LockerClosedError, LockLostError } from '../../errors/errors.js';
 import type { AcquireSettings } from '../../options/validate.js';
 import { wakeUpOf } from '../../store/capabilities.js';
 import type { LockStore } from '../../store/LockStore.js';
-import type { SharedLockStore } from '../../store/SharedLockStore.js';
+import { sharedInspectorOf, type SharedLockStore } from '../../store/SharedLockStore.js';
 import { StoreAccess } from '../calls/StoreAccess.js';
 import type { EventReporter } from '../events/EventReporter.js';
+import { SharedInspector, type SharedLocalSide } from '../inspection/SharedInspector.js';
 import { HeldLease, type HolderOwner } from '../lease/HeldLease.js';
 import { LeaseKeeper } from '../lease/LeaseKeeper.js';
 import type { WorkLease } from '../lease/WorkLease.js';
@@ -27,6 +28,8 @@ import { sharedLeaseView } from './sharedLeaseView.js';
 import { SharedWait, type SharedGrant, type SharedWaitContext } from './SharedWait.js';
 
 export class SharedLocks implements HolderOwner {
+  /** Questions about this locker's store's shared locks that take nothing (`locker.inspectPermits` and kin). */
+  readonly inspector: SharedInspector;
   private readonly ctx: SharedWaitContext;
   private readonly access: StoreAccess;
   private readonly leases: LeaseKeeper;
@@ -47,6 +50,16 @@ export class SharedLocks implements HolderOwner {
     this.access = new StoreAccess(sharedLeaseView(store), commandTimeout);
     this.leases = new LeaseKeeper(this.access, events, lockDelay);
     this.ctx = { store, access: this.access, wakeUp: wakeUpOf(store), clock, events, contention: new ContentionMemory() };
+    this.inspector = new SharedInspector({ access: this.access, store: sharedInspectorOf(store), clock, localSide: (storeKey) => this.localSide(storeKey) });
+  }
+
+  /** This locker's holders of and waits for the shared lock `storeKey`. */
+  private localSide(storeKey: string): SharedLocalSide {
+    const tokens = new Set<string>();
+    for (const holder of this.holders) if (holder.store.storeKey === storeKey) tokens.add(holder.token);
+    let waiting = 0;
+    for (const wait of this.waits) if (wait.storeKey === storeKey) waiting++;
+    return { tokens, waiting };
   }
 
   /** Holders of this locker's shared locks now (for tests). */

@@ -17,17 +17,24 @@
  * Every sleep is capped by the end of the first holder's lease (an expired holder frees its
  * permits without any release to announce it) and by what is left of the wait.
  *
+ * A grant whose answer arrives after the lease's validity has passed (a store slower than the TTL)
+ * is not handed out lost already: as a mutex's gate does, the wait gives the permits back
+ * (`releaseShared`, answered before anything else is asked) and attempts again at once — unless the
+ * wait is over, which then ends as a time-out. A TTL too short to have any validity is granted as
+ * asked.
+ *
  * Cancellation safety: abandoning abandons the attempt in flight; once the store settled every call
  * of this wait, one `leaveShared` gives up both its place and permits granted to it meanwhile. A
  * wait that failed (store error, time-out of a call) leaves the same way.
  *
- * States: `attempting` (a call in flight) ⇄ `sleeping`, then `granted` (from either: an answer or a
- * signal), `failed` or `abandoned`;
- * {@link SharedWait.moveTo} is the one place that changes the state.
+ * States: `attempting` (a call in flight) ⇄ `sleeping`, `attempting` → `returning` (giving a late
+ * grant back) → `attempting`, then `granted` (from an answer, or from a signal while sleeping),
+ * `failed` or `abandoned`; {@link SharedWait.moveTo} is the one place that changes the state.
  */
 import { Subscription, timer } from 'rxjs';
 import { LockTimeoutError, type LockStoreError } from '../../errors/errors.js';
 import type { AcquireSettings } from '../../options/validate.js';
+import { leaseValidity } from '../../options/validity.js';
 import type { StoreWatch, WakeSignal, WakeUpStore } from '../../store/capabilities.js';
 import type { AcquireResult, NotAcquired } from '../../store/LockStore.js';
 import type { SharedLockStore, SharedPlace } from '../../store/SharedLockStore.js';
@@ -66,7 +73,7 @@ export interface SharedWaitCallbacks {
   failed(error: unknown): void;
 }
 
-type State = 'attempting' | 'sleeping' | 'granted' | 'failed' | 'abandoned';
+type State = 'attempting' | 'sleeping' | 'returning' | 'granted' | 'failed' | 'abandoned';
 
 /** The last attempt the store answered "queued": when it was sent, and the store's clock then. */
 interface Place {
@@ -84,8 +91,9 @@ interface Place {
 }
 
 const MOVES: Readonly<Record<State, readonly State[]>> = {
-  attempting: ['attempting', 'sleeping', 'granted', 'failed', 'abandoned'],
+  attempting: ['attempting', 'sleeping', 'returning', 'granted', 'failed', 'abandoned'],
   sleeping: ['attempting', 'granted', 'failed', 'abandoned'],
+  returning: ['attempting', 'failed', 'abandoned'],
   granted: [],
   failed: [],
   abandoned: [],
@@ -178,8 +186,12 @@ export class SharedWait {
       value: (result: AcquireResult) => {
         this.call = undefined;
         if (this.state !== 'attempting') return;
-        if (result.acquired) this.won({ fence: result.fence, ttl: result.ttl ?? settings.ttl, sentAt });
-        else this.refused(result, place, sentAt, heard);
+        if (!result.acquired) this.refused(result, place, sentAt, heard);
+        else {
+          const grant = { fence: result.fence, ttl: result.ttl ?? settings.ttl, sentAt };
+          if (this.answeredTooLate(grant)) this.returnLate(place);
+          else this.won(grant);
+        }
       },
       error: (error: LockStoreError) => {
         this.call = undefined;
@@ -199,14 +211,55 @@ export class SharedWait {
     this.callbacks.granted(grant);
   }
 
+  /**
+   * The grant's validity (counted from the attempt's sending) had passed when its answer came —
+   * and the asked-for TTL has some validity to give, so asking again can do better.
+   */
+  private answeredTooLate(grant: SharedGrant): boolean {
+    return performance.now() >= grant.sentAt + leaseValidity(grant.ttl) && leaseValidity(this.settings.ttl) > 0;
+  }
+
+  /**
+   * Gives a grant that came too late back, then attempts again at once (the release answered
+   * first, so the next attempt cannot overtake it) — or, when that was the last attempt or the wait
+   * is over, times out. A release that fails ends the wait with its `LockStoreError`.
+   */
+  private returnLate(place: SharedPlace): void {
+    this.moveTo('returning');
+    const { ctx, key, storeKey, token } = this;
+    this.unsettled++;
+    this.call = ctx.access.call('release', key, () => ctx.store.releaseShared(storeKey, token), {
+      value: () => {
+        this.call = undefined;
+        if (this.state !== 'returning') return;
+        if (place === 'leave' || this.remaining() <= 0) this.timedOut();
+        else this.attempt();
+      },
+      error: (error: LockStoreError) => {
+        this.call = undefined;
+        if (this.state !== 'returning') return;
+        ctx.events.releaseFailed(key, token, error);
+        this.fail(error);
+      },
+      settled: () => {
+        if (--this.unsettled === 0 && this.mustLeave) this.leave();
+      },
+    });
+  }
+
+  /** The wait is over without a grant (the last attempt left the line, or a late grant went back). */
+  private timedOut(): void {
+    const waited = this.ctx.clock.now() - this.startedAt;
+    this.ctx.events.timedOut(this.key, waited, this.attempts, this.settings.skip === true);
+    this.moveTo('failed');
+    this.stop();
+    this.callbacks.failed(new LockTimeoutError(this.key, waited, this.attempts));
+  }
+
   private refused(result: NotAcquired, place: SharedPlace, sentAt: number, heard: boolean): void {
     if (place === 'leave') {
       // The last attempt left the line in the same step: the wait is over.
-      const waited = this.ctx.clock.now() - this.startedAt;
-      this.ctx.events.timedOut(this.key, waited, this.attempts, this.settings.skip === true);
-      this.moveTo('failed');
-      this.stop();
-      this.callbacks.failed(new LockTimeoutError(this.key, waited, this.attempts));
+      this.timedOut();
       return;
     }
     this.placeTtl = result.queued === true ? (result.placeTtl ?? Infinity) : Infinity;
@@ -304,8 +357,11 @@ export class SharedWait {
     }
     // Every attempt was answered, and the last one kept the place before the grant: the grant
     // lasts at least min(place TTL, ttl asked) from the moment that attempt was sent (a grant from
-    // the line ends when the place would have lapsed, or after the TTL the place asked for).
-    this.won({ fence: signal.fence, ttl: Math.min(place.placeTtl, this.settings.ttl), sentAt: place.sentAt });
+    // the line ends when the place would have lapsed, or after the TTL the place asked for). If
+    // that leaves it no validity now, the store says what it has left (its answer decides).
+    const grant = { fence: signal.fence, ttl: Math.min(place.placeTtl, this.settings.ttl), sentAt: place.sentAt };
+    if (this.answeredTooLate(grant)) this.wakeNow();
+    else this.won(grant);
   };
 
   private stop(): void {

@@ -10,7 +10,7 @@ import { cancelsOnDisconnect, untilClientLeaves } from './clientDisconnect.js';
 import { classify, httpException, type LockErrorOptions, type LockFailure } from './lockErrorResponses.js';
 import type { LockSettings } from './lockResources.js';
 import { LOCK_SETTINGS, WITH_LOCK_METADATA } from './tokens.js';
-import type { LockSpec } from './lockSpec.js';
+import { lockOperator, type LockSpec } from './lockSpec.js';
 
 /**
  * The calls already locked by an outer `LockInterceptor`: with `@WithLock` on a class and on one
@@ -24,7 +24,8 @@ const locked = new WeakSet<ExecutionContext>();
  * lock handlers of a whole application (`APP_INTERCEPTOR`): handlers without `@WithLock` pass
  * through untouched.
  *
- * - The key comes from the handler's `@WithLock` (or its class's).
+ * - The lock comes from the handler's `@WithLock`, `@WithPermit`, `@WithReadLock` or
+ *   `@WithWriteLock` (or its class's): its key or keys computed from the request.
  * - The handler is called once the lock is held, and the lock is released when its stream ends:
  *   complete, error, or unsubscribe (client gone, see `OnDisconnect`).
  * - Failures become `HttpException`s or `RpcException`s per `LockErrorOptions`; the handler's own
@@ -52,12 +53,12 @@ export class LockInterceptor implements NestInterceptor {
     /** Whether the handler was called: until then, a client that leaves withdraws it from the line. */
     let started = false;
     try {
-      const key = spec.key(context);
+      const lock = lockOperator(spec, this.settings.locker, context);
       const handler = defer(() => {
         started = true;
         return next.handle();
       });
-      work = handler.pipe(this.settings.locker.withLock(key, spec.acquire));
+      work = handler.pipe(lock);
     } catch (error) {
       work = throwError(() => error);
     }

@@ -1,14 +1,9 @@
-/** `@WithLock(key, options?)`: runs a handler (or every handler of a class) under a lock. */
-import { applyDecorators, SetMetadata, UseInterceptors } from '@nestjs/common';
+/** `@WithLock(key | keys, options?)`: runs a handler (or every handler of a class) under a lock, or under several. */
 import { LockOptionsError } from '../../errors/errors.js';
 import type { AcquireOptions } from '../../options/LockerOptions.js';
-import { ACQUIRE_KEYS, checkAcquireOptions } from '../../options/validate.js';
-import type { OnDisconnect } from './clientDisconnect.js';
-import { checkErrorOptions, type LockErrorOptions } from './lockErrorResponses.js';
+import { ACQUIRE_KEYS } from '../../options/validate.js';
+import { lockDecorator, type HandlerLockOptions } from './lockDecorator.js';
 import { compileLockKey, type LockKey } from './lockKey.js';
-import { LockInterceptor } from './LockInterceptor.js';
-import type { LockSpec } from './lockSpec.js';
-import { WITH_LOCK_METADATA } from './tokens.js';
 
 /**
  * Options of one `@WithLock`: the locker's acquisition options (`ttl`, `waitTimeout`, `retry`,
@@ -25,20 +20,7 @@ import { WITH_LOCK_METADATA } from './tokens.js';
  * })
  * ```
  */
-export interface WithLockOptions extends AcquireOptions {
-  /**
-   * How lock failures of this handler are answered; each field overrides the module's `errors`.
-   * @default the module's `errors`
-   */
-  errors?: LockErrorOptions;
-  /**
-   * What happens when the HTTP client disconnects before the response (see {@link OnDisconnect}).
-   * @default 'auto'
-   */
-  onDisconnect?: OnDisconnect;
-}
-
-const DISCONNECT_MODES: readonly OnDisconnect[] = ['auto', 'cancel', 'finish'];
+export interface WithLockOptions extends AcquireOptions, HandlerLockOptions {}
 
 /**
  * Holds the lock on `key` while the handler runs: until the Observable it returns ends (streamed
@@ -54,9 +36,15 @@ const DISCONNECT_MODES: readonly OnDisconnect[] = ['auto', 'cancel', 'finish'];
  * from `{args…}` and failures are `HttpException`s (not tested end to end here); other contexts
  * need a key function.
  *
+ * Several keys — `@WithLock(['account:{body.from}', 'account:{body.to}'])` — lock them all or
+ * none, as `locker.withLocks` does: taken in one global order (two handlers with overlapping sets
+ * cannot deadlock), a key named twice taken once, one `waitTimeout` for the whole set, and every
+ * key taken given back when the wait fails.
+ *
  * @param key `'order:{params.id}'`: a template over `params`, `query`, `body`, `headers`, `user`
  * (HTTP), `data` (RPC) or `args` (GraphQL) — a value the request lacks is answered 400, never locked as
- * "undefined" — or a function of the `ExecutionContext` (see {@link LockKey}).
+ * "undefined" — or a function of the `ExecutionContext` (see {@link LockKey}); or a non-empty
+ * array of them, for a lock on every key.
  * @param options `ttl`, `waitTimeout`, `retry`, `renew`, `onLost` for this lock, `errors`,
  * `onDisconnect`. Checked at once: a bad option throws `LockOptionsError` when the class is
  * defined.
@@ -81,14 +69,8 @@ const DISCONNECT_MODES: readonly OnDisconnect[] = ['auto', 'cancel', 'finish'];
  * }
  * ```
  */
-export function WithLock(key: LockKey, options: WithLockOptions = {}): ClassDecorator & MethodDecorator {
-  const compiled = compileLockKey(key);
-  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    throw new LockOptionsError('WithLock options', `an object of ${[...ACQUIRE_KEYS, 'errors', 'onDisconnect'].join(', ')}`, options);
-  }
-  const { errors, onDisconnect = 'auto', ...acquire } = options;
-  checkAcquireOptions(acquire, ACQUIRE_KEYS);
-  if (!DISCONNECT_MODES.includes(onDisconnect)) throw new LockOptionsError('onDisconnect', DISCONNECT_MODES.map((m) => `'${m}'`).join(', '), onDisconnect);
-  const spec: LockSpec = { key: compiled, acquire, errors: checkErrorOptions(errors, 'errors'), onDisconnect };
-  return applyDecorators(SetMetadata(WITH_LOCK_METADATA, spec), UseInterceptors(LockInterceptor)) as ClassDecorator & MethodDecorator;
+export function WithLock(key: LockKey | readonly LockKey[], options: WithLockOptions = {}): ClassDecorator & MethodDecorator {
+  if (!Array.isArray(key)) return lockDecorator('WithLock', { kind: 'lock', key: compileLockKey(key as LockKey) }, options, ACQUIRE_KEYS);
+  if (key.length === 0) throw new LockOptionsError('keys', 'a non-empty array of key templates or functions', key);
+  return lockDecorator('WithLock', { kind: 'locks', keys: key.map((k: LockKey) => compileLockKey(k)) }, options, ACQUIRE_KEYS);
 }

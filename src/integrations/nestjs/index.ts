@@ -4,6 +4,9 @@ export type { LockModuleRootOptions, LockModuleAsyncOptions } from './lockModule
 export type { LockModuleOptions, LockModuleExtras } from './LockModuleOptions.js';
 export { LockInterceptor } from './LockInterceptor.js';
 export { WithLock, type WithLockOptions } from './WithLock.js';
+export { WithPermit, type WithPermitOptions } from './WithPermit.js';
+export { WithReadLock, WithWriteLock, type WithReadWriteLockOptions } from './WithReadWriteLock.js';
+export type { HandlerLockOptions } from './lockDecorator.js';
 export { InjectLocker } from './InjectLocker.js';
 export { LOCKER } from './tokens.js';
 export { escapeKeyPart, type LockKey } from './lockKey.js';

@@ -52,6 +52,20 @@ export function sharedKeys(lockKey: string, clientPrefix = ''): SharedKeys {
   return [key('shared-holders'), key('shared-permits'), key('shared-line'), key('shared-places'), key('shared-fence')];
 }
 
+/**
+ * The shared lock whose helper key of `kind` is named `helper` (as the store's client names it,
+ * without `clientPrefix`), or `undefined` when no lock key's helper has that name: the inverse of
+ * {@link helperKey}, checked by computing the name back.
+ */
+export function lockKeyOfHelper(helper: string, kind: HelperKind, clientPrefix = ''): string | undefined {
+  const head = `${RESERVED_PREFIX}${kind}:{`;
+  if (!helper.startsWith(head)) return undefined;
+  const rest = helper.slice(head.length);
+  // untagged: '{<clientPrefix + lock key>}'; tagged: '{<tag>}:<lock key>' (a tag holds no '}')
+  const candidates = [rest.endsWith('}') && rest.slice(0, -1).startsWith(clientPrefix) ? rest.slice(clientPrefix.length, -1) : undefined, rest.includes('}:') ? rest.slice(rest.indexOf('}:') + 2) : undefined];
+  return candidates.find((lockKey) => lockKey !== undefined && helperKey(lockKey, kind, clientPrefix) === helper);
+}
+
 /** The helper key `kind` of `lockKey`, in the same hash slot. */
 export function helperKey(lockKey: string, kind: HelperKind, clientPrefix = ''): string {
   const full = clientPrefix + lockKey;
