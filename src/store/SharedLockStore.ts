@@ -47,7 +47,9 @@ export interface SharedLockStore {
    *   grants it, with a new fence, and takes `token` out of the line;
    * - otherwise, with `place: 'keep'`, takes or refreshes `token`'s place in line (arrival order is
    *   kept; the place remembers this call's `ttlMs`, `weight` and `capacity`) and answers
-   *   `{ acquired: false, queued: true, placeTtl, holderTtl }`; with `place: 'leave'` (the caller's
+   *   `{ acquired: false, queued: true, placeTtl, holderTtl }` (and `at`, the store's clock, when
+   *   it has wake-up signals: a `'granted'` signal dated after it is of a grant made after this
+   *   call, which the waiter may hold without asking again); with `place: 'leave'` (the caller's
    *   last attempt) gives the place up in the same atomic step.
    *
    * `holderTtl` is the time until the first holder's lease ends, when there is a holder: no use

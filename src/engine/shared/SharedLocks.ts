@@ -22,6 +22,7 @@ import { HeldLease, type HolderOwner } from '../lease/HeldLease.js';
 import { LeaseKeeper } from '../lease/LeaseKeeper.js';
 import type { WorkLease } from '../lease/WorkLease.js';
 import { currentFrame, runInFrame } from '../reentrancy/frames.js';
+import { ContentionMemory } from '../session/ContentionMemory.js';
 import type { Clock } from '../timing/Clock.js';
 import { sharedLeaseView } from './sharedLeaseView.js';
 import { SharedWait, type SharedGrant, type SharedWaitContext } from './SharedWait.js';
@@ -48,7 +49,7 @@ export class SharedLocks implements HolderOwner {
   ) {
     this.access = new StoreAccess(sharedLeaseView(store), commandTimeout);
     this.leases = new LeaseKeeper(this.access, events, lockDelay);
-    this.ctx = { store, access: this.access, wakeUp: wakeUpOf(store), clock, events };
+    this.ctx = { store, access: this.access, wakeUp: wakeUpOf(store), clock, events, contention: new ContentionMemory() };
     this.inspector = new SharedInspector({ access: this.access, store: sharedInspectorOf(store), clock, localSide: (storeKey) => this.localSide(storeKey) });
   }
 
@@ -98,7 +99,7 @@ export class SharedLocks implements HolderOwner {
         },
       });
       this.waits.add(wait);
-      wait.start();
+      wait.start(this.ctx.contention.recent);
       return () => {
         if (this.waits.delete(wait)) wait.abandon();
       };

@@ -11,7 +11,9 @@
  *
  * Sleeps: while queued with a live wake-up channel (a store with `watch`), a slow refresh of the
  * place (a quarter to a third of its lifetime), since a release that grants this waiter announces
- * it; otherwise the retry policy's back-off, never longer than a third of the place's lifetime.
+ * it — and the announcement is the grant: when it is dated after the last attempt that kept the
+ * place (the store's clock, `at`), the waiter holds at once, with the signal's fence, without
+ * asking the store again (as a mutex's waiter does, ../session/StoreSession.ts); otherwise the retry policy's back-off, never longer than a third of the place's lifetime.
  * Every sleep is capped by the end of the first holder's lease (an expired holder frees its
  * permits without any release to announce it) and by what is left of the wait.
  *
@@ -26,8 +28,8 @@
  * wait that failed (store error, time-out of a call) leaves the same way.
  *
  * States: `attempting` (a call in flight) ⇄ `sleeping`, `attempting` → `returning` (giving a late
- * grant back) → `attempting`, then `granted`, `failed` or `abandoned`; {@link SharedWait.moveTo} is
- * the one place that changes the state.
+ * grant back) → `attempting`, then `granted` (from an answer, or from a signal while sleeping),
+ * `failed` or `abandoned`; {@link SharedWait.moveTo} is the one place that changes the state.
  */
 import { Subscription, timer } from 'rxjs';
 import { LockTimeoutError, type LockStoreError } from '../../errors/errors.js';
@@ -40,6 +42,7 @@ import type { StoreAccess } from '../calls/StoreAccess.js';
 import type { StoreCall } from '../calls/storeCall.js';
 import type { EventReporter } from '../events/EventReporter.js';
 import { backoff, jitteredDelay } from '../session/backoff.js';
+import type { ContentionMemory } from '../session/ContentionMemory.js';
 import { newToken } from '../session/tokens.js';
 import type { Clock } from '../timing/Clock.js';
 
@@ -52,6 +55,8 @@ export interface SharedWaitContext {
   readonly wakeUp: WakeUpStore | undefined;
   readonly clock: Clock;
   readonly events: EventReporter;
+  /** Whether the locker's shared locks met contention lately (shared by its waits). */
+  readonly contention: ContentionMemory;
 }
 
 /** What a grant tells the lease. */
@@ -70,9 +75,24 @@ export interface SharedWaitCallbacks {
 
 type State = 'attempting' | 'sleeping' | 'returning' | 'granted' | 'failed' | 'abandoned';
 
+/** The last attempt the store answered "queued": when it was sent, and the store's clock then. */
+interface Place {
+  /** `performance.now()` when that attempt was sent. */
+  readonly sentAt: number;
+  /** How long the place lasts without a refresh, as the store said. */
+  readonly placeTtl: number;
+  /** The store's clock when it kept the place, if it says. */
+  readonly at: number | undefined;
+  /**
+   * The wake-up channel was live when that attempt was sent: a grant made after it is announced
+   * to this wait. (A place kept before the listener was there may have been granted unheard.)
+   */
+  readonly heard: boolean;
+}
+
 const MOVES: Readonly<Record<State, readonly State[]>> = {
   attempting: ['attempting', 'sleeping', 'returning', 'granted', 'failed', 'abandoned'],
-  sleeping: ['attempting', 'failed', 'abandoned'],
+  sleeping: ['attempting', 'granted', 'failed', 'abandoned'],
   returning: ['attempting', 'failed', 'abandoned'],
   granted: [],
   failed: [],
@@ -98,6 +118,8 @@ export class SharedWait {
   /** The retry policy gave up: the next attempt is the last. */
   private lastAttempt = false;
   private placeTtl = Infinity;
+  /** The place the last answered attempt kept, if it kept one. */
+  private place: Place | undefined;
 
   constructor(
     private readonly ctx: SharedWaitContext,
@@ -115,7 +137,13 @@ export class SharedWait {
     return this.state === 'granted' || this.state === 'failed' || this.state === 'abandoned';
   }
 
-  start(): void {
+  /**
+   * @param contended the locker's shared locks were contended lately: listen for wake-up before
+   * the first attempt, so a place it keeps is heard from the start (a locker that meets no
+   * contention never subscribes).
+   */
+  start(contended = false): void {
+    if (contended) this.listen();
     this.attempt();
   }
 
@@ -151,13 +179,14 @@ export class SharedWait {
     this.attempts++;
     const sentAt = performance.now();
     const { storeKey, token, weight, capacity } = this;
+    const heard = this.watch?.active === true;
     this.sent = true;
     this.unsettled++;
     this.call = ctx.access.call('acquire', this.key, () => ctx.store.tryAcquireShared(storeKey, token, settings.ttl, weight, capacity, place), {
       value: (result: AcquireResult) => {
         this.call = undefined;
         if (this.state !== 'attempting') return;
-        if (!result.acquired) this.refused(result, place);
+        if (!result.acquired) this.refused(result, place, sentAt, heard);
         else {
           const grant = { fence: result.fence, ttl: result.ttl ?? settings.ttl, sentAt };
           if (this.answeredTooLate(grant)) this.returnLate(place);
@@ -227,24 +256,32 @@ export class SharedWait {
     this.callbacks.failed(new LockTimeoutError(this.key, waited, this.attempts));
   }
 
-  private refused(result: NotAcquired, place: SharedPlace): void {
+  private refused(result: NotAcquired, place: SharedPlace, sentAt: number, heard: boolean): void {
     if (place === 'leave') {
       // The last attempt left the line in the same step: the wait is over.
       this.timedOut();
       return;
     }
     this.placeTtl = result.queued === true ? (result.placeTtl ?? Infinity) : Infinity;
+    this.place = result.queued === true ? { sentAt, placeTtl: this.placeTtl, at: result.at, heard } : undefined;
+    this.ctx.contention.note();
     if (this.wokenMeanwhile) {
       this.wokenMeanwhile = false;
       this.attempt();
       return;
     }
-    if (this.watch === undefined && this.ctx.wakeUp !== undefined) {
-      this.watch = this.ctx.wakeUp.watch(this.storeKey, this.token, this.signalled);
-      // Once the channel is live, a slow refresh replaces the poll: re-plan the sleep then.
-      if (!this.watch.active) void this.watch.ready.then(() => this.wakeNow());
-    }
+    this.listen();
     this.sleepThenAttempt(result.holderTtl);
+  }
+
+  /** Starts listening for wake-up signals, if the store has them and this wait does not yet. */
+  private listen(): void {
+    if (this.watch !== undefined || this.ctx.wakeUp === undefined) return;
+    this.watch = this.ctx.wakeUp.watch(this.storeKey, this.token, this.signalled);
+    // Once the channel is live, a slow refresh replaces the poll: attempt then (an attempt sent
+    // with the channel live is heard), or at once if the channel is live already and the place
+    // was kept unheard.
+    if (!this.watch.active) void this.watch.ready.then(() => this.wakeNow());
   }
 
   /** What is left of the wait (may be ≤ 0, or Infinity). */
@@ -263,7 +300,9 @@ export class SharedWait {
     this.sleep = sleep;
     let due = false;
     try {
-      const signalled = this.watch?.active === true && Number.isFinite(this.placeTtl) && typeof policy !== 'function';
+      // (only for a place kept while the channel was live: one kept before may have been granted
+      // unheard, so the policy's next attempt — sent with the channel live — looks first)
+      const signalled = this.watch?.active === true && this.place?.heard === true && Number.isFinite(this.placeTtl) && typeof policy !== 'function';
       if (signalled) cap = Math.min(cap, jitteredDelay(this.placeTtl / 4, this.placeTtl / 12, clock.random));
       const notifier = signalled ? (clock.scheduler ? timer(cap, clock.scheduler) : timer(cap)) : backoff(policy, this.attempts, cap, clock.random, clock.scheduler);
       sleep.add(
@@ -301,11 +340,28 @@ export class SharedWait {
   }
 
   private readonly signalled = (signal: WakeSignal): void => {
-    // A grant to this token (by another caller's release), or the channel dropping or coming back
-    // (a grant may have gone unannounced): look now. The attempt's answer, not the signal, decides.
+    // The channel dropping or coming back (a grant may have gone unannounced): look now.
     if (signal.type === 'behind') return;
-    if (signal.type === 'granted' && signal.token !== this.token) return;
-    this.wakeNow();
+    if (signal.type !== 'granted') {
+      this.wakeNow();
+      return;
+    }
+    if (signal.token !== this.token) return;
+    const place = this.place;
+    if (this.state !== 'sleeping' || place === undefined || signal.at === undefined || place.at === undefined || signal.at <= place.at) {
+      // An attempt in flight (its answer decides), or no way to tell that the grant came after the
+      // last attempt that kept the place (signals travel apart from answers: a late one may be of a
+      // grant that had lapsed by then): ask the store.
+      this.wakeNow();
+      return;
+    }
+    // Every attempt was answered, and the last one kept the place before the grant: the grant
+    // lasts at least min(place TTL, ttl asked) from the moment that attempt was sent (a grant from
+    // the line ends when the place would have lapsed, or after the TTL the place asked for). If
+    // that leaves it no validity now, the store says what it has left (its answer decides).
+    const grant = { fence: signal.fence, ttl: Math.min(place.placeTtl, this.settings.ttl), sentAt: place.sentAt };
+    if (this.answeredTooLate(grant)) this.wakeNow();
+    else this.won(grant);
   };
 
   private stop(): void {

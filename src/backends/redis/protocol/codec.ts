@@ -29,7 +29,8 @@ export function decodeAcquire(reply: unknown, ttlMs: number, placeTtl: number): 
 
 /**
  * The acquireShared script's reply: `{1, fence, ttl left, waiting}` when the caller holds permits,
- * `{0, ms until the first holder's lease ends (-1: none), queued}` when refused.
+ * `{0, ms until the first holder's lease ends (-1: none), queued[, the server clock's seed]}` when
+ * refused (the seed, as `at`, dates the place against a later 'granted' signal).
  */
 export function decodeAcquireShared(reply: unknown, ttlMs: number, placeTtl: number): AcquireResult {
   const r = reply as number[];
@@ -38,7 +39,7 @@ export function decodeAcquireShared(reply: unknown, ttlMs: number, placeTtl: num
     return { acquired: true, fence: r[1]!, waiting: r[3]!, ...(ttl === ttlMs ? {} : { ttl }) };
   }
   const holderTtl = r[1]! >= 0 ? r[1]! : undefined;
-  if (r[2] === 1) return { acquired: false, queued: true, placeTtl, ...(holderTtl === undefined ? {} : { holderTtl }) };
+  if (r[2] === 1) return { acquired: false, queued: true, placeTtl, at: r[3], ...(holderTtl === undefined ? {} : { holderTtl }) };
   return holderTtl === undefined ? NOT_ACQUIRED : { acquired: false, holderTtl };
 }
 

@@ -8,7 +8,8 @@
 --
 -- Returns {1, fence, ttl left, waiting} when the caller holds permits (granted now, or earlier
 -- while it waited in line, or by an earlier run of this very call); else {0, ms until the first
--- holder's lease ends (-1: no holder), queued (1/0)}.
+-- holder's lease ends (-1: no holder), queued (1/0)[, the server clock's seed when queued]}: a
+-- 'granted' signal dated after that seed is of a grant made after this call kept the place.
 --@include lib/numbers.lua
 --@include lib/clock.lua
 --@include lib/maxBlock.lua
@@ -20,48 +21,62 @@ local holders, permits, line, places, fenceKey = KEYS[1], KEYS[2], KEYS[3], KEYS
 local token, ttl, weight, capacity, placeTtl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 
 local now, seed = serverClock()
-local used = sweepHolders(holders, permits, now)
-if redis.call('ZSCORE', line, token) then
+local place = int(now + placeTtl) .. ' ' .. int(ttl) .. ' ' .. int(weight) .. ' ' .. int(capacity) .. ' ' .. int(placeTtl) .. ' ' .. (ARGV[7] or '')
+local used, stored = sweepHolders(holders, permits, now)
+local inLine = redis.call('ZSCORE', line, token)
+if inLine then
   -- the caller's place is refreshed first, so a grant to it in this call is the caller's own TTL
-  redis.call('HSET', places, token, int(now + placeTtl) .. ' ' .. int(ttl) .. ' ' .. int(weight) .. ' ' .. int(capacity) .. ' ' .. int(placeTtl) .. ' ' .. (ARGV[7] or ''))
+  redis.call('HSET', places, token, place)
 end
-local granted
-used, granted = promote(holders, permits, line, places, fenceKey, used, now, seed)
+local granted, grew, queued
+used, granted, grew, queued = promote(holders, permits, line, places, fenceKey, used, now, seed, token)
 
-local held = redis.call('HGET', permits, 'h:' .. token)
+-- A caller in line holds nothing (a grant takes it out of the line), unless granted just now; one
+-- not in line may hold permits granted while it waited, or by an earlier run of this very call.
+local held = (granted[token] or not inLine) and redis.call('HGET', permits, 'h:' .. token)
 if held then
-  -- (granted now from its place, earlier while it waited, or by an earlier run of this call)
-  leaveSharedLine(line, places, token)
+  -- (out of the line already: promote took it out, or it was not in it)
+  local left
   if granted[token] then
     redis.call('ZADD', holders, int(now + ttl), token)
+    left = ttl
+  else
+    left = math.max(0, tonumber(redis.call('ZSCORE', holders, token)) - now)
   end
-  keepHolders(holders, permits, used, now)
-  local endsAt = tonumber(redis.call('ZSCORE', holders, token))
-  return {1, tonumber(string.match(held, ' (%d+)$')), math.max(0, endsAt - now), redis.call('ZCARD', line)}
+  keepHolders(holders, permits, used, now, stored, grew)
+  return {1, tonumber(string.match(held, ' (%d+)$')), left, redis.call('ZCARD', line)}
 end
 
-if redis.call('ZCARD', line) == 0 and used + weight <= capacity then
+if not queued and used + weight <= capacity then
+  -- (nobody live in line: promote emptied it of lapsed places and granted those that fit)
   local fence = grantShared(holders, permits, fenceKey, token, weight, now + ttl, seed)
-  keepHolders(holders, permits, used + weight, now)
+  keepHolders(holders, permits, used + weight, now, stored, true)
   return {1, fence, ttl, 0}
 end
 
 if ARGV[6] == 'leave' then
-  leaveSharedLine(line, places, token)
-  -- the waiters behind the caller may fit now
-  used = promote(holders, permits, line, places, fenceKey, used, now, seed)
-  keepHolders(holders, permits, used, now)
+  if inLine then
+    leaveSharedLine(line, places, token)
+    -- the waiters behind the caller may fit now
+    local _, more
+    used, _, more = promote(holders, permits, line, places, fenceKey, used, now, seed)
+    grew = grew or more
+  end
+  keepHolders(holders, permits, used, now, stored, grew)
   return {0, firstEnd(holders, now), 0}
 end
 
-redis.call('ZADD', line, 'NX', int(seed), token)
-redis.call('HSET', places, token, int(now + placeTtl) .. ' ' .. int(ttl) .. ' ' .. int(weight) .. ' ' .. int(capacity) .. ' ' .. int(placeTtl) .. ' ' .. (ARGV[7] or ''))
--- the line lives as long as its longest-lived place (waiters may use different place TTLs)
-if redis.call('PTTL', line) < placeTtl * 2 then
+if not inLine then
+  redis.call('ZADD', line, 'NX', int(seed), token)
+  redis.call('HSET', places, token, place)
+end
+-- the line lives as long as its longest-lived place (waiters may use different place TTLs): at
+-- least placeTtl from now; lengthened to twice that, so most calls need not lengthen it again
+if redis.call('PTTL', line) < placeTtl then
   redis.call('PEXPIRE', line, placeTtl * 2)
 end
-if redis.call('PTTL', places) < placeTtl * 2 then
+if redis.call('PTTL', places) < placeTtl then
   redis.call('PEXPIRE', places, placeTtl * 2)
 end
-keepHolders(holders, permits, used, now)
-return {0, firstEnd(holders, now), 1}
+keepHolders(holders, permits, used, now, stored, grew)
+return {0, firstEnd(holders, now), 1, seed}

@@ -13,7 +13,7 @@ local holders, permits, line, places, fenceKey = KEYS[1], KEYS[2], KEYS[3], KEYS
 local token = ARGV[1]
 local now, seed = serverClock()
 leaveSharedLine(line, places, token)
-local used = sweepHolders(holders, permits, now)
+local used, stored = sweepHolders(holders, permits, now)
 local released = 0
 local held = redis.call('HGET', permits, 'h:' .. token)
 if held then
@@ -22,6 +22,7 @@ if held then
   redis.call('ZREM', holders, token)
   released = 1
 end
-used = promote(holders, permits, line, places, fenceKey, used, now, seed)
-keepHolders(holders, permits, used, now)
+local _, grew
+used, _, grew = promote(holders, permits, line, places, fenceKey, used, now, seed)
+keepHolders(holders, permits, used, now, stored, grew)
 return released

@@ -12,7 +12,7 @@
 local holders, permits, line, places, fenceKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local token = ARGV[1]
 local now, seed = serverClock()
-local used = sweepHolders(holders, permits, now)
+local used, stored = sweepHolders(holders, permits, now)
 local released = 0
 local held = redis.call('HGET', permits, 'h:' .. token)
 if held then
@@ -21,6 +21,7 @@ if held then
   redis.call('ZREM', holders, token)
   released = 1
 end
-used = promote(holders, permits, line, places, fenceKey, used, now, seed)
-keepHolders(holders, permits, used, now)
+local _, grew
+used, _, grew = promote(holders, permits, line, places, fenceKey, used, now, seed)
+keepHolders(holders, permits, used, now, stored, grew)
 return released

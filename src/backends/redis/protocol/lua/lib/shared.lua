@@ -44,9 +44,11 @@ local function repairHolders(holders, permits)
   return used
 end
 
--- Removes the holders whose lease ended before `now`; returns the permits the others hold.
+-- Removes the holders whose lease ended before `now`; returns the permits the others hold, and
+-- the permits recorded before (for keepHolders).
 local function sweepHolders(holders, permits, now)
-  local used = repairHolders(holders, permits) or tonumber(redis.call('HGET', permits, 'used') or '0')
+  local stored = repairHolders(holders, permits) or tonumber(redis.call('HGET', permits, 'used') or '0')
+  local used = stored
   local ended = redis.call('ZRANGEBYSCORE', holders, '-inf', '(' .. int(now))
   for _, token in ipairs(ended) do
     local held = redis.call('HGET', permits, 'h:' .. token)
@@ -59,7 +61,7 @@ local function sweepHolders(holders, permits, now)
   if used < 0 then
     used = 0
   end
-  return used
+  return used, stored
 end
 
 -- Makes `token` a holder of `weight` until `endsAt`, with a new fence; returns the fence.
@@ -93,15 +95,17 @@ local function repairPlaces(line, places)
 end
 
 -- Grants the live waiters at the head of the line, in order, while each one's weight fits its
--- capacity; drops lapsed places on the way and announces each grant on the waiter's inbox.
--- Returns the permits held after, and the set of tokens granted.
-local function promote(holders, permits, line, places, fenceKey, used, now, seed)
+-- capacity; drops lapsed places on the way and announces each grant on the waiter's inbox (but
+-- not to `caller`, the waiter whose own call runs this: its answer says so). Returns the permits
+-- held after, the set of tokens granted, whether it granted any, and whether a live waiter is
+-- still in line (the head, which does not fit).
+local function promote(holders, permits, line, places, fenceKey, used, now, seed, caller)
   repairPlaces(line, places)
-  local granted = {}
+  local granted, any = {}, false
   while true do
     local first = redis.call('ZRANGE', line, 0, 0)[1]
     if not first then
-      break
+      return used, granted, any, false
     end
     local place = redis.call('HGET', places, first)
     local lapseAt, ttl, weight, capacity, inbox
@@ -110,24 +114,35 @@ local function promote(holders, permits, line, places, fenceKey, used, now, seed
       lapseAt, ttl, weight, capacity = tonumber(lapseAt), tonumber(ttl), tonumber(weight), tonumber(capacity)
     end
     if lapseAt and lapseAt > now and used + weight > capacity then
-      break
+      return used, granted, any, true
     end
     leaveSharedLine(line, places, first)
     if lapseAt and lapseAt > now then
       local fence = grantShared(holders, permits, fenceKey, first, weight, now + math.min(lapseAt - now, ttl), seed)
       used = used + weight
       granted[first] = true
-      if inbox ~= '' then
+      any = true
+      if inbox ~= '' and first ~= caller then
         announce(inbox, 'granted ' .. first .. ' ' .. int(fence) .. ' ' .. int(redis.call('ZCARD', line)) .. ' 1 ' .. int(seed))
       end
     end
   end
-  return used, granted
 end
 
 -- Records `used` and keeps the holders' keys alive until the last lease ends (deletes them when
--- nobody holds anything).
-local function keepHolders(holders, permits, used, now)
+-- nobody holds anything). `stored`: what was recorded before this script (sweepHolders); `grew`:
+-- this script granted or lengthened a lease. When neither changed, nothing is written: the keys
+-- live until the last lease ends already (every grant and extension saw to that).
+local function keepHolders(holders, permits, used, now, stored, grew)
+  if not grew then
+    if used == stored then
+      return
+    end
+    if used > 0 then
+      redis.call('HSET', permits, 'used', int(used))
+      return
+    end
+  end
   local last = redis.call('ZRANGE', holders, -1, -1, 'WITHSCORES')[2]
   if not last then
     redis.call('DEL', holders, permits)
