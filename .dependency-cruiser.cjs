@@ -59,7 +59,7 @@ module.exports = {
     {
       name: 'api-picks-only-the-memory-backend',
       severity: 'error',
-      comment: 'The composition root chooses the in-memory default; Redis is the user\'s choice, from rxjs-lock/redis.',
+      comment: "The composition root chooses the in-memory default; Redis is the user's choice, from rxjs-lock/redis.",
       from: { path: '^src/api/' },
       to: { path: ['^src/backends/', '^src/testing/', '^src/[^/]+\\.ts$'], pathNot: '^src/backends/memory/' },
     },
@@ -76,7 +76,17 @@ module.exports = {
       from: { path: '^src/integrations/' },
       to: {
         path: '^src/',
-        pathNot: ['^src/integrations/', '^src/api/', '^src/engine/Locker\\.ts$', '^src/engine/events/events\\.ts$', '^src/errors/', '^src/options/', '^src/store/', '^src/backends/redis/RedisLockStore\\.ts$', '^src/backends/redis/RedisClient\\.ts$'],
+        pathNot: [
+          '^src/integrations/',
+          '^src/api/',
+          '^src/engine/Locker\\.ts$',
+          '^src/engine/events/events\\.ts$',
+          '^src/errors/',
+          '^src/options/',
+          '^src/store/',
+          '^src/backends/redis/RedisLockStore\\.ts$',
+          '^src/backends/redis/RedisClient\\.ts$',
+        ],
       },
     },
     {

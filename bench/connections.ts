@@ -30,7 +30,10 @@ function whenReady(client: RedisConnection, what: string): Promise<void> {
  * connections are named `connectionName`; its subscriber connections `ioredis-cluster(…):` and
  * that name (ioredis' naming), which the round-trip counter recognises as the same tag.
  */
-export async function connectClusterReady(startupNodes: ReadonlyArray<{ readonly host: string; readonly port: number }>, connectionName: string): Promise<Cluster> {
+export async function connectClusterReady(
+  startupNodes: ReadonlyArray<{ readonly host: string; readonly port: number }>,
+  connectionName: string,
+): Promise<Cluster> {
   const cluster = new Cluster(
     startupNodes.map(({ host, port }) => ({ host, port })),
     { redisOptions: { connectionName } },

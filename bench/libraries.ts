@@ -104,12 +104,19 @@ export function entriesFor(scenario: ScenarioName, only: readonly string[] | und
   if (wanted('rxjs-lock')) {
     for (const v of RXJS_LOCK_VARIANTS) {
       if (v.scenarios === undefined || v.scenarios.includes(scenario)) {
-        entries.push({ library: 'rxjs-lock', variant: v.variant, options: v.options, ...(v.storeOptions ? { storeOptions: v.storeOptions } : {}), ...(v.primitive ? { primitive: v.primitive } : {}) });
+        entries.push({
+          library: 'rxjs-lock',
+          variant: v.variant,
+          options: v.options,
+          ...(v.storeOptions ? { storeOptions: v.storeOptions } : {}),
+          ...(v.primitive ? { primitive: v.primitive } : {}),
+        });
       }
     }
   }
   for (const peer of PEERS) if (wanted(peer)) entries.push({ library: peer, variant: 'default', options: {} });
-  for (const ref of REFERENCES) if (wanted(ref.library) && ref.scenarios.includes(scenario)) entries.push({ library: ref.library, variant: 'default', options: {} });
+  for (const ref of REFERENCES)
+    if (wanted(ref.library) && ref.scenarios.includes(scenario)) entries.push({ library: ref.library, variant: 'default', options: {} });
   return entries;
 }
 

@@ -183,7 +183,8 @@ export function concurrencyOf(acquisitions: readonly Pick<Acquisition, 'keyIndex
  */
 export function sharedViolation(limit: number | null, c: Concurrency): string | null {
   if (limit !== null && c.maxHolders > limit) return `${c.maxHolders} holders at once on a semaphore of ${limit}`;
-  if (c.writerOverlaps > 0) return `a writer overlapped another holder (${c.writerOverlaps} pairs; up to ${c.maxWriters} writers and ${c.maxReaders} readers at once)`;
+  if (c.writerOverlaps > 0)
+    return `a writer overlapped another holder (${c.writerOverlaps} pairs; up to ${c.maxWriters} writers and ${c.maxReaders} readers at once)`;
   return null;
 }
 
@@ -320,7 +321,11 @@ export function emptyRow(spec: ScenarioSpec, entry: BenchEntry, status: 'skipped
   return { ...baseFields(spec, entry, env), status, note, ...noFigures() };
 }
 
-function baseFields(spec: ScenarioSpec, entry: BenchEntry, env: RowEnv): Pick<ResultRow, 'scenario' | 'library' | 'variant' | 'label' | 'options' | 'processes' | 'loopsPerProcess' | 'hold' | 'waitTimeoutMs' | 'ttlMs' | 'env'> {
+function baseFields(
+  spec: ScenarioSpec,
+  entry: BenchEntry,
+  env: RowEnv,
+): Pick<ResultRow, 'scenario' | 'library' | 'variant' | 'label' | 'options' | 'processes' | 'loopsPerProcess' | 'hold' | 'waitTimeoutMs' | 'ttlMs' | 'env'> {
   return {
     scenario: spec.name,
     library: entry.library,
@@ -463,7 +468,10 @@ export function waitsAfter(reports: readonly WorkerReport[], cutNs: number): { r
 // ---------------------------------------------------------------------------------------------
 // Probe rows (engine-cpu, floor)
 
-function probeBase(spec: ProbeSpec, env: RowEnv): Pick<ResultRow, 'scenario' | 'library' | 'variant' | 'label' | 'options' | 'processes' | 'loopsPerProcess' | 'hold' | 'waitTimeoutMs' | 'ttlMs' | 'env'> {
+function probeBase(
+  spec: ProbeSpec,
+  env: RowEnv,
+): Pick<ResultRow, 'scenario' | 'library' | 'variant' | 'label' | 'options' | 'processes' | 'loopsPerProcess' | 'hold' | 'waitTimeoutMs' | 'ttlMs' | 'env'> {
   const engine = spec.name === 'engine-cpu';
   return {
     scenario: spec.name,
@@ -496,10 +504,17 @@ function medianPerPair(rounds: readonly EngineRound[], method: EngineMethod, pic
 }
 
 export function buildProbeRow(spec: ProbeSpec, probes: readonly ProbeReport[], noise: Noise | undefined, env: RowEnv): ResultRow {
-  const base = { ...probeBase(spec, env), status: 'ok' as const, note: null, ...noFigures(), otherCpuPct: noise?.otherCpuPct ?? null, stealPct: noise?.stealPct ?? null };
+  const base = {
+    ...probeBase(spec, env),
+    status: 'ok' as const,
+    note: null,
+    ...noFigures(),
+    otherCpuPct: noise?.otherCpuPct ?? null,
+    stealPct: noise?.stealPct ?? null,
+  };
   if (spec.name === 'engine-cpu') {
     const report = probes.find((p) => p.kind === 'engine-cpu');
-    if (!report || report.kind !== 'engine-cpu') return emptyProbeRow(spec, 'failed', 'no engine-cpu report', env);
+    if (report?.kind !== 'engine-cpu') return emptyProbeRow(spec, 'failed', 'no engine-cpu report', env);
     const rounds = report.rounds;
     const us = (method: EngineMethod, pick: (r: EngineRound) => number) => round(medianPerPair(rounds, method, pick), 3);
     const acquirePairs = rounds.filter((r) => r.method === 'acquire').reduce((n, r) => n + r.pairs, 0);

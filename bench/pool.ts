@@ -35,7 +35,9 @@ class Worker {
       if (waiting) waiting.resolve(message);
       else this.queue.push(message);
     });
-    this.child.once('exit', (code, signal) => this.onGone(new Error(`worker ${index + 1} (pid ${this.child.pid}) ${signal ? `was killed by ${signal}` : `exited with code ${code}`}`)));
+    this.child.once('exit', (code, signal) =>
+      this.onGone(new Error(`worker ${index + 1} (pid ${this.child.pid}) ${signal ? `was killed by ${signal}` : `exited with code ${code}`}`)),
+    );
     this.child.once('error', (error) => this.onGone(error));
   }
 

@@ -8,7 +8,16 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { renderChart } from './chart.js';
 import { LATEST_PATH, physicalFloor, readRows, type ResultRow } from './results.js';
 import { SEMAPHORE_LIMIT, READ_MOSTLY_WRITE_SHARE } from './scenarios.js';
-import { bestPeer, CLUSTER_BUS_PER_ACQUISITION, CLUSTER_VS_SINGLE, ENGINE_CPU_US, evaluateTargets, HANDOFF_FACTOR, QUORUM_VS_SINGLE, READ_WRITE_VS_MUTEX } from './targets.js';
+import {
+  bestPeer,
+  CLUSTER_BUS_PER_ACQUISITION,
+  CLUSTER_VS_SINGLE,
+  ENGINE_CPU_US,
+  evaluateTargets,
+  HANDOFF_FACTOR,
+  QUORUM_VS_SINGLE,
+  READ_WRITE_VS_MUTEX,
+} from './targets.js';
 
 export const DOC_PATH = fileURLToPath(new URL('../docs/benchmarks.md', import.meta.url));
 export const CHART_PATH = fileURLToPath(new URL('../docs/benchmarks.svg', import.meta.url));
@@ -63,7 +72,24 @@ function busPerHandoff(r: ResultRow): number | null {
 /** The hot-key table, with `extra` columns (header, cell) at the end. */
 function hotKeyTable(rs: readonly ResultRow[], best: ResultRow | undefined, extra: ReadonlyArray<readonly [string, (r: ResultRow) => string]>): string {
   const cut = rs.find((r) => r.warmupCutSec !== null)?.warmupCutSec ?? 1;
-  const h = ['library', 'acq/s', '÷ best peer', 'round trips/acq', 'server cmds/acq', 'wait p50 ms', 'wait p99 ms', `wait max ms after ${cut} s`, 'wait max ms whole run', 'Jain', 'min–max per loop', 'timeouts', 'overlaps', 'handoff p50 ms', 'same loop re-acquires', ...extra.map(([header]) => header)];
+  const h = [
+    'library',
+    'acq/s',
+    '÷ best peer',
+    'round trips/acq',
+    'server cmds/acq',
+    'wait p50 ms',
+    'wait p99 ms',
+    `wait max ms after ${cut} s`,
+    'wait max ms whole run',
+    'Jain',
+    'min–max per loop',
+    'timeouts',
+    'overlaps',
+    'handoff p50 ms',
+    'same loop re-acquires',
+    ...extra.map(([header]) => header),
+  ];
   return table(
     h,
     rs.map((r) =>
@@ -98,11 +124,59 @@ function scenarioTable(scenario: string, rows: readonly ResultRow[]): string {
   switch (layoutOf(scenario)) {
     case 'uncontended': {
       const h = ['library', 'pair p50 µs', 'pair p99 µs', '÷ baseline p50', 'acq/s', 'round trips/acq', 'server cmds/acq', 'server CPU µs/acq', 'wait p50 ms'];
-      return table(h, rs.map((r) => (r.status !== 'ok' ? notRun(r, h.length) : [labelCell(r), us(r.pairP50Ms), us(r.pairP99Ms), ratio(r.pairP50Ms, base?.pairP50Ms), int(r.acquisitionsPerSec), num(r.roundTripsPerAcquisition), num(r.serverCommandsPerAcquisition), num(r.serverCpuUsPerAcquisition), num(r.waitP50Ms, 3)])));
+      return table(
+        h,
+        rs.map((r) =>
+          r.status !== 'ok'
+            ? notRun(r, h.length)
+            : [
+                labelCell(r),
+                us(r.pairP50Ms),
+                us(r.pairP99Ms),
+                ratio(r.pairP50Ms, base?.pairP50Ms),
+                int(r.acquisitionsPerSec),
+                num(r.roundTripsPerAcquisition),
+                num(r.serverCommandsPerAcquisition),
+                num(r.serverCpuUsPerAcquisition),
+                num(r.waitP50Ms, 3),
+              ],
+        ),
+      );
     }
     case 'many-keys': {
-      const h = ['library', 'acq/s', '÷ baseline', 'round trips/acq', 'server cmds/acq', 'server CPU µs/acq', 'wait p50 ms', 'wait p99 ms', 'wait max ms', 'Jain', 'overlaps'];
-      return table(h, rs.map((r) => (r.status !== 'ok' ? notRun(r, h.length) : [labelCell(r), int(r.acquisitionsPerSec), ratio(r.acquisitionsPerSec, base?.acquisitionsPerSec), num(r.roundTripsPerAcquisition), num(r.serverCommandsPerAcquisition), num(r.serverCpuUsPerAcquisition), num(r.waitP50Ms, 3), num(r.waitP99Ms, 3), num(r.waitMaxMs, 1), num(r.jain, 3), int(r.overlaps)])));
+      const h = [
+        'library',
+        'acq/s',
+        '÷ baseline',
+        'round trips/acq',
+        'server cmds/acq',
+        'server CPU µs/acq',
+        'wait p50 ms',
+        'wait p99 ms',
+        'wait max ms',
+        'Jain',
+        'overlaps',
+      ];
+      return table(
+        h,
+        rs.map((r) =>
+          r.status !== 'ok'
+            ? notRun(r, h.length)
+            : [
+                labelCell(r),
+                int(r.acquisitionsPerSec),
+                ratio(r.acquisitionsPerSec, base?.acquisitionsPerSec),
+                num(r.roundTripsPerAcquisition),
+                num(r.serverCommandsPerAcquisition),
+                num(r.serverCpuUsPerAcquisition),
+                num(r.waitP50Ms, 3),
+                num(r.waitP99Ms, 3),
+                num(r.waitMaxMs, 1),
+                num(r.jain, 3),
+                int(r.overlaps),
+              ],
+        ),
+      );
     }
     case 'hot-key-1ms':
     case 'hot-key-0ms':
@@ -116,7 +190,22 @@ function scenarioTable(scenario: string, rows: readonly ResultRow[]): string {
     case 'semaphore-hot': {
       const peer = rs.find((r) => r.library === 'redis-semaphore' && r.status === 'ok');
       const cut = rs.find((r) => r.warmupCutSec !== null)?.warmupCutSec ?? 1;
-      const h = ['library', 'acq/s', '÷ redis-semaphore', 'round trips/acq', 'server cmds/acq', 'server CPU µs/acq', 'wait p50 ms', 'wait p99 ms', `wait max ms after ${cut} s`, 'wait max ms whole run', 'Jain', 'min–max per loop', 'timeouts', 'most holders at once (limit)'];
+      const h = [
+        'library',
+        'acq/s',
+        '÷ redis-semaphore',
+        'round trips/acq',
+        'server cmds/acq',
+        'server CPU µs/acq',
+        'wait p50 ms',
+        'wait p99 ms',
+        `wait max ms after ${cut} s`,
+        'wait max ms whole run',
+        'Jain',
+        'min–max per loop',
+        'timeouts',
+        'most holders at once (limit)',
+      ];
       return table(
         h,
         rs.map((r) =>
@@ -143,14 +232,33 @@ function scenarioTable(scenario: string, rows: readonly ResultRow[]): string {
     }
     case 'read-mostly': {
       const mutex = rs.find((r) => r.library === 'rxjs-lock' && r.variant === 'mutex' && r.status === 'ok');
-      const h = ['run', 'acq/s', '÷ mutex', 'reads / writes', 'round trips/acq', 'server cmds/acq', 'wait p50 ms', 'wait p99 ms', 'read wait p50 / p99 ms', 'write wait p50 / p99 ms', 'wait max ms', 'Jain', 'timeouts', 'most readers at once', 'most writers at once', 'writer overlaps'];
+      const h = [
+        'run',
+        'acq/s',
+        '÷ mutex',
+        'reads / writes',
+        'round trips/acq',
+        'server cmds/acq',
+        'wait p50 ms',
+        'wait p99 ms',
+        'read wait p50 / p99 ms',
+        'write wait p50 / p99 ms',
+        'wait max ms',
+        'Jain',
+        'timeouts',
+        'most readers at once',
+        'most writers at once',
+        'writer overlaps',
+      ];
       return table(
         h,
         rs.map((r) =>
           r.status !== 'ok'
             ? notRun(r, h.length)
             : [
-                r.variant === 'mutex' ? '**rxjs-lock mutex** (`acquire`, reads and writes alike)' : '**rxjs-lock read-write lock** (`acquireReadLock` / `acquireWriteLock`)',
+                r.variant === 'mutex'
+                  ? '**rxjs-lock mutex** (`acquire`, reads and writes alike)'
+                  : '**rxjs-lock read-write lock** (`acquireReadLock` / `acquireWriteLock`)',
                 int(r.acquisitionsPerSec),
                 ratio(r.acquisitionsPerSec, mutex?.acquisitionsPerSec),
                 `${int(r.reads)} / ${int(r.writes)}`,
@@ -171,7 +279,12 @@ function scenarioTable(scenario: string, rows: readonly ResultRow[]): string {
       );
     }
     case 'engine-cpu': {
-      const h = ['method (rxjs-lock on createLocker()\'s in-memory store)', 'CPU µs/pair (median of rounds)', 'CPU µs/pair, lowest–highest round', 'wall µs/pair (median)'];
+      const h = [
+        "method (rxjs-lock on createLocker()'s in-memory store)",
+        'CPU µs/pair (median of rounds)',
+        'CPU µs/pair, lowest–highest round',
+        'wall µs/pair (median)',
+      ];
       const r = rs[0];
       if (!r) return '';
       if (r.status !== 'ok') return table(h, [notRun(r, h.length)]);
@@ -179,7 +292,7 @@ function scenarioTable(scenario: string, rows: readonly ResultRow[]): string {
         ['**`await firstValueFrom(locker.acquire(k))` + `await lease.release()`**', num(r.cpuUsPerPair), roundRange(r, 'acquire'), num(r.wallUsPerPair)],
         ['`await lastValueFrom(of(1).pipe(locker.withLock(k)))`', num(r.withLockCpuUsPerPair), roundRange(r, 'withLock'), num(r.withLockWallUsPerPair)],
         ['the in-memory store alone (`tryAcquire` + `release`, awaited)', num(r.storeCpuUsPerPair, 3), roundRange(r, 'store'), '—'],
-        ['**the engine\'s own cost: the pair above less the store alone**', num(r.engineOwnCpuUsPerPair), '—', '—'],
+        ["**the engine's own cost: the pair above less the store alone**", num(r.engineOwnCpuUsPerPair), '—', '—'],
         ['in-process promise mutex (reference floor, not rxjs-lock)', num(r.mutexCpuUsPerPair, 3), roundRange(r, 'mutex'), num(r.mutexWallUsPerPair, 3)],
       ]);
     }
@@ -194,26 +307,97 @@ function scenarioTable(scenario: string, rows: readonly ResultRow[]): string {
         ['**PING round trip**: one worker process, sequential `await redis.ping()`', num(r.pingP50Ms, 3), num(r.pingP99Ms, 3), int(r.pings)],
         ['**pub/sub hop**: `PUBLISH` in one worker process → message callback in another', num(r.hopP50Ms, 3), num(r.hopP99Ms, 3), int(r.hops)],
       ];
-      if (rx && floor && rx.handoffP50Ms !== null) body.push([`rxjs-lock hand-off in hot-key-0ms, for comparison (×${(rx.handoffP50Ms / floor.ms).toFixed(2)} the ${floor.what})`, num(rx.handoffP50Ms, 3), num(rx.handoffP99Ms, 3), int(rx.handoffs)]);
+      if (rx && floor && rx.handoffP50Ms !== null)
+        body.push([
+          `rxjs-lock hand-off in hot-key-0ms, for comparison (×${(rx.handoffP50Ms / floor.ms).toFixed(2)} the ${floor.what})`,
+          num(rx.handoffP50Ms, 3),
+          num(rx.handoffP99Ms, 3),
+          int(rx.handoffs),
+        ]);
       return table(h, body);
     }
     case 'seed-000': {
-      const h = ['case', 'SET before', 'SET after', 'successes', 'failures', 'SET requests', 'round trips', 'server commands', 'round trips/acq', 'wait max ms', 'same loop re-acquires', 'overlaps'];
-      return table(h, rs.map((r) => (r.status !== 'ok' ? notRun(r, h.length) : [labelCell(r), int(r.setBefore), int(r.setAfter), int(r.successes), int(r.failures), int(r.setCommands), int(r.roundTrips), int(r.serverCommands), num(r.roundTripsPerAcquisition), num(r.waitMaxMs, 1), r.sameLoopReacquirePct === null ? dash : `${r.sameLoopReacquirePct.toFixed(1)}%`, int(r.overlaps)])));
+      const h = [
+        'case',
+        'SET before',
+        'SET after',
+        'successes',
+        'failures',
+        'SET requests',
+        'round trips',
+        'server commands',
+        'round trips/acq',
+        'wait max ms',
+        'same loop re-acquires',
+        'overlaps',
+      ];
+      return table(
+        h,
+        rs.map((r) =>
+          r.status !== 'ok'
+            ? notRun(r, h.length)
+            : [
+                labelCell(r),
+                int(r.setBefore),
+                int(r.setAfter),
+                int(r.successes),
+                int(r.failures),
+                int(r.setCommands),
+                int(r.roundTrips),
+                int(r.serverCommands),
+                num(r.roundTripsPerAcquisition),
+                num(r.waitMaxMs, 1),
+                r.sameLoopReacquirePct === null ? dash : `${r.sameLoopReacquirePct.toFixed(1)}%`,
+                int(r.overlaps),
+              ],
+        ),
+      );
     }
     case 'cancel-storm': {
-      const h = ['library', 'acquisitions started', 'held, then cancelled', 'cancelled while waiting', 'timeouts', 'orphaned keys', 'overlaps', 'round trips/held', 'server cmds/held'];
-      return table(h, rs.map((r) => (r.status !== 'ok' ? notRun(r, h.length) : [labelCell(r), int(r.stormAttempts), int(r.successes), int(r.cancelledWhileWaiting), int(r.timeouts), `**${int(r.orphanedKeys)}**`, int(r.overlaps), num(r.roundTripsPerAcquisition), num(r.serverCommandsPerAcquisition)])));
+      const h = [
+        'library',
+        'acquisitions started',
+        'held, then cancelled',
+        'cancelled while waiting',
+        'timeouts',
+        'orphaned keys',
+        'overlaps',
+        'round trips/held',
+        'server cmds/held',
+      ];
+      return table(
+        h,
+        rs.map((r) =>
+          r.status !== 'ok'
+            ? notRun(r, h.length)
+            : [
+                labelCell(r),
+                int(r.stormAttempts),
+                int(r.successes),
+                int(r.cancelledWhileWaiting),
+                int(r.timeouts),
+                `**${int(r.orphanedKeys)}**`,
+                int(r.overlaps),
+                num(r.roundTripsPerAcquisition),
+                num(r.serverCommandsPerAcquisition),
+              ],
+        ),
+      );
     }
     default:
-      return table(['library', 'acq/s'], rs.map((r) => [labelCell(r), int(r.acquisitionsPerSec)]));
+      return table(
+        ['library', 'acq/s'],
+        rs.map((r) => [labelCell(r), int(r.acquisitionsPerSec)]),
+      );
   }
 }
 
 /** The after-warm-up rule and its figures, for the hot-key texts. */
 function afterWarmupText(rows: readonly ResultRow[]): string {
   const cut = measured(rows, (r) => r.warmupCutSec) ?? 1;
-  const figures = rows.filter((r) => r.status === 'ok' && r.waitMaxMs !== null).map((r) => `${r.label} ${num(r.waitMaxAfterWarmupMs, 1)} (${num(r.waitMaxMs, 1)})`);
+  const figures = rows
+    .filter((r) => r.status === 'ok' && r.waitMaxMs !== null)
+    .map((r) => `${r.label} ${num(r.waitMaxAfterWarmupMs, 1)} (${num(r.waitMaxMs, 1)})`);
   return `The max wait is given for the acquisitions that started at least ${cut} s after the run's start — the same cut for every library — and for the whole run beside it; max wait in ms after ${cut} s (whole run): ${figures.length > 0 ? figures.join(', ') : 'n/a'}.`;
 }
 
@@ -221,30 +405,48 @@ function afterWarmupText(rows: readonly ResultRow[]): string {
 function summaryLines(rows: readonly ResultRow[]): string[] {
   const lines: string[] = [];
   const engine = rows.find((r) => r.scenario === 'engine-cpu' && r.status === 'ok');
-  if (engine) lines.push(`- **engine CPU** (in-memory store): ${num(engine.cpuUsPerPair)} µs per acquire + release pair, of which the store alone ${num(engine.storeCpuUsPerPair, 3)} µs: the engine's own ${num(engine.engineOwnCpuUsPerPair)} µs (wall ${num(engine.wallUsPerPair)} µs); through \`withLock\` ${num(engine.withLockCpuUsPerPair)} µs; an in-process promise mutex ${num(engine.mutexCpuUsPerPair, 3)} µs.`);
+  if (engine)
+    lines.push(
+      `- **engine CPU** (in-memory store): ${num(engine.cpuUsPerPair)} µs per acquire + release pair, of which the store alone ${num(engine.storeCpuUsPerPair, 3)} µs: the engine's own ${num(engine.engineOwnCpuUsPerPair)} µs (wall ${num(engine.wallUsPerPair)} µs); through \`withLock\` ${num(engine.withLockCpuUsPerPair)} µs; an in-process promise mutex ${num(engine.mutexCpuUsPerPair, 3)} µs.`,
+    );
   const floorRow = rows.find((r) => r.scenario === 'floor' && r.status === 'ok');
   const floor = physicalFloor(rows);
-  if (floorRow) lines.push(`- **floor** (hot-key layout, no lock): PING p50 ${num(floorRow.pingP50Ms, 3)} ms, pub/sub hop p50 ${num(floorRow.hopP50Ms, 3)} ms.`);
+  if (floorRow)
+    lines.push(`- **floor** (hot-key layout, no lock): PING p50 ${num(floorRow.pingP50Ms, 3)} ms, pub/sub hop p50 ${num(floorRow.hopP50Ms, 3)} ms.`);
   const rx0 = rows.find((r) => r.scenario === 'hot-key-0ms' && r.library === 'rxjs-lock' && r.variant === 'default' && r.status === 'ok');
-  if (rx0 && floor && rx0.handoffP50Ms !== null) lines.push(`- **hand-off** (hot-key-0ms, rxjs-lock): p50 ${num(rx0.handoffP50Ms, 3)} ms = ×${(rx0.handoffP50Ms / floor.ms).toFixed(2)} the ${floor.what} (target ≤ ×${HANDOFF_FACTOR}).`);
+  if (rx0 && floor && rx0.handoffP50Ms !== null)
+    lines.push(
+      `- **hand-off** (hot-key-0ms, rxjs-lock): p50 ${num(rx0.handoffP50Ms, 3)} ms = ×${(rx0.handoffP50Ms / floor.ms).toFixed(2)} the ${floor.what} (target ≤ ×${HANDOFF_FACTOR}).`,
+    );
   for (const scenario of ['hot-key-1ms', 'hot-key-0ms']) {
     const rs = rows.filter((r) => r.scenario === scenario && r.status === 'ok');
     if (rs.length === 0) continue;
     const cut = rs.find((r) => r.warmupCutSec !== null)?.warmupCutSec ?? 1;
-    lines.push(`- **max wait, ${scenario}**, after ${cut} s (whole run), ms: ${rs.map((r) => `${r.label} ${num(r.waitMaxAfterWarmupMs, 1)} (${num(r.waitMaxMs, 1)})`).join(' · ')}.`);
+    lines.push(
+      `- **max wait, ${scenario}**, after ${cut} s (whole run), ms: ${rs.map((r) => `${r.label} ${num(r.waitMaxAfterWarmupMs, 1)} (${num(r.waitMaxMs, 1)})`).join(' · ')}.`,
+    );
   }
-  const ok = (scenario: string, variant = 'default') => rows.find((r) => r.scenario === scenario && r.library === 'rxjs-lock' && r.variant === variant && r.status === 'ok');
+  const ok = (scenario: string, variant = 'default') =>
+    rows.find((r) => r.scenario === scenario && r.library === 'rxjs-lock' && r.variant === variant && r.status === 'ok');
   const semaphore = ok('semaphore-hot');
   const semaphorePeer = rows.find((r) => r.scenario === 'semaphore-hot' && r.library === 'redis-semaphore' && r.status === 'ok');
   if (semaphore) {
-    const versus = semaphorePeer ? ` vs redis-semaphore ${int(semaphorePeer.acquisitionsPerSec)} (×${num(semaphore.acquisitionsPerSec! / semaphorePeer.acquisitionsPerSec!)}), Jain ${num(semaphore.jain, 3)} vs ${num(semaphorePeer.jain, 3)}, round trips/acq ${num(semaphore.roundTripsPerAcquisition)} vs ${num(semaphorePeer.roundTripsPerAcquisition)}` : '';
-    lines.push(`- **semaphore** (semaphore-hot, limit ${int(semaphore.permitLimit)}): rxjs-lock ${int(semaphore.acquisitionsPerSec)} acq/s${versus}; most holders at once ${int(semaphore.maxHolders)}.`);
+    const versus = semaphorePeer
+      ? ` vs redis-semaphore ${int(semaphorePeer.acquisitionsPerSec)} (×${num(semaphore.acquisitionsPerSec! / semaphorePeer.acquisitionsPerSec!)}), Jain ${num(semaphore.jain, 3)} vs ${num(semaphorePeer.jain, 3)}, round trips/acq ${num(semaphore.roundTripsPerAcquisition)} vs ${num(semaphorePeer.roundTripsPerAcquisition)}`
+      : '';
+    lines.push(
+      `- **semaphore** (semaphore-hot, limit ${int(semaphore.permitLimit)}): rxjs-lock ${int(semaphore.acquisitionsPerSec)} acq/s${versus}; most holders at once ${int(semaphore.maxHolders)}.`,
+    );
   }
   const readWrite = ok('read-mostly');
   const mutex = ok('read-mostly', 'mutex');
   if (readWrite) {
-    const versus = mutex ? ` vs ${int(mutex.acquisitionsPerSec)} with its mutex: ×${num(readWrite.acquisitionsPerSec! / mutex.acquisitionsPerSec!)} (target ≥ ×${READ_WRITE_VS_MUTEX})` : '';
-    lines.push(`- **read-write lock** (read-mostly): ${int(readWrite.acquisitionsPerSec)} acq/s${versus}; up to ${int(readWrite.maxReaders)} readers at once, writer overlaps ${int(readWrite.writerOverlaps)}.`);
+    const versus = mutex
+      ? ` vs ${int(mutex.acquisitionsPerSec)} with its mutex: ×${num(readWrite.acquisitionsPerSec! / mutex.acquisitionsPerSec!)} (target ≥ ×${READ_WRITE_VS_MUTEX})`
+      : '';
+    lines.push(
+      `- **read-write lock** (read-mostly): ${int(readWrite.acquisitionsPerSec)} acq/s${versus}; up to ${int(readWrite.maxReaders)} readers at once, writer overlaps ${int(readWrite.writerOverlaps)}.`,
+    );
   }
   const onCluster = ok('hot-key-cluster');
   if (onCluster) {
@@ -301,7 +503,9 @@ function scenarioText(scenario: string, all: readonly ResultRow[]): string {
     case 'hot-key-3-nodes':
     case 'hot-key-5-nodes': {
       const nodes = /(\d+)-nodes/.exec(scenario)?.[1] ?? '?';
-      const model = scenario.startsWith('uncontended') ? `uncontended (one loop, acquire + release, ${seconds(3)})` : `hot-key-1ms (8 processes × 4 loops on one key, 1 ms hold, ${seconds(10)})`;
+      const model = scenario.startsWith('uncontended')
+        ? `uncontended (one loop, acquire + release, ${seconds(3)})`
+        : `hot-key-1ms (8 processes × 4 loops on one key, 1 ms hold, ${seconds(10)})`;
       return `As ${model}, on a quorum of ${nodes} independent Redis servers (the bench's own and ${Number(nodes) - 1} more started beside it, pinned alike): rxjs-lock's \`RedlockStore\` with its defaults against redlock with its defaults over the same servers. Round trips count one per server called. Target: rxjs-lock's uncontended pair p50 ≤ ${QUORUM_VS_SINGLE} × its own on one server in the same run, and below redlock's; on the hot key at least redlock's throughput, with no timeout and no overlap.`;
     }
     case 'semaphore-hot':
@@ -339,7 +543,10 @@ function pinningText(rows: readonly ResultRow[]): string {
   if (!split && !shared) return 'not pinned (no taskset)';
   const parts: string[] = [];
   if (split) parts.push(`pinned with taskset: ${split.env.pinned!.replace('redis@', 'Redis on CPU ').replace(' clients@', ', every client process on CPU ')}`);
-  if (shared) parts.push(`Redis moved to CPU ${/clients@(\d+)/.exec(shared.env.pinned!)?.[1]} for ${[...new Set(rows.filter((r) => r.env.pinned === shared.env.pinned).map((r) => r.scenario))].join(', ')}`);
+  if (shared)
+    parts.push(
+      `Redis moved to CPU ${/clients@(\d+)/.exec(shared.env.pinned!)?.[1]} for ${[...new Set(rows.filter((r) => r.env.pinned === shared.env.pinned).map((r) => r.scenario))].join(', ')}`,
+    );
   return parts.join('; ');
 }
 
@@ -355,10 +562,14 @@ export function renderReport(rows: readonly ResultRow[]): string {
   out.push('');
   out.push('<!-- Generated by bench/report.ts from bench/results/latest.json: edit the generator, not this file. -->');
   out.push('');
-  out.push('rxjs-lock against the libraries people would otherwise pick, measured **in the same run on the same private Redis**: [redlock](https://www.npmjs.com/package/redlock) 5.0.0-beta.2, [redis-semaphore](https://www.npmjs.com/package/redis-semaphore) 5.x (`Mutex`; `Semaphore` in semaphore-hot), and a hand-written `SET NX PX` loop (the baseline). All use ioredis 6.');
+  out.push(
+    'rxjs-lock against the libraries people would otherwise pick, measured **in the same run on the same private Redis**: [redlock](https://www.npmjs.com/package/redlock) 5.0.0-beta.2, [redis-semaphore](https://www.npmjs.com/package/redis-semaphore) 5.x (`Mutex`; `Semaphore` in semaphore-hot), and a hand-written `SET NX PX` loop (the baseline). All use ioredis 6.',
+  );
   out.push('');
   if (env) {
-    out.push(`Run of ${env.runAt.replace('T', ' ').slice(0, 16)} UTC: Redis ${env.redisVersion}, node ${env.node}, ${env.cores} × ${env.cpu}; ${pinningText(rows)}. rxjs-lock source: ${env.rxjsLockSource ?? 'unknown'}.${env.quick ? ' **QUICK smoke run: the durations were cut, the numbers are not comparable.**' : ''}`);
+    out.push(
+      `Run of ${env.runAt.replace('T', ' ').slice(0, 16)} UTC: Redis ${env.redisVersion}, node ${env.node}, ${env.cores} × ${env.cpu}; ${pinningText(rows)}. rxjs-lock source: ${env.rxjsLockSource ?? 'unknown'}.${env.quick ? ' **QUICK smoke run: the durations were cut, the numbers are not comparable.**' : ''}`,
+    );
     out.push('');
   }
   out.push('![acquisitions per second and longest wait per scenario and library](benchmarks.svg)');
@@ -372,40 +583,63 @@ export function renderReport(rows: readonly ResultRow[]): string {
   out.push('npx tsx bench/report.ts        # regenerate this page and the chart from bench/results/latest.json');
   out.push('```');
   out.push('');
-  out.push('The bench starts its own `redis-server` (the system binary, through `support/embeddedRedis.ts`) on a free port — never a server already running on 6379 — and stops it, with every worker process, when it ends, fails or is interrupted. The quorum scenarios get more servers beside it; hot-key-cluster gets a private Redis Cluster of 3 masters (`support/embeddedRedisCluster.ts`), started right before that scenario and stopped right after it.');
+  out.push(
+    'The bench starts its own `redis-server` (the system binary, through `support/embeddedRedis.ts`) on a free port — never a server already running on 6379 — and stops it, with every worker process, when it ends, fails or is interrupted. The quorum scenarios get more servers beside it; hot-key-cluster gets a private Redis Cluster of 3 masters (`support/embeddedRedisCluster.ts`), started right before that scenario and stopped right after it.',
+  );
   out.push('');
   out.push(
     table(
       ['variable', 'default', 'meaning'],
       [
         ['`BENCH_QUICK`', 'unset', '`1`: every duration and count cut down (smoke test)'],
-        ['`BENCH_SECONDS`', '10', 'contention time of the hot-key scenarios (hot-key-1ms, hot-key-0ms, on 3 and 5 nodes, on the cluster) and of semaphore-hot and read-mostly'],
+        [
+          '`BENCH_SECONDS`',
+          '10',
+          'contention time of the hot-key scenarios (hot-key-1ms, hot-key-0ms, on 3 and 5 nodes, on the cluster) and of semaphore-hot and read-mostly',
+        ],
         ['`BENCH_SHORT_SECONDS`', '3', 'measured time of uncontended and many-keys'],
         ['`BENCH_SEED_TRIES`', '400', 'tries per loop in seed-000'],
         ['`BENCH_STORM_ACQUISITIONS`', '4000', 'acquisitions started in cancel-storm'],
         ['`BENCH_FLOOR_SECONDS`', '2', 'measured time of each half of floor (PING, then pub/sub hop)'],
         ['`BENCH_ENGINE_SECONDS`', '1.5', 'measured time of each method in engine-cpu (after a 1 s warm-up)'],
         ['`BENCH_SCENARIOS`', 'all', 'comma-separated subset, e.g. `floor,hot-key-0ms` (the hand-off target needs both)'],
-        ['`BENCH_LIBRARIES`', 'all', 'comma-separated subset of `rxjs-lock,redlock,redis-semaphore,baseline,store-only,script-floor` (engine-cpu runs only with rxjs-lock; the last two are references, run in uncontended and many-keys only)'],
+        [
+          '`BENCH_LIBRARIES`',
+          'all',
+          'comma-separated subset of `rxjs-lock,redlock,redis-semaphore,baseline,store-only,script-floor` (engine-cpu runs only with rxjs-lock; the last two are references, run in uncontended and many-keys only)',
+        ],
         ['`BENCH_NO_PIN`', 'unset', '`1`: do not pin with taskset'],
       ],
       3,
     ),
   );
   out.push('');
-  out.push('To add an rxjs-lock variant (an option set to compare), add it to `RXJS_LOCK_VARIANTS` in `bench/libraries.ts`; its options are spread into `createLocker` in `bench/adapters/rxjsLock.ts`, the one file that builds the store and the locker.');
+  out.push(
+    'To add an rxjs-lock variant (an option set to compare), add it to `RXJS_LOCK_VARIANTS` in `bench/libraries.ts`; its options are spread into `createLocker` in `bench/adapters/rxjsLock.ts`, the one file that builds the store and the locker.',
+  );
   out.push('');
   out.push('## Read this first: the machine');
   out.push('');
-  out.push('The reference machine has **2 noisy vCPUs**. Absolute numbers move by 20–30% between runs; **compare ratios within one run**, never numbers across runs. Durations are short (10 s per hot-key run) to keep the whole bench at about three minutes.');
+  out.push(
+    'The reference machine has **2 noisy vCPUs**. Absolute numbers move by 20–30% between runs; **compare ratios within one run**, never numbers across runs. Durations are short (10 s per hot-key run) to keep the whole bench at about three minutes.',
+  );
   out.push('');
-  out.push('Where `taskset` is available, every client process runs on the first CPU and Redis on the second, so the two sides do not take turns on one core (in the hot-key scenarios 8 client processes share the client CPU). One exception: on this machine a message from one vCPU to a process sleeping on the other costs a wake-up of about 80 µs, so a lone client doing one request at a time pays it twice per round trip (an uncontended lock + unlock takes ≈ 200 µs split across the CPUs, ≈ 30 µs on one). That would swamp the libraries\' own cost, so **uncontended runs with Redis on the client\'s CPU**. In the other scenarios both CPUs are busy and the split layout applies; their handoff times include that cross-CPU hop, which the **floor** row measures in the same run and layout (a PING round trip, and a pub/sub hop from one worker process to another).');
+  out.push(
+    "Where `taskset` is available, every client process runs on the first CPU and Redis on the second, so the two sides do not take turns on one core (in the hot-key scenarios 8 client processes share the client CPU). One exception: on this machine a message from one vCPU to a process sleeping on the other costs a wake-up of about 80 µs, so a lone client doing one request at a time pays it twice per round trip (an uncontended lock + unlock takes ≈ 200 µs split across the CPUs, ≈ 30 µs on one). That would swamp the libraries' own cost, so **uncontended runs with Redis on the client's CPU**. In the other scenarios both CPUs are busy and the split layout applies; their handoff times include that cross-CPU hop, which the **floor** row measures in the same run and layout (a PING round trip, and a pub/sub hop from one worker process to another).",
+  );
   out.push('');
   out.push('## Targets');
   out.push('');
-  out.push(`rxjs-lock with its default settings, judged against the peers of the same run: **${passed} of ${targets.length} met**. A MISS does not fail \`npm run bench\`.`);
+  out.push(
+    `rxjs-lock with its default settings, judged against the peers of the same run: **${passed} of ${targets.length} met**. A MISS does not fail \`npm run bench\`.`,
+  );
   out.push('');
-  out.push(table(['scenario', 'target', 'result', 'measured (rxjs-lock vs reference)', 'ratio'], targets.map((t) => [t.scenario, t.target, t.status === 'PASS' ? 'PASS' : '**MISS**', t.measured, t.ratio === null ? dash : t.ratio.toFixed(2)])));
+  out.push(
+    table(
+      ['scenario', 'target', 'result', 'measured (rxjs-lock vs reference)', 'ratio'],
+      targets.map((t) => [t.scenario, t.target, t.status === 'PASS' ? 'PASS' : '**MISS**', t.measured, t.ratio === null ? dash : t.ratio.toFixed(2)]),
+    ),
+  );
   out.push('');
   out.push('## Results');
   out.push('');
@@ -440,35 +674,81 @@ export function renderReport(rows: readonly ResultRow[]): string {
   }
   out.push('## How each library is used');
   out.push('');
-  out.push('- **rxjs-lock** (this repository, built into `dist/` by `scripts/build.mjs` at the start of `npm run bench`, so it runs as compiled JavaScript like the peers; the version is in the header above): `createLocker({ store: new RedisLockStore(redis), ...variantOptions })`; `firstValueFrom(locker.acquire(key, { waitTimeout, ttl }))` then `lease.release()`; in cancel-storm `work$.pipe(locker.withLock(key))`, unsubscribed; in semaphore-hot `locker.acquirePermit(key, { limit: 4, waitTimeout, ttl })`, in read-mostly `locker.acquireReadLock(key, …)` / `locker.acquireWriteLock(key, …)` (and `locker.acquire` in its **mutex** run). Keys `lock:<name>` (a semaphore or read-write lock keeps helper keys `rxjs-lock:shared-*:{lock:<name>}`).');
-  out.push('- **redlock 5.0.0-beta.2**: `new Redlock([redis])` with its default settings (retry every 200 ± 100 ms). It has no wait limit in milliseconds, so each call passes `retryCount = round(waitTimeout / 200)` (50 for a 10 s wait, 5 for 1 s); nothing else is changed. `acquire([key], ttl)` then `lock.release()`; a failed acquire (`ExecutionError`) counts as a timeout.');
-  out.push('- **redis-semaphore 5.x**: `new Mutex(redis, key, { acquireTimeout: waitTimeout, lockTimeout: ttl })` (both 10 s, its defaults, except in seed-000 and cancel-storm where the wait is 1 s); retry every 10 ms; `acquire()` then `release()`. Keys `mutex:<name>`. In semaphore-hot `new Semaphore(redis, key, 4, { acquireTimeout, lockTimeout })` alike (key `semaphore:<name>`, a sorted set of holders). It has no read-write lock, so it does not run read-mostly; neither does redlock, nor the baseline.');
-  out.push('- **baseline**: `SET key token NX PX ttl`; after a failed attempt a fixed 10 ms sleep (cut to what is left of the wait); release by a compare-and-delete Lua script called with `EVALSHA` (`EVAL` once on `NOSCRIPT`).');
-  out.push('- **store-only** (a reference, not a peer; uncontended and many-keys only): rxjs-lock\'s `RedisLockStore` called directly, no engine: `store.tryAcquire(key, token, ttl)`, the baseline\'s 10 ms sleep after a refusal, then `store.release(key, token, grant)`. Between it and rxjs-lock lies the engine\'s cost; between it and the baseline, the store\'s protocol (its scripts\' work on the server, their calls on the client).');
-  out.push('- **script-floor** (a reference, not a peer; uncontended and many-keys only): the baseline\'s loop, but acquire and release are each one Lua script called with `EVALSHA`, in the store\'s shape (the four keys of a lock, the same arguments), doing only what the baseline does (`SET NX PX`; compare-and-delete). The least a lock pays whose acquire and release are one script call each. A target it misses too is out of reach of any script-based lock in this layout.');
+  out.push(
+    '- **rxjs-lock** (this repository, built into `dist/` by `scripts/build.mjs` at the start of `npm run bench`, so it runs as compiled JavaScript like the peers; the version is in the header above): `createLocker({ store: new RedisLockStore(redis), ...variantOptions })`; `firstValueFrom(locker.acquire(key, { waitTimeout, ttl }))` then `lease.release()`; in cancel-storm `work$.pipe(locker.withLock(key))`, unsubscribed; in semaphore-hot `locker.acquirePermit(key, { limit: 4, waitTimeout, ttl })`, in read-mostly `locker.acquireReadLock(key, …)` / `locker.acquireWriteLock(key, …)` (and `locker.acquire` in its **mutex** run). Keys `lock:<name>` (a semaphore or read-write lock keeps helper keys `rxjs-lock:shared-*:{lock:<name>}`).',
+  );
+  out.push(
+    '- **redlock 5.0.0-beta.2**: `new Redlock([redis])` with its default settings (retry every 200 ± 100 ms). It has no wait limit in milliseconds, so each call passes `retryCount = round(waitTimeout / 200)` (50 for a 10 s wait, 5 for 1 s); nothing else is changed. `acquire([key], ttl)` then `lock.release()`; a failed acquire (`ExecutionError`) counts as a timeout.',
+  );
+  out.push(
+    '- **redis-semaphore 5.x**: `new Mutex(redis, key, { acquireTimeout: waitTimeout, lockTimeout: ttl })` (both 10 s, its defaults, except in seed-000 and cancel-storm where the wait is 1 s); retry every 10 ms; `acquire()` then `release()`. Keys `mutex:<name>`. In semaphore-hot `new Semaphore(redis, key, 4, { acquireTimeout, lockTimeout })` alike (key `semaphore:<name>`, a sorted set of holders). It has no read-write lock, so it does not run read-mostly; neither does redlock, nor the baseline.',
+  );
+  out.push(
+    '- **baseline**: `SET key token NX PX ttl`; after a failed attempt a fixed 10 ms sleep (cut to what is left of the wait); release by a compare-and-delete Lua script called with `EVALSHA` (`EVAL` once on `NOSCRIPT`).',
+  );
+  out.push(
+    "- **store-only** (a reference, not a peer; uncontended and many-keys only): rxjs-lock's `RedisLockStore` called directly, no engine: `store.tryAcquire(key, token, ttl)`, the baseline's 10 ms sleep after a refusal, then `store.release(key, token, grant)`. Between it and rxjs-lock lies the engine's cost; between it and the baseline, the store's protocol (its scripts' work on the server, their calls on the client).",
+  );
+  out.push(
+    "- **script-floor** (a reference, not a peer; uncontended and many-keys only): the baseline's loop, but acquire and release are each one Lua script called with `EVALSHA`, in the store's shape (the four keys of a lock, the same arguments), doing only what the baseline does (`SET NX PX`; compare-and-delete). The least a lock pays whose acquire and release are one script call each. A target it misses too is out of reach of any script-based lock in this layout.",
+  );
   out.push('');
-  out.push('Every library gets new connections for each run (one ioredis connection per process, plus any the library opens itself), a warm-up on a private key before the measurement, and the same lease (10 s) and wait limit (10 s; 1 s in seed-000 and cancel-storm). Scenarios run in the order shown, libraries in the order of the tables. Worker processes are forked once and serve every run in turn. In hot-key-cluster each library gets an ioredis `Cluster` client (ioredis\' defaults) where it otherwise gets a `Redis` connection, and nothing else changes.');
+  out.push(
+    "Every library gets new connections for each run (one ioredis connection per process, plus any the library opens itself), a warm-up on a private key before the measurement, and the same lease (10 s) and wait limit (10 s; 1 s in seed-000 and cancel-storm). Scenarios run in the order shown, libraries in the order of the tables. Worker processes are forked once and serve every run in turn. In hot-key-cluster each library gets an ioredis `Cluster` client (ioredis' defaults) where it otherwise gets a `Redis` connection, and nothing else changes.",
+  );
   out.push('');
   out.push('## What the columns mean');
   out.push('');
-  out.push('- **acq/s**: acquisitions per second. In the time-bound scenarios, the acquisitions that started inside the window, divided by the window; loops stop starting new work at the deadline and finish what they are doing.');
-  out.push('- **round trips/acq**: commands the library\'s connections sent, counted in the client by patching ioredis\'s `Redis.prototype.sendCommand`, divided by acquisitions. A pipeline or MULTI batch counts once (ioredis passes a batch writer, marked `isPipeline`, with each of its commands); SUBSCRIBE and UNSUBSCRIBE count; messages the server pushes do not. Connections are recognised by their connection name, which `duplicate()` keeps. A self-check against known traffic runs at the start of every bench.');
-  out.push('- **server cmds/acq**: the sum of `calls` over every `cmdstat_*` of `INFO commandstats` (reset with `CONFIG RESETSTAT` before each run; the bench\'s own INFO, CONFIG, FLUSHALL and QUIT left out), divided by acquisitions. Redis counts the commands a Lua script runs too, so a script call costs 1 round trip but 2–3 server commands.');
-  out.push('- **wait**: from the call to acquire until the lock is held, for acquisitions that got the lock (p50, p99, max). A wait that ran out is a **timeout** instead.');
-  out.push('- **wait max after 1 s** (hot-key): the longest wait among the acquisitions that *started* (acquire called) at least 1 s after the run\'s start, the same cut for every library, so the first queue forming is left out; **whole run** beside it counts every acquisition. The max-wait targets use the first.');
-  out.push('- **Jain**: Jain\'s fairness index over the acquisitions of every loop of every process, (Σx)² / (n·Σx²): 1 = every loop got the same share, 1/n = one loop got everything. **min–max per loop** shows the spread.');
-  out.push('- **overlaps**: pairs of critical sections on the same key that ran at the same time, across all processes (`findOverlaps` from `rxjs-lock/testing`). Each section is timestamped right after the acquire resolves and right before release is called. Must be 0. Not given on a semaphore or a read-write lock, whose holders share by design: there **most holders at once** (semaphore-hot: never above the limit), **most readers / writers at once** and **writer overlaps** (read-mostly: pairs of sections open together of which one writes, must be 0) come from the same timestamps, swept in time order (a section that exits at the very instant another enters does not overlap it); a run that breaks its lock\'s guarantee is failed.');
-  out.push('- **handoff p50**: from a holder\'s timestamp right before it calls release to the moment the next holder\'s acquire resolves, counted only when the two are in different processes. Each acquisition is paired with the latest release that precedes it, in any process.');
-  out.push('- **bus pub/sub msgs/acq** (hot-key-cluster): pub/sub messages the masters sent each other over the cluster bus during the run (growth of `cluster_stats_messages_publish_sent` and `cluster_stats_messages_publishshard_sent` in `CLUSTER INFO`, summed over the masters), divided by acquisitions; **per handoff**, divided by the hand-offs between processes instead (the hand-offs a wake-up message announces; the handoff column counts them). A `PUBLISH` costs one message to every other node; an `SPUBLISH` one to each replica of the key\'s master (none here).');
-  out.push('- **floor** (PING, pub/sub hop): what one Redis round trip, and one message from one process through Redis to another, cost in the hot-key layout with no lock at all; the hand-off target is a multiple of the hop (of the PING when the hop is missing).');
-  out.push('- **engine CPU** (engine-cpu): CPU time (`process.cpuUsage()`, user + system) and wall time per sequential acquire + release pair on the in-memory store: what the engine itself costs, without Redis.');
-  out.push('- **same loop re-acquires**: share of acquisitions whose preceding release (the latest before it, in any process) came from the same loop — a loop that releases and wins again at once starves the others.');
-  out.push('- **orphaned keys** (cancel-storm): lock keys still in Redis once every cancelled acquisition and release has settled; each stays locked until its TTL.');
-  out.push('- **other processes / steal** (under each table): the share of the machine\'s CPU time, between `go` and the last report, used by processes that are not the bench\'s (its workers, its redis-server, itself), and stolen by the hypervisor — from `/proc/stat` and `/proc/<pid>/stat`. A run next to a busy neighbour (a test suite, a build) is flagged, so a strange number can be told from a disturbed one.');
+  out.push(
+    '- **acq/s**: acquisitions per second. In the time-bound scenarios, the acquisitions that started inside the window, divided by the window; loops stop starting new work at the deadline and finish what they are doing.',
+  );
+  out.push(
+    "- **round trips/acq**: commands the library's connections sent, counted in the client by patching ioredis's `Redis.prototype.sendCommand`, divided by acquisitions. A pipeline or MULTI batch counts once (ioredis passes a batch writer, marked `isPipeline`, with each of its commands); SUBSCRIBE and UNSUBSCRIBE count; messages the server pushes do not. Connections are recognised by their connection name, which `duplicate()` keeps. A self-check against known traffic runs at the start of every bench.",
+  );
+  out.push(
+    "- **server cmds/acq**: the sum of `calls` over every `cmdstat_*` of `INFO commandstats` (reset with `CONFIG RESETSTAT` before each run; the bench's own INFO, CONFIG, FLUSHALL and QUIT left out), divided by acquisitions. Redis counts the commands a Lua script runs too, so a script call costs 1 round trip but 2–3 server commands.",
+  );
+  out.push(
+    '- **wait**: from the call to acquire until the lock is held, for acquisitions that got the lock (p50, p99, max). A wait that ran out is a **timeout** instead.',
+  );
+  out.push(
+    "- **wait max after 1 s** (hot-key): the longest wait among the acquisitions that *started* (acquire called) at least 1 s after the run's start, the same cut for every library, so the first queue forming is left out; **whole run** beside it counts every acquisition. The max-wait targets use the first.",
+  );
+  out.push(
+    "- **Jain**: Jain's fairness index over the acquisitions of every loop of every process, (Σx)² / (n·Σx²): 1 = every loop got the same share, 1/n = one loop got everything. **min–max per loop** shows the spread.",
+  );
+  out.push(
+    "- **overlaps**: pairs of critical sections on the same key that ran at the same time, across all processes (`findOverlaps` from `rxjs-lock/testing`). Each section is timestamped right after the acquire resolves and right before release is called. Must be 0. Not given on a semaphore or a read-write lock, whose holders share by design: there **most holders at once** (semaphore-hot: never above the limit), **most readers / writers at once** and **writer overlaps** (read-mostly: pairs of sections open together of which one writes, must be 0) come from the same timestamps, swept in time order (a section that exits at the very instant another enters does not overlap it); a run that breaks its lock's guarantee is failed.",
+  );
+  out.push(
+    "- **handoff p50**: from a holder's timestamp right before it calls release to the moment the next holder's acquire resolves, counted only when the two are in different processes. Each acquisition is paired with the latest release that precedes it, in any process.",
+  );
+  out.push(
+    "- **bus pub/sub msgs/acq** (hot-key-cluster): pub/sub messages the masters sent each other over the cluster bus during the run (growth of `cluster_stats_messages_publish_sent` and `cluster_stats_messages_publishshard_sent` in `CLUSTER INFO`, summed over the masters), divided by acquisitions; **per handoff**, divided by the hand-offs between processes instead (the hand-offs a wake-up message announces; the handoff column counts them). A `PUBLISH` costs one message to every other node; an `SPUBLISH` one to each replica of the key's master (none here).",
+  );
+  out.push(
+    '- **floor** (PING, pub/sub hop): what one Redis round trip, and one message from one process through Redis to another, cost in the hot-key layout with no lock at all; the hand-off target is a multiple of the hop (of the PING when the hop is missing).',
+  );
+  out.push(
+    '- **engine CPU** (engine-cpu): CPU time (`process.cpuUsage()`, user + system) and wall time per sequential acquire + release pair on the in-memory store: what the engine itself costs, without Redis.',
+  );
+  out.push(
+    '- **same loop re-acquires**: share of acquisitions whose preceding release (the latest before it, in any process) came from the same loop — a loop that releases and wins again at once starves the others.',
+  );
+  out.push(
+    '- **orphaned keys** (cancel-storm): lock keys still in Redis once every cancelled acquisition and release has settled; each stays locked until its TTL.',
+  );
+  out.push(
+    "- **other processes / steal** (under each table): the share of the machine's CPU time, between `go` and the last report, used by processes that are not the bench's (its workers, its redis-server, itself), and stolen by the hypervisor — from `/proc/stat` and `/proc/<pid>/stat`. A run next to a busy neighbour (a test suite, a build) is flagged, so a strange number can be told from a disturbed one.",
+  );
   out.push('');
-  out.push('Timestamps are `process.hrtime.bigint()` (`monotonicNs()` in `rxjs-lock/testing`), which on Linux reads CLOCK_MONOTONIC: one clock for the whole machine, so times taken in different processes can be compared and subtracted. The parent gives every worker the same start time and deadline on that clock.');
+  out.push(
+    'Timestamps are `process.hrtime.bigint()` (`monotonicNs()` in `rxjs-lock/testing`), which on Linux reads CLOCK_MONOTONIC: one clock for the whole machine, so times taken in different processes can be compared and subtracted. The parent gives every worker the same start time and deadline on that clock.',
+  );
   out.push('');
-  out.push('Raw numbers: `bench/results/latest.json` (one row per scenario × library × variant, with per-command counts) and `bench/results/meta.json` (machine, versions, settings).');
+  out.push(
+    'Raw numbers: `bench/results/latest.json` (one row per scenario × library × variant, with per-command counts) and `bench/results/meta.json` (machine, versions, settings).',
+  );
   out.push('');
   return out.join('\n');
 }

@@ -14,7 +14,17 @@ import { Redis } from 'ioredis';
 import { EmbeddedRedis } from '../support/embeddedRedis.js';
 import { EmbeddedRedisCluster } from '../support/embeddedRedisCluster.js';
 import { entriesFor, entryLabel, type BenchEntry } from './libraries.js';
-import { buildProbeRow, buildRow, clusterBusGrowth, emptyProbeRow, emptyRow, parseClusterBusPubsub, parseCommandStats, parseServerCpuSec, type ClusterBusPubsub } from './metrics.js';
+import {
+  buildProbeRow,
+  buildRow,
+  clusterBusGrowth,
+  emptyProbeRow,
+  emptyRow,
+  parseClusterBusPubsub,
+  parseCommandStats,
+  parseServerCpuSec,
+  type ClusterBusPubsub,
+} from './metrics.js';
 import { cpuSnapshot, noiseBetween, type CpuSnapshot } from './noise.js';
 import { pinProcess, pinRedis, type Pinning } from './pinning.js';
 import { WorkerPool, type RunOrder } from './pool.js';
@@ -49,7 +59,8 @@ function sourceVersion(): string {
   return `${head.stdout.trim()}${dirty ? ' + uncommitted changes in src/' : ''}`;
 }
 
-const noisy = (row: ResultRow): string[] => (row.otherCpuPct !== null && row.otherCpuPct >= NOISY_PCT ? [`NOISY: other processes used ${row.otherCpuPct}% of the CPU`] : []);
+const noisy = (row: ResultRow): string[] =>
+  row.otherCpuPct !== null && row.otherCpuPct >= NOISY_PCT ? [`NOISY: other processes used ${row.otherCpuPct}% of the CPU`] : [];
 
 function describeProbeRow(row: ResultRow): string {
   if (row.status !== 'ok') return `${row.status.toUpperCase()}: ${row.note ?? ''}`;
@@ -63,7 +74,10 @@ function describeProbeRow(row: ResultRow): string {
           `in-process mutex CPU ${us(row.mutexCpuUsPerPair)} / wall ${us(row.mutexWallUsPerPair)}`,
           `${(row.enginePairs ?? 0).toLocaleString('en-US')} pairs measured`,
         ]
-      : [`PING p50/p99 ${ms(row.pingP50Ms)}/${ms(row.pingP99Ms)} (${row.pings} pings)`, `pub/sub hop p50/p99 ${ms(row.hopP50Ms)}/${ms(row.hopP99Ms)} (${row.hops} hops)`];
+      : [
+          `PING p50/p99 ${ms(row.pingP50Ms)}/${ms(row.pingP99Ms)} (${row.pings} pings)`,
+          `pub/sub hop p50/p99 ${ms(row.hopP50Ms)}/${ms(row.hopP99Ms)} (${row.hops} hops)`,
+        ];
   parts.push(...noisy(row));
   if (row.note) parts.push(`NOTE ${row.note}`);
   return parts.join(' · ');
@@ -85,13 +99,22 @@ function describeRow(row: ResultRow): string {
   ];
   if (row.maxHolders !== null) parts.push(`max holders at once ${row.maxHolders}${row.permitLimit !== null ? ` (limit ${row.permitLimit})` : ''}`);
   if (row.writerOverlaps !== null) {
-    parts.push(`reads/writes ${row.reads}/${row.writes}`, `max readers ${row.maxReaders}`, `max writers ${row.maxWriters}`, `writer overlaps ${row.writerOverlaps}`);
-    parts.push(`read wait p50/p99 ${row.readWaitP50Ms ?? '-'}/${row.readWaitP99Ms ?? '-'} ms`, `write wait p50/p99 ${row.writeWaitP50Ms ?? '-'}/${row.writeWaitP99Ms ?? '-'} ms`);
+    parts.push(
+      `reads/writes ${row.reads}/${row.writes}`,
+      `max readers ${row.maxReaders}`,
+      `max writers ${row.maxWriters}`,
+      `writer overlaps ${row.writerOverlaps}`,
+    );
+    parts.push(
+      `read wait p50/p99 ${row.readWaitP50Ms ?? '-'}/${row.readWaitP99Ms ?? '-'} ms`,
+      `write wait p50/p99 ${row.writeWaitP50Ms ?? '-'}/${row.writeWaitP99Ms ?? '-'} ms`,
+    );
   }
   if (row.handoffP50Ms !== null) parts.push(`handoff p50 ${row.handoffP50Ms} ms`);
   if (row.sameLoopReacquirePct !== null) parts.push(`same-loop ${row.sameLoopReacquirePct}%`);
   if (row.pairP50Ms !== null) parts.push(`pair p50 ${(row.pairP50Ms * 1000).toFixed(1)} µs`);
-  if (row.busPubsubMessagesPerAcquisition !== null) parts.push(`bus pub/sub msgs/acq ${row.busPubsubMessagesPerAcquisition} (publish ${row.busPublishMessages}, publishshard ${row.busPublishShardMessages})`);
+  if (row.busPubsubMessagesPerAcquisition !== null)
+    parts.push(`bus pub/sub msgs/acq ${row.busPubsubMessagesPerAcquisition} (publish ${row.busPublishMessages}, publishshard ${row.busPublishShardMessages})`);
   if (row.scenario === 'seed-000') parts.push(`SET ${row.setCommands}`, `ok ${row.successes}`, `failed ${row.failures}`);
   if (row.orphanedKeys !== null) parts.push(`orphaned ${row.orphanedKeys}`, `held ${row.successes}/${row.stormAttempts}`);
   parts.push(...noisy(row));
@@ -294,7 +317,16 @@ async function main(): Promise<number> {
   buildPackage();
   const settings = readSettings();
   const steps = benchSteps(settings);
-  const bench: Bench = { server: undefined, admin: undefined, extraServers: [], extraAdmins: [], cluster: undefined, clusterAdmins: [], pool: undefined, pinning: undefined };
+  const bench: Bench = {
+    server: undefined,
+    admin: undefined,
+    extraServers: [],
+    extraAdmins: [],
+    cluster: undefined,
+    clusterAdmins: [],
+    pool: undefined,
+    pinning: undefined,
+  };
 
   let cleaningUp: Promise<void> | undefined;
   const cleanUp = () =>

@@ -230,7 +230,8 @@ export function readSettings(): BenchSettings {
   const quick = process.env.BENCH_QUICK === '1' || process.env.BENCH_QUICK === 'true';
   const scenarios = listFromEnv('BENCH_SCENARIOS') ?? [...SCENARIO_NAMES];
   for (const name of scenarios) {
-    if (!(SCENARIO_NAMES as readonly string[]).includes(name)) throw new Error(`BENCH_SCENARIOS: unknown scenario "${name}" (known: ${SCENARIO_NAMES.join(', ')})`);
+    if (!(SCENARIO_NAMES as readonly string[]).includes(name))
+      throw new Error(`BENCH_SCENARIOS: unknown scenario "${name}" (known: ${SCENARIO_NAMES.join(', ')})`);
   }
   return {
     quick,
@@ -376,8 +377,20 @@ export function scenarioSpecs(s: BenchSettings): ScenarioSpec[] {
   // The quorum scenarios: uncontended and hot-key-1ms as they are, on 3 and 5 servers.
   const model = (name: LockScenarioName) => all.find((spec) => spec.name === name)!;
   const quorum = [3, 5].flatMap((nodes): ScenarioSpec[] => [
-    { ...model('uncontended'), name: `uncontended-${nodes}-nodes` as LockScenarioName, summary: `as uncontended, on a quorum of ${nodes} independent Redis servers (RedlockStore against redlock)`, nodes, key: 'bench:quorum:uncontended' },
-    { ...model('hot-key-1ms'), name: `hot-key-${nodes}-nodes` as LockScenarioName, summary: `as hot-key-1ms (${HOT_PROCESSES} processes × ${HOT_LOOPS} loops, 1 ms hold), on a quorum of ${nodes} independent Redis servers`, nodes, key: 'bench:quorum:hot' },
+    {
+      ...model('uncontended'),
+      name: `uncontended-${nodes}-nodes` as LockScenarioName,
+      summary: `as uncontended, on a quorum of ${nodes} independent Redis servers (RedlockStore against redlock)`,
+      nodes,
+      key: 'bench:quorum:uncontended',
+    },
+    {
+      ...model('hot-key-1ms'),
+      name: `hot-key-${nodes}-nodes` as LockScenarioName,
+      summary: `as hot-key-1ms (${HOT_PROCESSES} processes × ${HOT_LOOPS} loops, 1 ms hold), on a quorum of ${nodes} independent Redis servers`,
+      nodes,
+      key: 'bench:quorum:hot',
+    },
   ]);
   // The cluster scenario: hot-key-1ms as it is, on the masters of a private Redis Cluster.
   const cluster: ScenarioSpec = {
@@ -412,7 +425,7 @@ export function probeSpecs(s: BenchSettings): ProbeSpec[] {
   const all: ProbeSpec[] = [
     {
       name: 'engine-cpu',
-      summary: '1 process, no Redis: sequential acquire + release on createLocker()\'s in-memory store; CPU and wall time per pair',
+      summary: "1 process, no Redis: sequential acquire + release on createLocker()'s in-memory store; CPU and wall time per pair",
       processes: 1,
       placement: 'split',
       warmupMs: s.quick ? 200 : 1_000,
@@ -432,7 +445,8 @@ export function probeSpecs(s: BenchSettings): ProbeSpec[] {
     },
   ];
   // engine-cpu measures rxjs-lock alone: it runs only when rxjs-lock does.
-  const wanted = (spec: ProbeSpec) => s.scenarios.includes(spec.name) && (spec.name !== 'engine-cpu' || s.libraries === undefined || s.libraries.includes('rxjs-lock'));
+  const wanted = (spec: ProbeSpec) =>
+    s.scenarios.includes(spec.name) && (spec.name !== 'engine-cpu' || s.libraries === undefined || s.libraries.includes('rxjs-lock'));
   return all.filter(wanted);
 }
 
@@ -446,7 +460,10 @@ export function probeDeadlineMs(spec: ProbeSpec): number {
 export type BenchStep = { readonly kind: 'lock'; readonly spec: ScenarioSpec } | { readonly kind: 'probe'; readonly spec: ProbeSpec };
 
 export function benchSteps(s: BenchSettings): BenchStep[] {
-  const steps: BenchStep[] = [...probeSpecs(s).map((spec) => ({ kind: 'probe' as const, spec })), ...scenarioSpecs(s).map((spec) => ({ kind: 'lock' as const, spec }))];
+  const steps: BenchStep[] = [
+    ...probeSpecs(s).map((spec) => ({ kind: 'probe' as const, spec })),
+    ...scenarioSpecs(s).map((spec) => ({ kind: 'lock' as const, spec })),
+  ];
   return steps.sort((a, b) => SCENARIO_NAMES.indexOf(a.spec.name) - SCENARIO_NAMES.indexOf(b.spec.name));
 }
 

@@ -24,7 +24,9 @@ function find(rows: readonly ResultRow[], scenario: string, library: string, var
 
 /** The peer with the most acquisitions per second in `scenario`. */
 export function bestPeer(rows: readonly ResultRow[], scenario: string): ResultRow | undefined {
-  const peers = rows.filter((r) => r.scenario === scenario && PEERS.includes(r.library as (typeof PEERS)[number]) && usable(r) && r.acquisitionsPerSec !== null);
+  const peers = rows.filter(
+    (r) => r.scenario === scenario && PEERS.includes(r.library as (typeof PEERS)[number]) && usable(r) && r.acquisitionsPerSec !== null,
+  );
   return peers.sort((a, b) => b.acquisitionsPerSec! - a.acquisitionsPerSec!)[0];
 }
 
@@ -46,7 +48,13 @@ const maxWaitTarget = (max: number) => `max wait ≤ ${max} ms after 1 s warm-up
 export function evaluateTargets(rows: readonly ResultRow[]): TargetResult[] {
   const results: TargetResult[] = [];
   const judge = (scenario: string, target: string, pass: boolean | null, measured: string, ratio: number | null = null) =>
-    results.push({ scenario, target, status: pass === true ? 'PASS' : 'MISS', measured, ratio: ratio === null || !Number.isFinite(ratio) ? null : Number(ratio.toFixed(3)) });
+    results.push({
+      scenario,
+      target,
+      status: pass === true ? 'PASS' : 'MISS',
+      measured,
+      ratio: ratio === null || !Number.isFinite(ratio) ? null : Number(ratio.toFixed(3)),
+    });
   const missing = (scenario: string, target: string, why: string) => judge(scenario, target, null, why);
 
   const limit = (scenario: string, target: string, value: number | null, max: number, digits = 2) =>
@@ -58,7 +66,12 @@ export function evaluateTargets(rows: readonly ResultRow[]): TargetResult[] {
   const maxWait = (scenario: string, rx: ResultRow, max: number) => {
     const value = rx.waitMaxAfterWarmupMs;
     const cut = rx.warmupCutSec === null ? 'n/a' : `${rx.warmupCutSec} s`;
-    judge(scenario, maxWaitTarget(max), value !== null && value <= max, `${fmt(value, 1)} ms after ${cut} (limit ${max}); whole run ${fmt(rx.waitMaxMs, 1)} ms`);
+    judge(
+      scenario,
+      maxWaitTarget(max),
+      value !== null && value <= max,
+      `${fmt(value, 1)} ms after ${cut} (limit ${max}); whole run ${fmt(rx.waitMaxMs, 1)} ms`,
+    );
   };
 
   const throughput = (scenario: string, factor: number) => {
@@ -82,7 +95,8 @@ export function evaluateTargets(rows: readonly ResultRow[]): TargetResult[] {
       limit(s, '0 timeouts', rx.timeouts, 0, 0);
       limit(s, '0 overlaps', rx.overlaps, 0, 0);
     } else {
-      for (const t of ['round trips / acquisition ≤ 1.0', 'Jain fairness ≥ 0.98', maxWaitTarget(100), '0 timeouts', '0 overlaps']) missing(s, t, 'rxjs-lock did not run');
+      for (const t of ['round trips / acquisition ≤ 1.0', 'Jain fairness ≥ 0.98', maxWaitTarget(100), '0 timeouts', '0 overlaps'])
+        missing(s, t, 'rxjs-lock did not run');
     }
   }
 
@@ -95,10 +109,21 @@ export function evaluateTargets(rows: readonly ResultRow[]): TargetResult[] {
       atLeast(s, 'Jain fairness ≥ 0.98', rx.jain, 0.98);
       maxWait(s, rx, 50);
       const floor = physicalFloor(rows);
-      if (!floor) missing(s, HANDOFF_TARGET, `handoff p50 ${fmt(rx.handoffP50Ms, 3)} ms; no floor measured in this run (scenario floor ${find(rows, 'floor', 'no lock')?.status ?? 'not run'})`);
+      if (!floor)
+        missing(
+          s,
+          HANDOFF_TARGET,
+          `handoff p50 ${fmt(rx.handoffP50Ms, 3)} ms; no floor measured in this run (scenario floor ${find(rows, 'floor', 'no lock')?.status ?? 'not run'})`,
+        );
       else {
         const ratio = rx.handoffP50Ms === null ? null : rx.handoffP50Ms / floor.ms;
-        judge(s, HANDOFF_TARGET, ratio !== null && ratio <= HANDOFF_FACTOR, `${fmt(rx.handoffP50Ms, 3)} ms vs floor (${floor.what}) ${fmt(floor.ms, 3)} ms: ×${fmt(ratio)} (limit ×${HANDOFF_FACTOR})`, ratio);
+        judge(
+          s,
+          HANDOFF_TARGET,
+          ratio !== null && ratio <= HANDOFF_FACTOR,
+          `${fmt(rx.handoffP50Ms, 3)} ms vs floor (${floor.what}) ${fmt(floor.ms, 3)} ms: ×${fmt(ratio)} (limit ×${HANDOFF_FACTOR})`,
+          ratio,
+        );
       }
     } else {
       for (const t of ['Jain fairness ≥ 0.98', maxWaitTarget(50), HANDOFF_TARGET]) missing(s, t, 'rxjs-lock did not run');
@@ -110,9 +135,15 @@ export function evaluateTargets(rows: readonly ResultRow[]): TargetResult[] {
     const s = 'engine-cpu';
     const target = `engine's own CPU per acquire+release pair (in-memory store) ≤ ${ENGINE_CPU_US} µs`;
     const rx = find(rows, s, 'rxjs-lock');
-    if (!usable(rx) || rx.engineOwnCpuUsPerPair === null) missing(s, target, rx ? `engine-cpu ${rx.status}${rx.note ? `: ${rx.note.slice(0, 70)}` : ''}` : 'engine-cpu did not run');
+    if (!usable(rx) || rx.engineOwnCpuUsPerPair === null)
+      missing(s, target, rx ? `engine-cpu ${rx.status}${rx.note ? `: ${rx.note.slice(0, 70)}` : ''}` : 'engine-cpu did not run');
     else {
-      const extra = [`the pair ${fmt(rx.cpuUsPerPair)} µs less the store alone ${fmt(rx.storeCpuUsPerPair)} µs`, `wall ${fmt(rx.wallUsPerPair)} µs`, `withLock ${fmt(rx.withLockCpuUsPerPair)} µs CPU`, `in-process mutex ${fmt(rx.mutexCpuUsPerPair)} µs CPU`];
+      const extra = [
+        `the pair ${fmt(rx.cpuUsPerPair)} µs less the store alone ${fmt(rx.storeCpuUsPerPair)} µs`,
+        `wall ${fmt(rx.wallUsPerPair)} µs`,
+        `withLock ${fmt(rx.withLockCpuUsPerPair)} µs CPU`,
+        `in-process mutex ${fmt(rx.mutexCpuUsPerPair)} µs CPU`,
+      ];
       judge(s, target, rx.engineOwnCpuUsPerPair <= ENGINE_CPU_US, `${fmt(rx.engineOwnCpuUsPerPair)} µs CPU/pair (limit ${ENGINE_CPU_US}; ${extra.join(', ')})`);
     }
   }
@@ -149,11 +180,18 @@ export function evaluateTargets(rows: readonly ResultRow[]): TargetResult[] {
     const target = 'pair p50 ≤ 1.15 × baseline';
     const rx = find(rows, s, 'rxjs-lock');
     const base = find(rows, s, 'baseline');
-    if (!usable(rx) || !usable(base) || rx.pairP50Ms === null || base.pairP50Ms === null) missing(s, target, !usable(rx) ? 'rxjs-lock did not run' : 'baseline did not run');
+    if (!usable(rx) || !usable(base) || rx.pairP50Ms === null || base.pairP50Ms === null)
+      missing(s, target, !usable(rx) ? 'rxjs-lock did not run' : 'baseline did not run');
     else {
       const ratio = rx.pairP50Ms / base.pairP50Ms;
       const floors = references(rows, s, (r) => (r.pairP50Ms === null ? null : r.pairP50Ms / base.pairP50Ms!));
-      judge(s, target, ratio <= 1.15, `${fmt(rx.pairP50Ms * 1000, 1)} µs vs ${fmt(base.pairP50Ms * 1000, 1)} µs: ×${fmt(ratio)}${serverCpu(rx, base)}${floors}`, ratio);
+      judge(
+        s,
+        target,
+        ratio <= 1.15,
+        `${fmt(rx.pairP50Ms * 1000, 1)} µs vs ${fmt(base.pairP50Ms * 1000, 1)} µs: ×${fmt(ratio)}${serverCpu(rx, base)}${floors}`,
+        ratio,
+      );
     }
   }
 
@@ -167,7 +205,13 @@ export function evaluateTargets(rows: readonly ResultRow[]): TargetResult[] {
     else {
       const ratio = rx.acquisitionsPerSec! / base.acquisitionsPerSec!;
       const floors = references(rows, s, (r) => (r.acquisitionsPerSec === null ? null : r.acquisitionsPerSec / base.acquisitionsPerSec!));
-      judge(s, target, ratio >= 0.9, `${fmt(rx.acquisitionsPerSec, 0)} vs ${fmt(base.acquisitionsPerSec, 0)}: ×${fmt(ratio)}${serverCpu(rx, base)}${floors}`, ratio);
+      judge(
+        s,
+        target,
+        ratio >= 0.9,
+        `${fmt(rx.acquisitionsPerSec, 0)} vs ${fmt(base.acquisitionsPerSec, 0)}: ×${fmt(ratio)}${serverCpu(rx, base)}${floors}`,
+        ratio,
+      );
     }
   }
   // The quorum store (RedlockStore) on 3 and 5 independent servers, against redlock on the same servers
@@ -178,7 +222,7 @@ export function evaluateTargets(rows: readonly ResultRow[]): TargetResult[] {
       const single = find(rows, 'uncontended', 'rxjs-lock');
       const redlock = find(rows, s, 'redlock');
       const vsSingle = `pair p50 ≤ ${QUORUM_VS_SINGLE} × rxjs-lock on one server (uncontended)`;
-      const vsRedlock = 'pair p50 < redlock\'s (same servers)';
+      const vsRedlock = "pair p50 < redlock's (same servers)";
       if (!usable(rx) || rx.pairP50Ms === null) {
         const why = rx ? `rxjs-lock ${rx.status}${rx.note ? `: ${rx.note.slice(0, 70)}` : ''}` : 'rxjs-lock did not run';
         missing(s, vsSingle, why);
@@ -224,7 +268,13 @@ export function evaluateTargets(rows: readonly ResultRow[]): TargetResult[] {
       if (!usable(single) || single.acquisitionsPerSec === null || rx.acquisitionsPerSec === null) missing(s, vsSingle, 'hot-key-1ms (one server) did not run');
       else {
         const ratio = rx.acquisitionsPerSec / single.acquisitionsPerSec;
-        judge(s, vsSingle, ratio >= CLUSTER_VS_SINGLE, `${fmt(rx.acquisitionsPerSec, 0)} vs ${fmt(single.acquisitionsPerSec, 0)} on one server: ×${fmt(ratio, 3)}`, ratio);
+        judge(
+          s,
+          vsSingle,
+          ratio >= CLUSTER_VS_SINGLE,
+          `${fmt(rx.acquisitionsPerSec, 0)} vs ${fmt(single.acquisitionsPerSec, 0)} on one server: ×${fmt(ratio, 3)}`,
+          ratio,
+        );
       }
       const sharded = rx.busPubsubMessagesPerAcquisition ?? null;
       if (sharded === null) missing(s, bus, 'no cluster-bus counters in this row');
@@ -247,15 +297,30 @@ export function evaluateTargets(rows: readonly ResultRow[]): TargetResult[] {
     const s = 'semaphore-hot';
     const rx = find(rows, s, 'rxjs-lock');
     const peer = find(rows, s, 'redis-semaphore');
-    const targets = ['acquisitions/s ≥ redis-semaphore\'s (Semaphore)', 'Jain fairness ≥ redis-semaphore\'s', 'round trips / acquisition ≤ redis-semaphore\'s'] as const;
+    const targets = [
+      "acquisitions/s ≥ redis-semaphore's (Semaphore)",
+      "Jain fairness ≥ redis-semaphore's",
+      "round trips / acquisition ≤ redis-semaphore's",
+    ] as const;
     if (!usable(rx) || !usable(peer)) {
       const why = !usable(rx) ? didNotRun('rxjs-lock', rx) : didNotRun('redis-semaphore', peer);
       for (const t of targets) missing(s, t, why);
     } else {
       const pair = (value: (r: ResultRow) => number | null, digits: number) => `${fmt(value(rx), digits)} vs ${fmt(value(peer), digits)}`;
       const throughputRatio = rx.acquisitionsPerSec === null || !peer.acquisitionsPerSec ? null : rx.acquisitionsPerSec / peer.acquisitionsPerSec;
-      judge(s, targets[0], throughputRatio !== null && throughputRatio >= 1, `${pair((r) => r.acquisitionsPerSec, 0)}: ×${fmt(throughputRatio)}`, throughputRatio);
-      judge(s, targets[1], rx.jain !== null && peer.jain !== null && rx.jain >= peer.jain, pair((r) => r.jain, 4));
+      judge(
+        s,
+        targets[0],
+        throughputRatio !== null && throughputRatio >= 1,
+        `${pair((r) => r.acquisitionsPerSec, 0)}: ×${fmt(throughputRatio)}`,
+        throughputRatio,
+      );
+      judge(
+        s,
+        targets[1],
+        rx.jain !== null && peer.jain !== null && rx.jain >= peer.jain,
+        pair((r) => r.jain, 4),
+      );
       const trips = rx.roundTripsPerAcquisition === null || !peer.roundTripsPerAcquisition ? null : rx.roundTripsPerAcquisition / peer.roundTripsPerAcquisition;
       judge(s, targets[2], trips !== null && trips <= 1, `${pair((r) => r.roundTripsPerAcquisition, 2)}: ×${fmt(trips)}`, trips);
     }

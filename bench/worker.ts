@@ -17,7 +17,6 @@ import { lockNames } from './scenarios.js';
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 const describe = (error: unknown) => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
 
-
 const counter = installRoundTripCounter();
 
 /**
@@ -57,7 +56,6 @@ function send(message: WorkerMessage): Promise<void> {
     process.send!(message, (error: Error | null) => (error ? process.exit(1) : resolve()));
   });
 }
-
 
 async function serveRun(setup: RunSetup, inbox: Inbox): Promise<void> {
   const spec = setup.scenario;
@@ -101,7 +99,8 @@ async function serveRun(setup: RunSetup, inbox: Inbox): Promise<void> {
     const warmupName = `bench:warmup:${process.pid}`;
     await warmUp(take, warmupRoles(primitive), spec, warmupName, async () => {
       const key = storeKey(warmupName);
-      if ((await connections[0]!.exists(key)) !== 1) throw new Error(`${setup.entry.library} holds a lock but "${key}" is not in Redis: storeKey() is out of date`);
+      if ((await connections[0]!.exists(key)) !== 1)
+        throw new Error(`${setup.entry.library} holds a lock but "${key}" is not in Redis: storeKey() is out of date`);
     });
   } catch (error) {
     await adapter.close().catch(() => undefined);

@@ -157,7 +157,12 @@ function printHeader(config: DemoConfig, server: EmbeddedRedis): void {
 }
 
 /** Forks the workers, starts them together once all are up, and collects their reports. */
-async function runWorkers(config: DemoConfig, server: EmbeddedRedis, admin: Redis, workers: WorkerProcess[]): Promise<{ reports: WorkerReport[]; startNs: bigint }> {
+async function runWorkers(
+  config: DemoConfig,
+  server: EmbeddedRedis,
+  admin: Redis,
+  workers: WorkerProcess[],
+): Promise<{ reports: WorkerReport[]; startNs: bigint }> {
   for (let number = 1; number <= config.workers; number++) {
     const setup: WorkerSetup = { worker: number, redis: { host: server.host, port: server.port }, loops: config.loops, holdMs: config.holdMs };
     workers.push(new WorkerProcess(number, setup));

@@ -14,7 +14,10 @@ const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
 
 execFileSync(process.execPath, [join(root, 'scripts', 'embed-lua.mjs'), ...(elsewhere ? ['--check'] : [])], { stdio: 'inherit' });
 rmSync(out, { recursive: true, force: true });
-for (const [config, sub] of [['tsconfig.esm.json', 'esm'], ['tsconfig.cjs.json', 'cjs']]) {
+for (const [config, sub] of [
+  ['tsconfig.esm.json', 'esm'],
+  ['tsconfig.cjs.json', 'cjs'],
+]) {
   execFileSync(process.execPath, [tsc, '-p', join(root, config), '--outDir', join(out, sub)], { stdio: 'inherit', cwd: root });
 }
 // dist/cjs holds CommonJS inside a "type": "module" package: say so to Node.

@@ -21,7 +21,9 @@ function expand(file, seen = new Set()) {
 }
 
 export function render() {
-  const files = readdirSync(dir).filter((f) => f.endsWith('.lua')).sort();
+  const files = readdirSync(dir)
+    .filter((f) => f.endsWith('.lua'))
+    .sort();
   const entries = files.map((file) => {
     const match = /^([a-z][a-zA-Z]*)-(\d+)\.lua$/.exec(file);
     if (!match) throw new Error(`Lua file ${file} must be named <name>-<numberOfKeys>.lua`);
@@ -44,7 +46,11 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const text = render();
   if (process.argv.includes('--check')) {
     let current = '';
-    try { current = readFileSync(target, 'utf8'); } catch { /* missing counts as stale */ }
+    try {
+      current = readFileSync(target, 'utf8');
+    } catch {
+      /* missing counts as stale */
+    }
     if (current !== text) {
       console.error(`${target} is stale: run npm run lua`);
       process.exit(1);

@@ -75,6 +75,7 @@ export function parseArgs(argv: readonly string[]): Args | string {
  * row, an ESC sequence would drive the operator's terminal), line and paragraph separators, bidi
  * overrides and isolates (they reorder what is shown), and the backslash that escapes them.
  */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
 const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069\\]/g;
 const ESCAPES: Readonly<Record<string, string>> = { '\n': '\\n', '\r': '\\r', '\t': '\\t', '\\': '\\\\' };
 
@@ -99,7 +100,8 @@ export function formatSharedTable(locks: readonly ListedSharedLock[]): string {
   for (const l of locks) {
     const lock = [String(l.used), String(l.waiting)];
     if (l.holders.length === 0) rows.push([printable(l.key), '-', '-', '-', '-', ...lock]);
-    for (const h of l.holders) rows.push([printable(l.key), printable(h.token), h.weight >= WRITE_PERMITS ? 'write' : String(h.weight), String(h.ttl), String(h.fence), ...lock]);
+    for (const h of l.holders)
+      rows.push([printable(l.key), printable(h.token), h.weight >= WRITE_PERMITS ? 'write' : String(h.weight), String(h.ttl), String(h.fence), ...lock]);
   }
   return columns(rows);
 }
@@ -107,7 +109,14 @@ export function formatSharedTable(locks: readonly ListedSharedLock[]): string {
 /** The rows with each column padded to its widest cell. */
 function columns(rows: readonly string[][]): string {
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
-  return rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd()).join('\n');
+  return rows
+    .map((row) =>
+      row
+        .map((cell, column) => cell.padEnd(widths[column]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }
 
 const byKey = (a: { key: string }, b: { key: string }) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);

@@ -48,7 +48,14 @@ export {
 } from './options/LockerOptions.js';
 export type { PermitCount, PermitOptions, AcquirePermitOptions, ReadWriteLockOptions, AcquireReadWriteOptions } from './options/PermitOptions.js';
 export type { LockStore, AcquireResult, Acquired, NotAcquired, ExtendOutcome, ReleasedGrant } from './store/LockStore.js';
-export type { SharedLockStore, SharedPlace, SharedLockInfo, SharedHolderInfo, InspectableSharedStore, BatchExtendSharedStore } from './store/SharedLockStore.js';
+export type {
+  SharedLockStore,
+  SharedPlace,
+  SharedLockInfo,
+  SharedHolderInfo,
+  InspectableSharedStore,
+  BatchExtendSharedStore,
+} from './store/SharedLockStore.js';
 export type {
   QueueingStore,
   LeaveResult,

@@ -103,9 +103,7 @@ export class EmbeddedRedisCluster {
     const clients = this.nodeClients();
     try {
       const share = Math.ceil(SLOTS / clients.length);
-      await Promise.all(
-        clients.map((client, i) => client.call('CLUSTER', 'ADDSLOTSRANGE', String(i * share), String(Math.min(SLOTS, (i + 1) * share) - 1))),
-      );
+      await Promise.all(clients.map((client, i) => client.call('CLUSTER', 'ADDSLOTSRANGE', String(i * share), String(Math.min(SLOTS, (i + 1) * share) - 1))));
       for (const node of this.nodes.slice(1)) await clients[0]!.call('CLUSTER', 'MEET', node.host, String(node.port));
       const deadline = Date.now() + 20_000;
       for (;;) {

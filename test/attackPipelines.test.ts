@@ -22,7 +22,12 @@ describe('the in-memory default warning', () => {
   it('exclusivePerKey and withLock without a locker warn once, with the code, on first use', async () => {
     const spy = vi.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
     try {
-      await lastValueFrom(of(1, 2).pipe(exclusivePerKey(String, async (n) => n), toArray()));
+      await lastValueFrom(
+        of(1, 2).pipe(
+          exclusivePerKey(String, async (n) => n),
+          toArray(),
+        ),
+      );
       await lastValueFrom(of(1).pipe(withLock('w')));
       await lastValueFrom(of(1).pipe(exclusivePerKey(String, async (n) => n)));
       const ours = spy.mock.calls.filter((c) => JSON.stringify(c[1] ?? {}).includes('RXJS_LOCK_IN_MEMORY_DEFAULT'));
@@ -61,9 +66,15 @@ describe('exclusivePerKey under attack', () => {
   it('an invalid key on a synchronous source stops the source and errors with LockOptionsError', async () => {
     const l = locker();
     const emitted = { count: 0 };
-    const error = await lastValueFrom(syncFlood(10_000, emitted).pipe(exclusivePerKey(() => '', async (n) => n, { locker: l }))).catch(
-      (e: unknown) => e,
-    );
+    const error = await lastValueFrom(
+      syncFlood(10_000, emitted).pipe(
+        exclusivePerKey(
+          () => '',
+          async (n) => n,
+          { locker: l },
+        ),
+      ),
+    ).catch((e: unknown) => e);
     expect(isLockOptionsError(error)).toBe(true);
     expect(emitted.count).toBe(1);
     await l.close();
@@ -243,7 +254,14 @@ describe('reentrancy with synchronous work', () => {
       new Observable<number>((s) => {
         for (let i = 0; i < n; i++) s.next(i);
         s.complete();
-      }).pipe(exclusivePerKey(() => 'hot', (i) => of(i), { locker: l, concurrency: 1 }), toArray()),
+      }).pipe(
+        exclusivePerKey(
+          () => 'hot',
+          (i) => of(i),
+          { locker: l, concurrency: 1 },
+        ),
+        toArray(),
+      ),
     );
     expect(out).toEqual(Array.from({ length: n }, (_, i) => i));
     await l.close();
@@ -252,10 +270,12 @@ describe('reentrancy with synchronous work', () => {
   it("using's signal aborts when the subscriber leaves, and the lock comes back", async () => {
     const l = locker();
     let seen: AbortSignal | undefined;
-    const sub = l.using('sig', (_lease, signal) => {
-      seen = signal;
-      return new Promise<never>(() => undefined);
-    }).subscribe();
+    const sub = l
+      .using('sig', (_lease, signal) => {
+        seen = signal;
+        return new Promise<never>(() => undefined);
+      })
+      .subscribe();
     await waitFor(() => seen !== undefined);
     expect(seen!.aborted).toBe(false);
     sub.unsubscribe();
@@ -378,7 +398,9 @@ describe("onBusy: 'skip' with a waiter in the Redis store's line", () => {
     for (let round = 0; round < 15; round++) {
       const releaseA = new Subject<void>();
       let aHolds = false;
-      const holder = a.using('race', () => ((aHolds = true), active++, maxActive = Math.max(maxActive, active), releaseA)).subscribe({ complete: () => undefined });
+      const holder = a
+        .using('race', () => ((aHolds = true), active++, (maxActive = Math.max(maxActive, active)), releaseA))
+        .subscribe({ complete: () => undefined });
       await waitFor(() => aHolds);
       const waiter = lastValueFrom(b.using('race', () => section('b'), { waitTimeout: 20_000 }).pipe(toArray()));
       await waitFor(async () => (await suite.admin.keys('rxjs-lock:line:*')).length > 0);
@@ -411,7 +433,14 @@ describe("onBusy: 'skip' with a waiter in the Redis store's line", () => {
     };
     const messages = Array.from({ length: 40 }, (_, i) => i);
     const results = await Promise.all(
-      [a, b].map((l) => lastValueFrom(of(...messages).pipe(exclusivePerKey(() => 'shared', work, { locker: l, concurrency: 4, waitTimeout: 30_000 }), toArray()))),
+      [a, b].map((l) =>
+        lastValueFrom(
+          of(...messages).pipe(
+            exclusivePerKey(() => 'shared', work, { locker: l, concurrency: 4, waitTimeout: 30_000 }),
+            toArray(),
+          ),
+        ),
+      ),
     );
     expect(results.flat()).toHaveLength(80);
     expect(maxActive).toBe(1);
@@ -422,7 +451,14 @@ async function dumpLine(admin: import('ioredis').Redis): Promise<Record<string, 
   const out: Record<string, unknown> = {};
   for (const key of [...(await admin.keys('rxjs-lock:line:*')), ...(await admin.keys('rxjs-lock:places:*'))].sort()) {
     const type = await admin.type(key);
-    out[key] = type === 'zset' ? (await admin.zrange(key, '0', '-1')) : type === 'list' ? await admin.lrange(key, '0', '-1') : type === 'hash' ? await admin.hgetall(key) : type;
+    out[key] =
+      type === 'zset'
+        ? await admin.zrange(key, '0', '-1')
+        : type === 'list'
+          ? await admin.lrange(key, '0', '-1')
+          : type === 'hash'
+            ? await admin.hgetall(key)
+            : type;
   }
   return out;
 }

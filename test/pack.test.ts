@@ -32,7 +32,9 @@ interface PackResult {
 /** A copy of the files git tracks (so no dist/), with the repository's node_modules beside them. */
 function unbuiltCheckout(): string {
   const dir = mkdtempSync(join(tmpdir(), 'rxjs-lock-pack-'));
-  const tracked = execFileSync('git', ['ls-files', '-z'], { cwd: root, encoding: 'utf8' }).split('\0').filter((f) => f !== '');
+  const tracked = execFileSync('git', ['ls-files', '-z'], { cwd: root, encoding: 'utf8' })
+    .split('\0')
+    .filter((f) => f !== '');
   for (const file of tracked) {
     mkdirSync(dirname(join(dir, file)), { recursive: true });
     cpSync(join(root, file), join(dir, file));
@@ -48,7 +50,9 @@ describe('npm pack', () => {
   let packed: PackResult | undefined;
   beforeAll(() => {
     dir = unbuiltCheckout();
-    [packed] = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', dir], { cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })) as PackResult[];
+    [packed] = JSON.parse(
+      execFileSync('npm', ['pack', '--json', '--pack-destination', dir], { cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }),
+    ) as PackResult[];
   }, 180_000);
 
   it('builds dist/ first (prepack) and ships only what users need, within the size budget', () => {
@@ -79,14 +83,19 @@ describe('npm pack', () => {
 
   describe('installed into a fresh project', () => {
     let project: string;
-    const npm = (...args: string[]) => execFileSync('npm', [...args, '--prefer-offline', '--no-audit', '--no-fund'], { cwd: project, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    const npm = (...args: string[]) =>
+      execFileSync('npm', [...args, '--prefer-offline', '--no-audit', '--no-fund'], { cwd: project, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
     const node = (file: string, source: string) => {
       writeFileSync(join(project, file), source);
       return execFileSync(process.execPath, [file], { cwd: project, encoding: 'utf8' }).trim();
     };
     const typecheck = (module: string, moduleResolution: string) => {
       const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
-      return spawnSync(process.execPath, [tsc, '--noEmit', '--strict', '--skipLibCheck', '--target', 'es2022', '--module', module, '--moduleResolution', moduleResolution, 'use.ts'], { cwd: project, encoding: 'utf8' });
+      return spawnSync(
+        process.execPath,
+        [tsc, '--noEmit', '--strict', '--skipLibCheck', '--target', 'es2022', '--module', module, '--moduleResolution', moduleResolution, 'use.ts'],
+        { cwd: project, encoding: 'utf8' },
+      );
     };
 
     beforeAll(() => {
@@ -132,7 +141,10 @@ describe('npm pack', () => {
            return lease.fence;
          }`,
       );
-      for (const [module, resolution] of [['node16', 'node16'], ['esnext', 'bundler']]) {
+      for (const [module, resolution] of [
+        ['node16', 'node16'],
+        ['esnext', 'bundler'],
+      ]) {
         const checked = typecheck(module!, resolution!);
         expect({ module, status: checked.status, out: checked.stdout }).toEqual({ module, status: 0, out: '' });
       }
@@ -166,8 +178,28 @@ describe('npm pack', () => {
            }
          }`,
       );
-      for (const [module, resolution] of [['node16', 'node16'], ['esnext', 'bundler']]) {
-        const checked = spawnSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '--noEmit', '--strict', '--skipLibCheck', '--experimentalDecorators', '--target', 'es2022', '--module', module!, '--moduleResolution', resolution!, 'controller.mts'], { cwd: project, encoding: 'utf8' });
+      for (const [module, resolution] of [
+        ['node16', 'node16'],
+        ['esnext', 'bundler'],
+      ]) {
+        const checked = spawnSync(
+          process.execPath,
+          [
+            join(root, 'node_modules', 'typescript', 'bin', 'tsc'),
+            '--noEmit',
+            '--strict',
+            '--skipLibCheck',
+            '--experimentalDecorators',
+            '--target',
+            'es2022',
+            '--module',
+            module!,
+            '--moduleResolution',
+            resolution!,
+            'controller.mts',
+          ],
+          { cwd: project, encoding: 'utf8' },
+        );
         expect({ module, status: checked.status, out: checked.stdout }).toEqual({ module, status: 0, out: '' });
       }
     }, 180_000);

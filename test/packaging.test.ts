@@ -20,7 +20,8 @@ beforeAll(() => {
   execFileSync(process.execPath, ['scripts/build.mjs', join(pkg, 'dist')], { cwd: root, stdio: 'pipe' });
   copyFileSync(join(root, 'package.json'), join(pkg, 'package.json'));
   const { dependencies } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
-  for (const dep of [...Object.keys(dependencies), 'rxjs', 'ioredis', '@types', '@nestjs', '@opentelemetry', 'reflect-metadata']) symlinkSync(join(root, 'node_modules', dep), join(consumer, 'node_modules', dep), 'dir');
+  for (const dep of [...Object.keys(dependencies), 'rxjs', 'ioredis', '@types', '@nestjs', '@opentelemetry', 'reflect-metadata'])
+    symlinkSync(join(root, 'node_modules', dep), join(consumer, 'node_modules', dep), 'dir');
 }, 300_000);
 
 const run = (file: string, source: string) => {
@@ -144,7 +145,11 @@ describe('package exports', () => {
     expect(out).toMatch(/^Usage: rxjs-lock inspect <redis-url> \[pattern\]/);
   });
 
-  for (const [module, moduleResolution] of [['NodeNext', 'NodeNext'], ['CommonJS', 'Node10'], ['ESNext', 'Bundler']] as const) {
+  for (const [module, moduleResolution] of [
+    ['NodeNext', 'NodeNext'],
+    ['CommonJS', 'Node10'],
+    ['ESNext', 'Bundler'],
+  ] as const) {
     it(`gives types to every entry point under moduleResolution ${moduleResolution}`, () => {
       writeFileSync(
         join(consumer, 'types.ts'),
@@ -158,7 +163,18 @@ describe('package exports', () => {
          export const used: [typeof createLocker, Lease | undefined, LockEvent | undefined, typeof RedisLockStore, typeof findOverlaps, CriticalSection | undefined] = [createLocker, undefined, undefined, RedisLockStore, findOverlaps, undefined];`,
       );
       const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
-      const args = ['--noEmit', '--strict', '--skipLibCheck', '--types', 'node', '--module', module, '--moduleResolution', moduleResolution, join(consumer, 'types.ts')];
+      const args = [
+        '--noEmit',
+        '--strict',
+        '--skipLibCheck',
+        '--types',
+        'node',
+        '--module',
+        module,
+        '--moduleResolution',
+        moduleResolution,
+        join(consumer, 'types.ts'),
+      ];
       expect(() => execFileSync(process.execPath, [tsc, ...args], { cwd: consumer, encoding: 'utf8', stdio: 'pipe' })).not.toThrow();
     });
   }

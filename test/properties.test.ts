@@ -60,17 +60,20 @@ describe('keys (generated)', () => {
 
   it('every string key is either refused at once or locks and unlocks, leaving nothing', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.oneof(fc.string({ unit: 'binary' }), fc.string({ unit: 'grapheme' }), fc.string({ minLength: 4090, maxLength: 4100 }), fc.anything()), async (key) => {
-        const result = madeOrRefused(() => locker.acquire(key as string));
-        if ('refused' in result) {
-          expect(result.refused.option).toBe('key');
-          return;
-        }
-        const lease = await firstValueFrom(result.made.pipe(timeout(2000)));
-        expect(lease.key).toBe(key);
-        expect(await lease.release()).toBe(true);
-        expect(memory.size).toBe(0);
-      }),
+      fc.asyncProperty(
+        fc.oneof(fc.string({ unit: 'binary' }), fc.string({ unit: 'grapheme' }), fc.string({ minLength: 4090, maxLength: 4100 }), fc.anything()),
+        async (key) => {
+          const result = madeOrRefused(() => locker.acquire(key as string));
+          if ('refused' in result) {
+            expect(result.refused.option).toBe('key');
+            return;
+          }
+          const lease = await firstValueFrom(result.made.pipe(timeout(2000)));
+          expect(lease.key).toBe(key);
+          expect(await lease.release()).toBe(true);
+          expect(memory.size).toBe(0);
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -119,19 +122,31 @@ describe('createLocker options (generated)', () => {
   it('per-call options are either refused at once or work', async () => {
     const locker = createLocker();
     await fc.assert(
-      fc.asyncProperty(fc.dictionary(fc.oneof(fc.constantFrom('ttl', 'waitTimeout', 'retry', 'renew', 'onLost'), fc.string()), anyValue, { maxKeys: 3 }), async (options) => {
-        const result = madeOrRefused(() => locker.acquire('k', options as never));
-        if ('refused' in result) return;
-        const lease = await firstValueFrom(result.made.pipe(timeout(2000)));
-        expect(await lease.release()).toBe(true);
-      }),
+      fc.asyncProperty(
+        fc.dictionary(fc.oneof(fc.constantFrom('ttl', 'waitTimeout', 'retry', 'renew', 'onLost'), fc.string()), anyValue, { maxKeys: 3 }),
+        async (options) => {
+          const result = madeOrRefused(() => locker.acquire('k', options as never));
+          if ('refused' in result) return;
+          const lease = await firstValueFrom(result.made.pipe(timeout(2000)));
+          expect(await lease.release()).toBe(true);
+        },
+      ),
       { numRuns: 300 },
     );
     await locker.close();
   });
 
   it('known bad values are refused: random: null, a scheduler that is not one, unknown names', () => {
-    for (const options of [{ random: null }, { random: 5 }, { scheduler: {} }, { scheduler: null }, { tll: 5 }, { store: {} }, { store: null }, { cohort: [] }]) {
+    for (const options of [
+      { random: null },
+      { random: 5 },
+      { scheduler: {} },
+      { scheduler: null },
+      { tll: 5 },
+      { store: {} },
+      { store: null },
+      { cohort: [] },
+    ]) {
       expect('refused' in madeOrRefused(() => createLocker(options as never)), JSON.stringify(options)).toBe(true);
     }
     expect('made' in madeOrRefused(() => createLocker({ scheduler: asyncScheduler }))).toBe(true);
@@ -141,20 +156,23 @@ describe('createLocker options (generated)', () => {
 describe('store constructors (generated)', () => {
   it('MemoryLockStore options are either refused or work', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.oneof(anyValue, fc.dictionary(fc.oneof(fc.constantFrom('clock', 'sweepInterval'), fc.string()), anyValue, { maxKeys: 2 })), async (options) => {
-        const result = madeOrRefused(() => new MemoryLockStore(options as never));
-        if ('refused' in result) return;
-        const store = result.made;
-        // a clock that is not a number source makes TTLs meaningless: it must still not throw raw errors
-        const locker = createLocker({ store });
-        try {
-          await works(locker);
-        } catch (error) {
-          expect(isLockError(error), String(error)).toBe(true);
-        }
-        await locker.close();
-        store.close();
-      }),
+      fc.asyncProperty(
+        fc.oneof(anyValue, fc.dictionary(fc.oneof(fc.constantFrom('clock', 'sweepInterval'), fc.string()), anyValue, { maxKeys: 2 })),
+        async (options) => {
+          const result = madeOrRefused(() => new MemoryLockStore(options as never));
+          if ('refused' in result) return;
+          const store = result.made;
+          // a clock that is not a number source makes TTLs meaningless: it must still not throw raw errors
+          const locker = createLocker({ store });
+          try {
+            await works(locker);
+          } catch (error) {
+            expect(isLockError(error), String(error)).toBe(true);
+          }
+          await locker.close();
+          store.close();
+        },
+      ),
       { numRuns: 200 },
     );
   });
@@ -162,7 +180,11 @@ describe('store constructors (generated)', () => {
   it('RedisLockStore clients and options are either refused at once or work on a real Redis', async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.oneof(fc.constant(undefined), anyValue, fc.dictionary(fc.oneof(fc.constantFrom('wakeUp', 'subscriber', 'placeTtl', 'lingerMs'), fc.string()), anyValue, { maxKeys: 3 })),
+        fc.oneof(
+          fc.constant(undefined),
+          anyValue,
+          fc.dictionary(fc.oneof(fc.constantFrom('wakeUp', 'subscriber', 'placeTtl', 'lingerMs'), fc.string()), anyValue, { maxKeys: 3 }),
+        ),
         async (options) => {
           const result = madeOrRefused(() => new RedisLockStore(suite.admin, options as never));
           if ('refused' in result) return;
@@ -205,11 +227,14 @@ describe('store constructors (generated)', () => {
 describe('the free withLock (generated options)', () => {
   it('is either refused at once or runs the source under the lock', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.dictionary(fc.oneof(fc.constantFrom('ttl', 'waitTimeout', 'retry', 'renew', 'onLost', 'locker'), fc.string()), anyValue, { maxKeys: 3 }), async (options) => {
-        const result = madeOrRefused(() => withLock<number>('free', options as never));
-        if ('refused' in result) return;
-        expect(await lastValueFrom(of(1).pipe(result.made, timeout(2000)))).toBe(1);
-      }),
+      fc.asyncProperty(
+        fc.dictionary(fc.oneof(fc.constantFrom('ttl', 'waitTimeout', 'retry', 'renew', 'onLost', 'locker'), fc.string()), anyValue, { maxKeys: 3 }),
+        async (options) => {
+          const result = madeOrRefused(() => withLock<number>('free', options as never));
+          if ('refused' in result) return;
+          expect(await lastValueFrom(of(1).pipe(result.made, timeout(2000)))).toBe(1);
+        },
+      ),
       { numRuns: 200 },
     );
   });

@@ -40,11 +40,17 @@ describe('public API types', () => {
     expectTypeOf<Lease['lost$']>().toEqualTypeOf<Observable<LockLostError>>();
   });
 
-  it('withLock keeps the stream\'s type through pipe, before and after other operators', () => {
+  it("withLock keeps the stream's type through pipe, before and after other operators", () => {
     const locker = createLocker();
     expectTypeOf(withLock<number>('k')).toEqualTypeOf<MonoTypeOperatorFunction<number>>();
     expectTypeOf(of(1, 2).pipe(withLock('k'))).toEqualTypeOf<Observable<number>>();
-    expectTypeOf(of(1).pipe(map(String), withLock('k'), map((s) => s.length))).toEqualTypeOf<Observable<number>>();
+    expectTypeOf(
+      of(1).pipe(
+        map(String),
+        withLock('k'),
+        map((s) => s.length),
+      ),
+    ).toEqualTypeOf<Observable<number>>();
     expectTypeOf(of({ id: 'a' }).pipe(locker.withLock('k', { ttl: 5_000, onBusy: 'skip' }))).toEqualTypeOf<Observable<{ id: string }>>();
     // Compiled, never run (at run time both throw LockOptionsError).
     const rejectedByTheCompiler = () => {
@@ -56,14 +62,14 @@ describe('public API types', () => {
     expectTypeOf(rejectedByTheCompiler).toBeFunction();
   });
 
-  it('using and usingLock infer the work\'s value type from an Observable, a Promise or an array', () => {
+  it("using and usingLock infer the work's value type from an Observable, a Promise or an array", () => {
     const locker = createLocker();
     expectTypeOf(locker.using('k', () => of('x'))).toEqualTypeOf<Observable<string>>();
     expectTypeOf(locker.using('k', async (lease) => lease.fence)).toEqualTypeOf<Observable<number>>();
     expectTypeOf(usingLock('k', (_lease, signal) => [signal.aborted])).toEqualTypeOf<Observable<boolean>>();
   });
 
-  it('the multi-key operators keep the stream\'s type; usingLocks infers the work\'s; acquireLocks emits a LeaseSet', () => {
+  it("the multi-key operators keep the stream's type; usingLocks infers the work's; acquireLocks emits a LeaseSet", () => {
     const locker = createLocker();
     expectTypeOf(of(1).pipe(withLocks(['a', 'b']))).toEqualTypeOf<Observable<number>>();
     expectTypeOf(of('x').pipe(locker.withLocks(['a', 'b'], { onBusy: 'skip' }))).toEqualTypeOf<Observable<string>>();
@@ -78,8 +84,11 @@ describe('public API types', () => {
     expectTypeOf(rejectedByTheCompiler).toBeFunction();
   });
 
-  it('exclusivePerKey maps messages to the projection\'s values', () => {
-    const op = exclusivePerKey((m: { account: string; amount: number }) => m.account, (m, lease) => of(m.amount + lease.fence));
+  it("exclusivePerKey maps messages to the projection's values", () => {
+    const op = exclusivePerKey(
+      (m: { account: string; amount: number }) => m.account,
+      (m, lease) => of(m.amount + lease.fence),
+    );
     expectTypeOf(op).toEqualTypeOf<OperatorFunction<{ account: string; amount: number }, number>>();
     expectTypeOf(of({ account: 'a', amount: 1 }).pipe(op)).toEqualTypeOf<Observable<number>>();
   });

@@ -22,7 +22,12 @@ const locker = createLocker({ store, keyPrefix: '' });
 describe('keys', () => {
   for (const key of ['', 42, null, undefined, {}, 'x'.repeat(4097)]) {
     it(`rejects ${JSON.stringify(key)?.slice(0, 20)} as a key in acquire, withLock and the free withLock`, () => {
-      for (const call of [() => locker.acquire(key as string), () => locker.withLock(key as string), () => withLock(key as string), () => locker.using(key as string, () => of(1))]) {
+      for (const call of [
+        () => locker.acquire(key as string),
+        () => locker.withLock(key as string),
+        () => withLock(key as string),
+        () => locker.using(key as string, () => of(1)),
+      ]) {
         const error = optionsError(call);
         expect(error.option).toBe('key');
         expect(error.message).toContain('a non-empty string of at most 4096 characters');

@@ -13,7 +13,13 @@ const COMPARE_AND_DELETE_SHA = createHash('sha1').update(COMPARE_AND_DELETE).dig
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Runs a script by its SHA (EVALSHA), and sends its source (EVAL) once if the server does not know it. */
-export async function evalScript(redis: RedisConnection, lua: string, sha: string, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
+export async function evalScript(
+  redis: RedisConnection,
+  lua: string,
+  sha: string,
+  keys: readonly string[],
+  args: ReadonlyArray<string | number>,
+): Promise<unknown> {
   try {
     return await redis.evalsha(sha, keys.length, ...keys, ...args);
   } catch (error) {
@@ -45,7 +51,13 @@ export async function createBaseline(ctx: AdapterContext): Promise<LockAdapter> 
     return pollForLock(
       async () =>
         (await redis.set(key, token, 'PX', limits.ttlMs, 'NX')) === 'OK'
-          ? { release: () => compareAndDelete(redis, key, token).then(() => undefined, () => undefined) }
+          ? {
+              release: () =>
+                compareAndDelete(redis, key, token).then(
+                  () => undefined,
+                  () => undefined,
+                ),
+            }
           : null,
       key,
       limits,
@@ -58,7 +70,8 @@ export async function createBaseline(ctx: AdapterContext): Promise<LockAdapter> 
 
     // The same naive pattern as with redlock: race the acquire against a timer, release in
     // `finally` if it won; an abandoned acquire keeps polling and nobody releases what it gets.
-    holdUntilAborted: (name, limits, signal, section) => holdRacingAbort(acquire(name, limits), background, signal, section, (e) => e instanceof AcquireTimeout),
+    holdUntilAborted: (name, limits, signal, section) =>
+      holdRacingAbort(acquire(name, limits), background, signal, section, (e) => e instanceof AcquireTimeout),
 
     settle: () => background.settle(),
     close: async () => undefined,

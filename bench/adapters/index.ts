@@ -29,5 +29,11 @@ export async function createAdapter(entry: BenchEntry, ctx: AdapterContext): Pro
  * fails to load fails again, with the same error, when its run builds it.
  */
 export async function preloadAdapters(): Promise<void> {
-  await Promise.allSettled([import('./rxjsLock.js'), import('./redlock.js'), import('./redisSemaphore.js'), import('./baseline.js'), import('./references.js')]);
+  await Promise.allSettled([
+    import('./rxjsLock.js'),
+    import('./redlock.js'),
+    import('./redisSemaphore.js'),
+    import('./baseline.js'),
+    import('./references.js'),
+  ]);
 }

@@ -11,10 +11,11 @@ import { AcquireTimeout, whenAborted, type AdapterContext, type Held, type LockA
 export async function createRedisSemaphore(ctx: AdapterContext): Promise<LockAdapter> {
   const redis = await ctx.connect();
   const mutex = (name: string, limits: Limits) => new Mutex(redis, name, { acquireTimeout: limits.waitTimeoutMs, lockTimeout: limits.ttlMs });
-  const release = (m: Mutex) => m.release().then(
-    () => undefined,
-    () => undefined,
-  );
+  const release = (m: Mutex) =>
+    m.release().then(
+      () => undefined,
+      () => undefined,
+    );
   /** Waits for `m` (a Mutex or a Semaphore); its timeout becomes AcquireTimeout. */
   const held = async (m: Mutex): Promise<Held> => {
     try {

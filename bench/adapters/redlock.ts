@@ -17,10 +17,11 @@ export async function createRedlock(ctx: AdapterContext): Promise<LockAdapter> {
   const retryCount = (limits: Limits) => Math.max(0, Math.round(limits.waitTimeoutMs / redlock.settings.retryDelay));
   const take = (name: string, limits: Limits) => redlock.acquire([name], limits.ttlMs, { retryCount: retryCount(limits) });
   // A release can fail (the key expired or was taken): the lock is then gone anyway.
-  const release = (lock: Lock) => lock.release().then(
-    () => undefined,
-    () => undefined,
-  );
+  const release = (lock: Lock) =>
+    lock.release().then(
+      () => undefined,
+      () => undefined,
+    );
 
   return {
     storeKey: (name) => name,

@@ -24,7 +24,8 @@ function adapterOf(acquire: (name: string, limits: Limits) => Promise<Held>, clo
   return {
     storeKey: (name) => name,
     acquire,
-    holdUntilAborted: (name, limits, signal, section) => holdRacingAbort(acquire(name, limits), background, signal, section, (e) => e instanceof AcquireTimeout),
+    holdUntilAborted: (name, limits, signal, section) =>
+      holdRacingAbort(acquire(name, limits), background, signal, section, (e) => e instanceof AcquireTimeout),
     settle: () => background.settle(),
     close,
   };
@@ -41,7 +42,13 @@ export async function createStoreOnly(ctx: AdapterContext): Promise<LockAdapter>
         const result = await store.tryAcquire(name, token, limits.ttlMs);
         if (!result.acquired) return null;
         const grant = { fence: result.fence, fences: 1, answeredAt: performance.now() };
-        return { release: () => store.release(name, token, grant).then(() => undefined, () => undefined) };
+        return {
+          release: () =>
+            store.release(name, token, grant).then(
+              () => undefined,
+              () => undefined,
+            ),
+        };
       },
       name,
       limits,
@@ -66,7 +73,13 @@ export async function createScriptFloor(ctx: AdapterContext): Promise<LockAdapte
     return pollForLock(
       async () => {
         if ((await evalScript(redis, ACQUIRE, ACQUIRE_SHA, keys, [token, limits.ttlMs, 1])) !== 1) return null;
-        return { release: () => evalScript(redis, RELEASE, RELEASE_SHA, keys, [token, 'passed']).then(() => undefined, () => undefined) };
+        return {
+          release: () =>
+            evalScript(redis, RELEASE, RELEASE_SHA, keys, [token, 'passed']).then(
+              () => undefined,
+              () => undefined,
+            ),
+        };
       },
       name,
       limits,

@@ -42,7 +42,10 @@ interface StoreOfRun {
  * The store's options as RedisLockStore takes them: the variant's JSON with its stand-ins made
  * real (`subscriber: 'duplicate'`: a duplicate of the client, which the adapter opens and closes).
  */
-function storeOptionsOf(client: RedisConnection, storeOptions: Readonly<Record<string, unknown>>): { options: Record<string, unknown>; ownConnections: RedisConnection[] } {
+function storeOptionsOf(
+  client: RedisConnection,
+  storeOptions: Readonly<Record<string, unknown>>,
+): { options: Record<string, unknown>; ownConnections: RedisConnection[] } {
   if (storeOptions.subscriber !== 'duplicate') return { options: { ...storeOptions }, ownConnections: [] };
   // (a plain duplicate: on a Cluster, one without sharded subscribers)
   const subscriber: RedisConnection = client instanceof Cluster ? client.duplicate() : client.duplicate();
@@ -74,7 +77,11 @@ async function storeFor(ctx: AdapterContext, storeOptions: Readonly<Record<strin
   }
 }
 
-export async function createRxjsLock(ctx: AdapterContext, options: Readonly<Record<string, unknown>>, storeOptions?: Readonly<Record<string, unknown>>): Promise<LockAdapter> {
+export async function createRxjsLock(
+  ctx: AdapterContext,
+  options: Readonly<Record<string, unknown>>,
+  storeOptions?: Readonly<Record<string, unknown>>,
+): Promise<LockAdapter> {
   const { store, ownConnections } = await storeFor(ctx, storeOptions);
   // Throws LockOptionsError for an option this version does not know: the worker then skips the variant.
   let locker: ReturnType<typeof createLocker>;

@@ -116,7 +116,9 @@ async function main(): Promise<void> {
   const reports = await Promise.all(reported);
   await server.stop();
 
-  const held = reports.flatMap((r) => r.held.map((h) => ({ enter: BigInt(h.enter), exit: BigInt(h.exit), token: h.token, id: r.id }))).sort((a, b) => (a.enter < b.enter ? -1 : 1));
+  const held = reports
+    .flatMap((r) => r.held.map((h) => ({ enter: BigInt(h.enter), exit: BigInt(h.exit), token: h.token, id: r.id })))
+    .sort((a, b) => (a.enter < b.enter ? -1 : 1));
   const grantAt = new Map(reports.flatMap((r) => r.grants.map(([t, token]) => [token, BigInt(t)] as const)));
   const releaseAt = new Map(reports.flatMap((r) => r.releases.map(([t, token]) => [token, BigInt(t)] as const)));
   const warm = held[0]!.enter + 1_500_000_000n;
@@ -135,7 +137,9 @@ async function main(): Promise<void> {
     legs.sentToMessage.push(ms(sent, message));
     legs.messageToEnter.push(ms(message, next.enter));
   }
-  console.log(`${processes} processes × ${loops} loops, ${seconds} s${pinning ? `, workers on CPU ${pinning.clientCpu}, Redis on CPU ${pinning.redisCpu}` : ', not pinned'}`);
+  console.log(
+    `${processes} processes × ${loops} loops, ${seconds} s${pinning ? `, workers on CPU ${pinning.clientCpu}, Redis on CPU ${pinning.redisCpu}` : ', not pinned'}`,
+  );
   console.log(`cross-process hand-offs ${total.length}: p50 ${p(total, 0.5)} ms, p90 ${p(total, 0.9)} ms`);
   console.log(`  by a grant message ${legs.sentToMessage.length}:`);
   for (const [name, values] of Object.entries(legs)) console.log(`    ${name.padEnd(15)} p50 ${p(values, 0.5)} ms, p90 ${p(values, 0.9)} ms`);

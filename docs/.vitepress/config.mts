@@ -6,7 +6,12 @@ import { fileURLToPath } from 'node:url';
 import type { DefaultTheme } from 'vitepress';
 import { withMermaid } from 'vitepress-plugin-mermaid';
 
-interface SidebarItem { text: string; link?: string; collapsed?: boolean; items?: SidebarItem[] }
+interface SidebarItem {
+  text: string;
+  link?: string;
+  collapsed?: boolean;
+  items?: SidebarItem[];
+}
 
 /** TypeDoc's sidebar, with each entry point at the top level under its import path. */
 function apiSidebar(): DefaultTheme.SidebarItem[] {
@@ -31,12 +36,15 @@ export default withMermaid({
     nav: [
       { text: 'Getting started', link: '/getting-started' },
       { text: 'Concepts', link: '/concepts/pull-mode-lock' },
-      { text: 'Lock kinds', items: [
-        { text: 'Locks', link: '/concepts/pull-mode-lock' },
-        { text: 'Semaphores', link: '/concepts/semaphores' },
-        { text: 'Read-write locks', link: '/concepts/read-write-locks' },
-        { text: 'Multi-key locks', link: '/concepts/multi-key-locks' },
-      ] },
+      {
+        text: 'Lock kinds',
+        items: [
+          { text: 'Locks', link: '/concepts/pull-mode-lock' },
+          { text: 'Semaphores', link: '/concepts/semaphores' },
+          { text: 'Read-write locks', link: '/concepts/read-write-locks' },
+          { text: 'Multi-key locks', link: '/concepts/multi-key-locks' },
+        ],
+      },
       { text: 'Guides', link: '/guides/nestjs' },
       { text: 'API', link: '/api/' },
       { text: 'Benchmarks', link: '/benchmarks' },
@@ -44,37 +52,47 @@ export default withMermaid({
     sidebar: {
       '/api/': apiSidebar(),
       '/': [
-        { text: 'Start', items: [
-          { text: 'Getting started in five minutes', link: '/getting-started' },
-        ] },
-        { text: 'Concepts', items: [
-          { text: 'The pull-mode lock and its inputs', link: '/concepts/pull-mode-lock' },
-          { text: 'Choosing a TTL and a wait limit', link: '/concepts/ttl-and-wait-limit' },
-          { text: 'Renewal and lease loss', link: '/concepts/renewal-and-lease-loss' },
-          { text: 'Efficiency, correctness and fencing', link: '/concepts/fencing' },
-          { text: 'The local gate and hand-off', link: '/concepts/local-gate-and-hand-off' },
-          { text: 'Redlock: promises and limits', link: '/concepts/redlock' },
-          { text: 'Cluster and failover', link: '/concepts/cluster-and-failover' },
-          { text: 'Lock-delay', link: '/concepts/lock-delay' },
-        ] },
-        { text: 'Other kinds of lock', items: [
-          { text: 'Semaphores: up to N holders', link: '/concepts/semaphores' },
-          { text: 'Read-write locks', link: '/concepts/read-write-locks' },
-          { text: 'Multi-key locks', link: '/concepts/multi-key-locks' },
-        ] },
-        { text: 'Guides', items: [
-          { text: 'NestJS', link: '/guides/nestjs' },
-          { text: 'Event pipelines', link: '/guides/event-pipelines' },
-          { text: 'Scheduled jobs on one instance', link: '/guides/scheduled-jobs' },
-          { text: 'Testing your code', link: '/guides/testing' },
-          { text: 'Migrating from redlock and redis-semaphore', link: '/guides/migrating' },
-          { text: 'Operations and long waits', link: '/guides/operations' },
-        ] },
-        { text: 'Reference', items: [
-          { text: 'API reference', link: '/api/' },
-          { text: 'The quorum store in depth', link: '/redlock' },
-          { text: 'Benchmarks', link: '/benchmarks' },
-        ] },
+        { text: 'Start', items: [{ text: 'Getting started in five minutes', link: '/getting-started' }] },
+        {
+          text: 'Concepts',
+          items: [
+            { text: 'The pull-mode lock and its inputs', link: '/concepts/pull-mode-lock' },
+            { text: 'Choosing a TTL and a wait limit', link: '/concepts/ttl-and-wait-limit' },
+            { text: 'Renewal and lease loss', link: '/concepts/renewal-and-lease-loss' },
+            { text: 'Efficiency, correctness and fencing', link: '/concepts/fencing' },
+            { text: 'The local gate and hand-off', link: '/concepts/local-gate-and-hand-off' },
+            { text: 'Redlock: promises and limits', link: '/concepts/redlock' },
+            { text: 'Cluster and failover', link: '/concepts/cluster-and-failover' },
+            { text: 'Lock-delay', link: '/concepts/lock-delay' },
+          ],
+        },
+        {
+          text: 'Other kinds of lock',
+          items: [
+            { text: 'Semaphores: up to N holders', link: '/concepts/semaphores' },
+            { text: 'Read-write locks', link: '/concepts/read-write-locks' },
+            { text: 'Multi-key locks', link: '/concepts/multi-key-locks' },
+          ],
+        },
+        {
+          text: 'Guides',
+          items: [
+            { text: 'NestJS', link: '/guides/nestjs' },
+            { text: 'Event pipelines', link: '/guides/event-pipelines' },
+            { text: 'Scheduled jobs on one instance', link: '/guides/scheduled-jobs' },
+            { text: 'Testing your code', link: '/guides/testing' },
+            { text: 'Migrating from redlock and redis-semaphore', link: '/guides/migrating' },
+            { text: 'Operations and long waits', link: '/guides/operations' },
+          ],
+        },
+        {
+          text: 'Reference',
+          items: [
+            { text: 'API reference', link: '/api/' },
+            { text: 'The quorum store in depth', link: '/redlock' },
+            { text: 'Benchmarks', link: '/benchmarks' },
+          ],
+        },
       ],
     },
     search: { provider: 'local' },

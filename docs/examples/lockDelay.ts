@@ -18,7 +18,10 @@ export function printerLocker(store: RedisLockStore) {
 // #endregion locker
 
 // #region stalled
-export interface Timing { ttl: number; lockDelay: number }
+export interface Timing {
+  ttl: number;
+  lockDelay: number;
+}
 
 /** Plays a holder that stops renewing, then a waiter; when did the waiter get the key? */
 export async function stalledHolder({ ttl, lockDelay }: Timing, log: (line: string) => void = console.log) {

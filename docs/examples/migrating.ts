@@ -52,10 +52,17 @@ export async function withRxjsLock(redis: Redis, work: () => Promise<void>): Pro
   const locker = createLocker({ store, ttl: 10_000, waitTimeout: 2_000 });
   try {
     // Renewed while the work runs; `signal` aborts if the lease is lost anyway.
-    await lastValueFrom(usingLock('report', async (_lease, signal) => {
-      await work();
-      signal.throwIfAborted();
-    }, { locker }), { defaultValue: undefined });
+    await lastValueFrom(
+      usingLock(
+        'report',
+        async (_lease, signal) => {
+          await work();
+          signal.throwIfAborted();
+        },
+        { locker },
+      ),
+      { defaultValue: undefined },
+    );
     return true;
   } catch (error) {
     if (isLockTimeoutError(error)) return false; // busy for the whole waitTimeout

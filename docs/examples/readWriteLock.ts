@@ -11,7 +11,10 @@ import { FencedResource, RedisLockStore, type FencedWriteResult } from 'rxjs-loc
 export class PriceList {
   private readonly prices: FencedResource;
 
-  constructor(redis: Redis, private readonly locker: Locker) {
+  constructor(
+    redis: Redis,
+    private readonly locker: Locker,
+  ) {
     this.prices = new FencedResource(redis, 'prices'); // refuses a write with an older fence
   }
 

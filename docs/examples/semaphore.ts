@@ -8,7 +8,10 @@ import { catchError, defer, EMPTY, lastValueFrom, from, mergeMap } from 'rxjs';
 import { createLocker, isLockTimeoutError } from 'rxjs-lock';
 import { RedisLockStore } from 'rxjs-lock/redis';
 
-export interface RenderJob { id: string; big: boolean }
+export interface RenderJob {
+  id: string;
+  big: boolean;
+}
 
 /** One instance of the render service: renders its jobs, never more than 4 permits' worth at once across all instances. */
 export async function renderInstance(jobs: RenderJob[], render: (job: RenderJob) => Promise<void>, log: (line: string) => void = console.log): Promise<void> {

@@ -71,11 +71,16 @@ const entries$ = new Observable<Entry>((subscriber) => {
         await sleep(5);
         continue;
       }
-      const [next, claimed] = (await redis.xautoclaim(settings.stream, settings.group, settings.consumer, settings.claimIdleMs, cursor, 'COUNT', 20)) as [string, Array<[string, string[]] | null>];
+      const [next, claimed] = (await redis.xautoclaim(settings.stream, settings.group, settings.consumer, settings.claimIdleMs, cursor, 'COUNT', 20)) as [
+        string,
+        Array<[string, string[]] | null>,
+      ];
       cursor = next;
       const taken = claimed.filter((e): e is [string, string[]] => e !== null && !inFlight.has(e[0]));
       if (taken.length > 0) tell({ type: 'claimed', count: taken.length });
-      const read = (await reader.xreadgroup('GROUP', settings.group, settings.consumer, 'COUNT', 10, 'BLOCK', 100, 'STREAMS', settings.stream, '>')) as Array<[string, Array<[string, string[]]>]> | null;
+      const read = (await reader.xreadgroup('GROUP', settings.group, settings.consumer, 'COUNT', 10, 'BLOCK', 100, 'STREAMS', settings.stream, '>')) as Array<
+        [string, Array<[string, string[]]>]
+      > | null;
       for (const raw of [...taken, ...(read?.[0]?.[1] ?? [])]) {
         inFlight.add(raw[0]);
         subscriber.next(entryOf(raw));

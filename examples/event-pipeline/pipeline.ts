@@ -82,7 +82,8 @@ export async function runEventPipeline(options: PipelineOptions): Promise<Pipeli
     }
     await batch.exec();
 
-    for (let n = 0; n < consumers; n++) children.push(start({ host, port, stream, group, consumer: `consumer-${n}`, claimIdleMs: 1_000, concurrency: 4, workMs, inMemoryLocks }));
+    for (let n = 0; n < consumers; n++)
+      children.push(start({ host, port, stream, group, consumer: `consumer-${n}`, claimIdleMs: 1_000, concurrency: 4, workMs, inMemoryLocks }));
     await Promise.all(children.map((child) => until(() => child.messages.some((m) => m.type === 'ready'), deadline, `${child.name} ready`)));
     // All read from now on: on a loaded machine, the first one up would otherwise take the whole
     // stream before the one to be killed has applied any.
@@ -97,7 +98,11 @@ export async function runEventPipeline(options: PipelineOptions): Promise<Pipeli
 
     // Each message is logged when first applied and acknowledged after: the log holds every one
     // (more than once if two consumers applied it) and nothing is pending once all are done.
-    await untilAsync(async () => (await admin.llen(keys.log)) >= messages && Number(((await admin.xpending(stream, group)) as [number])[0]) === 0, deadline, 'every message applied and acknowledged');
+    await untilAsync(
+      async () => (await admin.llen(keys.log)) >= messages && Number(((await admin.xpending(stream, group)) as [number])[0]) === 0,
+      deadline,
+      'every message applied and acknowledged',
+    );
 
     const survivors = children.slice(1);
     for (const child of survivors) child.process.send({ type: 'stop' } satisfies ParentMessage);
@@ -156,7 +161,10 @@ async function untilAsync(done: () => Promise<boolean>, deadline: number, what: 
 async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`event pipeline: no ${what} within ${ms} ms`)), ms)))]);
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`event pipeline: no ${what} within ${ms} ms`)), ms))),
+    ]);
   } finally {
     clearTimeout(timer);
   }

@@ -77,7 +77,10 @@ function warnInMemoryDefault(): void {
  * ```
  */
 export function setDefaultLocker(locker: Locker | undefined): void {
-  if (locker !== undefined && (typeof locker !== 'object' || locker === null || typeof locker.withLock !== 'function' || typeof locker.acquire !== 'function')) {
+  if (
+    locker !== undefined &&
+    (typeof locker !== 'object' || locker === null || typeof locker.withLock !== 'function' || typeof locker.acquire !== 'function')
+  ) {
     throw new LockOptionsError('locker', 'a Locker made by createLocker(), or undefined', locker);
   }
   current = locker;

@@ -22,19 +22,28 @@ const FREE_OPERATOR_KEYS = [...OPERATOR_KEYS, 'locker'];
  * Validates `key` and `options` (throwing `LockOptionsError`), and splits off the locker:
  * `undefined` means the default locker, resolved at subscription.
  */
-export function chooseLocker(key: string, options: WithLockOptions | undefined): { locker: Locker | undefined; acquireOptions: LockOperatorOptions | undefined } {
+export function chooseLocker(
+  key: string,
+  options: WithLockOptions | undefined,
+): { locker: Locker | undefined; acquireOptions: LockOperatorOptions | undefined } {
   validateKey(key);
   return splitLocker(options, FREE_OPERATOR_KEYS);
 }
 
 /** {@link chooseLocker} for a multi-key operator: validates `keys` (the array, then each key). */
-export function chooseLockerForKeys(keys: readonly string[], options: WithLockOptions | undefined): { locker: Locker | undefined; acquireOptions: LockOperatorOptions | undefined } {
+export function chooseLockerForKeys(
+  keys: readonly string[],
+  options: WithLockOptions | undefined,
+): { locker: Locker | undefined; acquireOptions: LockOperatorOptions | undefined } {
   validateKeys(keys);
   return splitLocker(options, FREE_OPERATOR_KEYS);
 }
 
 /** Validates `options` (the names in `allowed`) and splits off the locker. */
-export function splitLocker(options: WithLockOptions | undefined, allowed: readonly string[]): { locker: Locker | undefined; acquireOptions: LockOperatorOptions | undefined } {
+export function splitLocker(
+  options: WithLockOptions | undefined,
+  allowed: readonly string[],
+): { locker: Locker | undefined; acquireOptions: LockOperatorOptions | undefined } {
   if (options === undefined) return { locker: undefined, acquireOptions: undefined };
   checkOperatorOptions(options, allowed);
   const { locker, ...acquireOptions } = options;

@@ -288,7 +288,11 @@ export class LockEngine implements Locker, AcquisitionContext {
   private setAcquisitionOf(keys: readonly string[], settings: AcquireSettings): Observable<readonly TakenKey[]> {
     validateKeys(keys);
     const ordered = inLockOrder(keys, (key) => this.storeKeyOf(key));
-    return setAcquisition(ordered, ({ key, storeKey }, startedAt) => acquisition(this, key, storeKey, settings, startedAt), () => this.clock.now());
+    return setAcquisition(
+      ordered,
+      ({ key, storeKey }, startedAt) => acquisition(this, key, storeKey, settings, startedAt),
+      () => this.clock.now(),
+    );
   }
 
   private readWriteOperator<T>(key: string, options: ReadWriteLockOptions | undefined, weight: number): MonoTypeOperatorFunction<T> {
@@ -299,7 +303,12 @@ export class LockEngine implements Locker, AcquisitionContext {
 
   private readWriteUsing<R>(key: string, work: LockedWork<R>, options: ReadWriteLockOptions | undefined, weight: number): Observable<R> {
     const settings = resolveReadWriteOptions(options, this.defaults, true);
-    return runWhileHeld(this.sharedAcquisitionOf(key, settings, weight, READ_WRITE_CAPACITY), (lease) => withWorkSignal(lease, work), settings.onLost, this.plainScope());
+    return runWhileHeld(
+      this.sharedAcquisitionOf(key, settings, weight, READ_WRITE_CAPACITY),
+      (lease) => withWorkSignal(lease, work),
+      settings.onLost,
+      this.plainScope(),
+    );
   }
 
   /** Does a holder of `kind` hold the shared lock `key`? */

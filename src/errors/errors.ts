@@ -10,7 +10,14 @@
 const BRAND = Symbol.for('rxjs-lock/error');
 
 /** Names of the errors rxjs-lock raises. */
-export type LockErrorName = 'LockTimeoutError' | 'LockStoreError' | 'ReplicaAckError' | 'LockLostError' | 'LockOptionsError' | 'LockerClosedError' | 'LockCapabilityError';
+export type LockErrorName =
+  | 'LockTimeoutError'
+  | 'LockStoreError'
+  | 'ReplicaAckError'
+  | 'LockLostError'
+  | 'LockOptionsError'
+  | 'LockerClosedError'
+  | 'LockCapabilityError';
 
 /**
  * Common base of every error raised by rxjs-lock.
@@ -116,7 +123,12 @@ export class ReplicaAckError extends LockStoreError {
     readonly timeoutMs: number,
     cause?: unknown,
   ) {
-    super(key, operation, `${acknowledged} of ${replicas} replica${replicas === 1 ? '' : 's'} acknowledged the grant within ${timeoutMs} ms; it was given back`, cause);
+    super(
+      key,
+      operation,
+      `${acknowledged} of ${replicas} replica${replicas === 1 ? '' : 's'} acknowledged the grant within ${timeoutMs} ms; it was given back`,
+      cause,
+    );
   }
 }
 
@@ -170,7 +182,10 @@ export class QuorumUnreachableError extends LockStoreError {
     super(key, operation, 'quorum unreachable');
     // (its own message, not "Lock store … failed: …": the engine wraps it in a LockStoreError of
     // its own, whose message says that and quotes this one)
-    this.message = bounded(`quorum unreachable for ${quote(key)} (${operation}): ${answered} of ${answered + nodes.length} nodes answered, ${needed} needed: ${nodes.map((n) => `${n.node} ${n.reason}`).join('; ')}`, 2000);
+    this.message = bounded(
+      `quorum unreachable for ${quote(key)} (${operation}): ${answered} of ${answered + nodes.length} nodes answered, ${needed} needed: ${nodes.map((n) => `${n.node} ${n.reason}`).join('; ')}`,
+      2000,
+    );
   }
 }
 
@@ -428,7 +443,8 @@ export const isLockOptionsError = (e: unknown): e is LockOptionsError => isLockE
  * locker.acquire('k').subscribe({ error: (e) => isQuorumUnreachableError(e.cause) && alert(e.cause.nodes) });
  * ```
  */
-export const isQuorumUnreachableError = (e: unknown): e is QuorumUnreachableError => isLockStoreError(e) && (e as unknown as Record<symbol, unknown>)[QUORUM_BRAND] === true;
+export const isQuorumUnreachableError = (e: unknown): e is QuorumUnreachableError =>
+  isLockStoreError(e) && (e as unknown as Record<symbol, unknown>)[QUORUM_BRAND] === true;
 
 /**
  * Is `e` a {@link LockCapabilityError}? Works across ESM and CommonJS copies.

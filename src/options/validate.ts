@@ -82,7 +82,13 @@ export function resolveLockerOptions(options: LockerOptions | undefined, default
   const random = o.random === undefined ? Math.random : o.random;
   if (typeof random !== 'function') throw new LockOptionsError('random', 'a function returning numbers in [0, 1)', random);
   const scheduler = o.scheduler;
-  if (scheduler !== undefined && (typeof scheduler !== 'object' || scheduler === null || typeof (scheduler as SchedulerLike).schedule !== 'function' || typeof (scheduler as SchedulerLike).now !== 'function')) {
+  if (
+    scheduler !== undefined &&
+    (typeof scheduler !== 'object' ||
+      scheduler === null ||
+      typeof (scheduler as SchedulerLike).schedule !== 'function' ||
+      typeof (scheduler as SchedulerLike).now !== 'function')
+  ) {
     throw new LockOptionsError('scheduler', 'an RxJS SchedulerLike (with now() and schedule())', scheduler);
   }
   const acquire = resolveAcquireOptions(o, DEFAULT_ACQUIRE, LOCKER_KEYS);
@@ -101,10 +107,23 @@ export function resolveLockerOptions(options: LockerOptions | undefined, default
 }
 
 /** Validates per-call options; returns `defaults` itself when there is nothing to override. */
-export function resolveAcquireOptions(options: AcquireOptions | undefined, defaults: AcquireSettings, allowed: readonly string[] = ACQUIRE_KEYS, what = 'acquire options'): AcquireSettings {
+export function resolveAcquireOptions(
+  options: AcquireOptions | undefined,
+  defaults: AcquireSettings,
+  allowed: readonly string[] = ACQUIRE_KEYS,
+  what = 'acquire options',
+): AcquireSettings {
   if (options === undefined) return defaults;
   const o = checkObject(options, 'options', allowed, what);
-  if (o.ttl === undefined && o.waitTimeout === undefined && o.retry === undefined && o.renew === undefined && o.onLost === undefined && o.reentrant === undefined) return defaults;
+  if (
+    o.ttl === undefined &&
+    o.waitTimeout === undefined &&
+    o.retry === undefined &&
+    o.renew === undefined &&
+    o.onLost === undefined &&
+    o.reentrant === undefined
+  )
+    return defaults;
   const ttl = o.ttl === undefined ? defaults.ttl : checkMs('ttl', o.ttl, 1);
   const renew = o.renew === undefined ? defaults.renew : checkRenew(o.renew);
   checkRenewFits(ttl, renew);
@@ -127,7 +146,11 @@ export const OPERATOR_KEYS: readonly string[] = [...ACQUIRE_KEYS, 'onBusy'];
  * Validates the options of `withLock`/`using` (`allowed` lists the accepted names): with
  * `onBusy: 'skip'`, the settings make exactly one attempt and are marked `skip`.
  */
-export function resolveOperatorOptions(options: LockOperatorOptions | undefined, defaults: AcquireSettings, allowed: readonly string[] = OPERATOR_KEYS): AcquireSettings {
+export function resolveOperatorOptions(
+  options: LockOperatorOptions | undefined,
+  defaults: AcquireSettings,
+  allowed: readonly string[] = OPERATOR_KEYS,
+): AcquireSettings {
   if (options === undefined) return defaults;
   // (checked once, by resolveAcquireOptions: this runs for every withLock() a pipeline creates)
   if (typeof options !== 'object' || options === null || !('onBusy' in options)) return resolveAcquireOptions(options, defaults, allowed, 'lock options');
@@ -164,7 +187,12 @@ const DEFAULT_ACQUIRE: AcquireSettings = {
 /** Validates a TTL given to `lease.extend()`. */
 export function checkExtendTtl(ttl: unknown): number {
   const value = checkMs('ttl', ttl, 1);
-  if (leaseValidity(value) <= 0) throw new LockOptionsError('ttl', `an integer from ${MIN_VALID_TTL} to ${MAX_MS} (ms): shorter leases have no validity left after the clock-drift margin`, ttl);
+  if (leaseValidity(value) <= 0)
+    throw new LockOptionsError(
+      'ttl',
+      `an integer from ${MIN_VALID_TTL} to ${MAX_MS} (ms): shorter leases have no validity left after the clock-drift margin`,
+      ttl,
+    );
   return value;
 }
 
@@ -232,7 +260,11 @@ function checkRenewFits(ttl: number, renew: AcquireSettings['renew']): void {
   }
   if (renew.interval !== undefined && renew.interval >= validity) {
     const max = Math.ceil(validity) - 1;
-    throw new LockOptionsError('renew.interval', `an integer from 1 to ${max} (ms): below the validity of a ${ttl} ms lease (ttl − ttl·1% − 2 ms)`, renew.interval);
+    throw new LockOptionsError(
+      'renew.interval',
+      `an integer from 1 to ${max} (ms): below the validity of a ${ttl} ms lease (ttl − ttl·1% − 2 ms)`,
+      renew.interval,
+    );
   }
 }
 

@@ -159,7 +159,9 @@ const has = (store: object, name: string): boolean => typeof (store as Record<st
 
 /** The store's shared locks, or `undefined` when it has none (a quorum store, a core-only store). */
 export function sharedOf<S extends object>(store: S): (S & SharedLockStore) | undefined {
-  return has(store, 'tryAcquireShared') && has(store, 'extendShared') && has(store, 'releaseShared') && has(store, 'leaveShared') ? (store as S & SharedLockStore) : undefined;
+  return has(store, 'tryAcquireShared') && has(store, 'extendShared') && has(store, 'releaseShared') && has(store, 'leaveShared')
+    ? (store as S & SharedLockStore)
+    : undefined;
 }
 
 /** The store's `inspectShared`, or `undefined`. */

@@ -63,7 +63,14 @@ export type WakeSignal =
    * apart from call answers, so a signal can arrive after an attempt that ran later (and found the
    * key not `token`'s: the hand-off had lapsed); its `at` is then not after that attempt's.
    */
-  | { readonly type: 'granted'; readonly token: string; readonly fence: number; readonly fences: number; readonly waiting: number; readonly at?: number | undefined }
+  | {
+      readonly type: 'granted';
+      readonly token: string;
+      readonly fence: number;
+      readonly fences: number;
+      readonly waiting: number;
+      readonly at?: number | undefined;
+    }
   /**
    * The key was handed to the waiter ahead of `token`, whose grant ends within `ttl` ms: if that
    * waiter never claims it, `token` is next, so it should look again by then.
@@ -208,4 +215,3 @@ export function coreOnly(store: LockStore): LockStore {
     release: (key, token, grant) => store.release(key, token, grant),
   };
 }
-

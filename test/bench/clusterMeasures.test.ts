@@ -28,7 +28,10 @@ const AFTER_ONE_PUBLISH = [
 describe('cluster-bus pub/sub counters', () => {
   it('reads publish and publishshard sent, a missing counter as 0', () => {
     expect(parseClusterBusPubsub(AFTER_ONE_PUBLISH)).toEqual({ publish: 2, publishShard: 0 });
-    expect(parseClusterBusPubsub('cluster_state:ok\r\ncluster_stats_messages_publishshard_sent:7\r\ncluster_stats_messages_publish_received:3\r\n')).toEqual({ publish: 0, publishShard: 7 });
+    expect(parseClusterBusPubsub('cluster_state:ok\r\ncluster_stats_messages_publishshard_sent:7\r\ncluster_stats_messages_publish_received:3\r\n')).toEqual({
+      publish: 0,
+      publishShard: 7,
+    });
   });
 
   it('is null for a reply that is not CLUSTER INFO', () => {
@@ -64,7 +67,13 @@ describe('round trips of a Cluster client', () => {
 describe('hot-key-cluster runs', () => {
   it('runs rxjs-lock, its broadcast variant (a subscriber duplicate) and the peers, no references', () => {
     const entries = entriesFor('hot-key-cluster', undefined);
-    expect(entries.map((e) => `${e.library}/${e.variant}`)).toEqual(['rxjs-lock/default', 'rxjs-lock/broadcast', 'redlock/default', 'redis-semaphore/default', 'baseline/default']);
+    expect(entries.map((e) => `${e.library}/${e.variant}`)).toEqual([
+      'rxjs-lock/default',
+      'rxjs-lock/broadcast',
+      'redlock/default',
+      'redis-semaphore/default',
+      'baseline/default',
+    ]);
     expect(entries[1]!.storeOptions).toEqual({ subscriber: 'duplicate' });
     expect(CLUSTER_LIBRARIES).not.toContain('store-only');
     // the variant stays out of the other scenarios
@@ -99,30 +108,59 @@ describe('hot-key-cluster targets', () => {
     const rows = [
       single,
       row('hot-key-cluster', 'default', { acquisitionsPerSec: 400, busPublishMessages: 0, busPublishShardMessages: 3, busPubsubMessagesPerAcquisition: 0.006 }),
-      row('hot-key-cluster', 'broadcast', { acquisitionsPerSec: 420, busPublishMessages: 900, busPublishShardMessages: 0, busPubsubMessagesPerAcquisition: 1.8 }),
+      row('hot-key-cluster', 'broadcast', {
+        acquisitionsPerSec: 420,
+        busPublishMessages: 900,
+        busPublishShardMessages: 0,
+        busPubsubMessagesPerAcquisition: 1.8,
+      }),
     ];
     expect(judged(rows).map((t) => t.status)).toEqual(['PASS', 'PASS']);
     expect(judged(rows)[0]!.ratio).toBe(0.8);
   });
 
   it('misses below 0.8 ×, above 0.1 message per acquisition, or without the broadcast run to compare', () => {
-    const slow = [single, row('hot-key-cluster', 'default', { acquisitionsPerSec: 399, busPubsubMessagesPerAcquisition: 0 }), row('hot-key-cluster', 'broadcast', { busPubsubMessagesPerAcquisition: 1.8 })];
+    const slow = [
+      single,
+      row('hot-key-cluster', 'default', { acquisitionsPerSec: 399, busPubsubMessagesPerAcquisition: 0 }),
+      row('hot-key-cluster', 'broadcast', { busPubsubMessagesPerAcquisition: 1.8 }),
+    ];
     expect(judged(slow).map((t) => t.status)).toEqual(['MISS', 'PASS']);
-    const chatty = [single, row('hot-key-cluster', 'default', { acquisitionsPerSec: 450, busPubsubMessagesPerAcquisition: 0.2 }), row('hot-key-cluster', 'broadcast', { busPubsubMessagesPerAcquisition: 1.8 })];
+    const chatty = [
+      single,
+      row('hot-key-cluster', 'default', { acquisitionsPerSec: 450, busPubsubMessagesPerAcquisition: 0.2 }),
+      row('hot-key-cluster', 'broadcast', { busPubsubMessagesPerAcquisition: 1.8 }),
+    ];
     expect(judged(chatty).map((t) => t.status)).toEqual(['PASS', 'MISS']);
     const alone = [single, row('hot-key-cluster', 'default', { acquisitionsPerSec: 450, busPubsubMessagesPerAcquisition: 0 })];
     expect(judged(alone)[1]).toMatchObject({ status: 'MISS', measured: expect.stringContaining('variant broadcast not run') });
   });
 
   it('misses when broadcast sends no more than sharded', () => {
-    const even = [single, row('hot-key-cluster', 'default', { acquisitionsPerSec: 450, busPubsubMessagesPerAcquisition: 0 }), row('hot-key-cluster', 'broadcast', { busPubsubMessagesPerAcquisition: 0 })];
+    const even = [
+      single,
+      row('hot-key-cluster', 'default', { acquisitionsPerSec: 450, busPubsubMessagesPerAcquisition: 0 }),
+      row('hot-key-cluster', 'broadcast', { busPubsubMessagesPerAcquisition: 0 }),
+    ];
     expect(judged(even)[1]!.status).toBe('MISS');
   });
 
   it('shows the bus columns in the report', () => {
     const rows = [
-      row('hot-key-cluster', 'default', { acquisitionsPerSec: 400, busPublishMessages: 0, busPublishShardMessages: 0, busPubsubMessagesPerAcquisition: 0, handoffs: 100 }),
-      row('hot-key-cluster', 'broadcast', { acquisitionsPerSec: 420, busPublishMessages: 200, busPublishShardMessages: 0, busPubsubMessagesPerAcquisition: 0.476, handoffs: 100 }),
+      row('hot-key-cluster', 'default', {
+        acquisitionsPerSec: 400,
+        busPublishMessages: 0,
+        busPublishShardMessages: 0,
+        busPubsubMessagesPerAcquisition: 0,
+        handoffs: 100,
+      }),
+      row('hot-key-cluster', 'broadcast', {
+        acquisitionsPerSec: 420,
+        busPublishMessages: 200,
+        busPublishShardMessages: 0,
+        busPubsubMessagesPerAcquisition: 0.476,
+        handoffs: 100,
+      }),
     ];
     const page = renderReport(rows);
     expect(page).toContain('### hot-key-cluster');

@@ -13,8 +13,27 @@ import { scenarioSpecs, type BenchSettings, type ScenarioSpec } from '../../benc
 import { evaluateTargets } from '../../bench/targets.js';
 import { rolesOf, takerFor } from '../../bench/workloads.js';
 
-const ENV: RowEnv = { runAt: '2026-01-01T00:00:00.000Z', redisVersion: '7.0.15', node: 'v20', cpu: 'cpu', cores: 2, pinned: null, quick: true, rxjsLockSource: 'test' };
-const SETTINGS: BenchSettings = { quick: true, hotSeconds: 1, shortSeconds: 0.5, seedTries: 40, stormAcquisitions: 800, floorSeconds: 0.5, engineSeconds: 0.15, scenarios: ['semaphore-hot', 'read-mostly'], libraries: undefined };
+const ENV: RowEnv = {
+  runAt: '2026-01-01T00:00:00.000Z',
+  redisVersion: '7.0.15',
+  node: 'v20',
+  cpu: 'cpu',
+  cores: 2,
+  pinned: null,
+  quick: true,
+  rxjsLockSource: 'test',
+};
+const SETTINGS: BenchSettings = {
+  quick: true,
+  hotSeconds: 1,
+  shortSeconds: 0.5,
+  seedTries: 40,
+  stormAcquisitions: 800,
+  floorSeconds: 0.5,
+  engineSeconds: 0.15,
+  scenarios: ['semaphore-hot', 'read-mostly'],
+  libraries: undefined,
+};
 const spec = (name: 'semaphore-hot' | 'read-mostly'): ScenarioSpec => scenarioSpecs(SETTINGS).find((s) => s.name === name)!;
 
 /** A critical section of key 0, ms on the shared clock. */
@@ -38,7 +57,12 @@ describe('sections open at once', () => {
   });
 
   it('keeps keys apart', () => {
-    expect(concurrencyOf([section('write', 0, 10, 0), section('write', 0, 10, 1), section('read', 0, 10, 1)])).toEqual({ maxHolders: 2, maxReaders: 1, maxWriters: 1, writerOverlaps: 1 });
+    expect(concurrencyOf([section('write', 0, 10, 0), section('write', 0, 10, 1), section('read', 0, 10, 1)])).toEqual({
+      maxHolders: 2,
+      maxReaders: 1,
+      maxWriters: 1,
+      writerOverlaps: 1,
+    });
   });
 
   it('names a semaphore above its limit and a writer beside anyone, and nothing else', () => {
@@ -70,7 +94,19 @@ function report(sections: ReadonlyArray<{ role: Role; enter: number; exit: numbe
 }
 
 const rowOf = (s: ScenarioSpec, entry: BenchEntry, reports: WorkerReport[]): ResultRow =>
-  buildRow({ spec: s, entry, reports, windowNs: 1e9, commandsBefore: {}, commandsAfter: {}, orphanedKeys: null, serverCpuUs: null, clusterBus: null, noise: undefined, env: ENV });
+  buildRow({
+    spec: s,
+    entry,
+    reports,
+    windowNs: 1e9,
+    commandsBefore: {},
+    commandsAfter: {},
+    orphanedKeys: null,
+    serverCpuUs: null,
+    clusterBus: null,
+    noise: undefined,
+    env: ENV,
+  });
 
 const RXJS_LOCK: BenchEntry = { library: 'rxjs-lock', variant: 'default', options: {} };
 
@@ -93,7 +129,19 @@ describe('rows of the shared-lock scenarios', () => {
       { role: 'write' as const, enter: 10, exit: 12, waitMs: 9 },
     ];
     const ok = rowOf(spec('read-mostly'), RXJS_LOCK, [report(sections)]);
-    expect(ok).toMatchObject({ status: 'ok', reads: 2, writes: 1, maxReaders: 2, maxWriters: 1, writerOverlaps: 0, readWaitP50Ms: 2, readWaitP99Ms: 4, writeWaitP50Ms: 9, overlaps: null, permitLimit: null });
+    expect(ok).toMatchObject({
+      status: 'ok',
+      reads: 2,
+      writes: 1,
+      maxReaders: 2,
+      maxWriters: 1,
+      writerOverlaps: 0,
+      readWaitP50Ms: 2,
+      readWaitP99Ms: 4,
+      writeWaitP50Ms: 9,
+      overlaps: null,
+      permitLimit: null,
+    });
 
     const broken = rowOf(spec('read-mostly'), RXJS_LOCK, [report([...sections, { role: 'write', enter: 5, exit: 6 }])]);
     expect(broken.status).toBe('failed');
@@ -102,7 +150,12 @@ describe('rows of the shared-lock scenarios', () => {
 
   it('counts overlaps in the mutex run of read-mostly, as a mutex should have none', () => {
     const mutex = entriesFor('read-mostly', undefined).find((e) => e.variant === 'mutex')!;
-    const row = rowOf(spec('read-mostly'), mutex, [report([{ role: 'read', enter: 0, exit: 5 }, { role: 'write', enter: 5, exit: 8 }])]);
+    const row = rowOf(spec('read-mostly'), mutex, [
+      report([
+        { role: 'read', enter: 0, exit: 5 },
+        { role: 'write', enter: 5, exit: 8 },
+      ]),
+    ]);
     expect(row).toMatchObject({ status: 'ok', overlaps: 0, maxReaders: 1, writerOverlaps: 0 });
   });
 });
@@ -138,7 +191,9 @@ describe('what the shared-lock scenarios run', () => {
     const mutexOnly = { acquire: () => Promise.reject(new Error('unused')) } as unknown as LockAdapter;
     expect(() => takerFor(mutexOnly, spec('semaphore-hot').primitive, 'redlock')).toThrow('redlock has no permit lock for a semaphore scenario');
     const permitsOnly: SharedLockAdapter = { offers: ['permit'], storeKey: (n) => n, acquire: () => Promise.reject(new Error('unused')) };
-    expect(() => takerFor({ ...mutexOnly, shared: permitsOnly }, spec('read-mostly').primitive, 'redis-semaphore')).toThrow('redis-semaphore has no read or write lock for a read-write scenario');
+    expect(() => takerFor({ ...mutexOnly, shared: permitsOnly }, spec('read-mostly').primitive, 'redis-semaphore')).toThrow(
+      'redis-semaphore has no read or write lock for a read-write scenario',
+    );
     expect(() => takerFor({ ...mutexOnly, shared: permitsOnly }, spec('semaphore-hot').primitive, 'redis-semaphore')).not.toThrow();
   });
 
@@ -183,14 +238,18 @@ describe('shared-lock targets', () => {
   it('misses every semaphore target, saying why, when rxjs-lock failed or redis-semaphore did not run', () => {
     const failed = row('semaphore-hot', 'rxjs-lock', 'default', { status: 'failed', note: '5 holders at once on a semaphore of 4', acquisitionsPerSec: 900 });
     const peer = row('semaphore-hot', 'redis-semaphore', 'default', { acquisitionsPerSec: 800, jain: 0.87, roundTripsPerAcquisition: 4 });
-    expect(judged([failed, peer], 'semaphore-hot').map((t) => `${t.status} ${t.measured}`)).toEqual(Array(3).fill('MISS rxjs-lock failed: 5 holders at once on a semaphore of 4'));
+    expect(judged([failed, peer], 'semaphore-hot').map((t) => `${t.status} ${t.measured}`)).toEqual(
+      Array(3).fill('MISS rxjs-lock failed: 5 holders at once on a semaphore of 4'),
+    );
     const alone = row('semaphore-hot', 'rxjs-lock', 'default', { acquisitionsPerSec: 800, jain: 1, roundTripsPerAcquisition: 1 });
     expect(judged([alone], 'semaphore-hot').map((t) => t.measured)).toEqual(Array(3).fill('redis-semaphore did not run'));
   });
 
   it('wants the read-write lock at twice its mutex on read-mostly', () => {
     const mutex = row('read-mostly', 'rxjs-lock', 'mutex', { acquisitionsPerSec: 400 });
-    expect(judged([row('read-mostly', 'rxjs-lock', 'default', { acquisitionsPerSec: 800 }), mutex], 'read-mostly').map((t) => [t.status, t.ratio])).toEqual([['PASS', 2]]);
+    expect(judged([row('read-mostly', 'rxjs-lock', 'default', { acquisitionsPerSec: 800 }), mutex], 'read-mostly').map((t) => [t.status, t.ratio])).toEqual([
+      ['PASS', 2],
+    ]);
     expect(judged([row('read-mostly', 'rxjs-lock', 'default', { acquisitionsPerSec: 799 }), mutex], 'read-mostly')[0]!.status).toBe('MISS');
     expect(judged([row('read-mostly', 'rxjs-lock', 'default', { acquisitionsPerSec: 800 })], 'read-mostly')[0]!.measured).toBe('rxjs-lock (mutex) did not run');
   });

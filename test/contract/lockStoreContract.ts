@@ -86,7 +86,7 @@ export function lockStoreContract(name: string, open: () => Promise<StoreUnderTe
       expect(await store.tryAcquire(key, 'b', 10_000)).toMatchObject({ acquired: true });
     });
 
-    it('never lets an expired owner delete the next holder\'s key', async () => {
+    it("never lets an expired owner delete the next holder's key", async () => {
       const key = fresh('late-release');
       await store.tryAcquire(key, 'old', ms(40));
       await sleep(ms(90));
@@ -116,7 +116,8 @@ export function lockStoreContract(name: string, open: () => Promise<StoreUnderTe
         if (!result.acquired) throw new Error(`attempt ${i} was refused`);
         expect(Number.isSafeInteger(result.fence)).toBe(true);
         fences.push(result.fence);
-        if (i === 5) await sleep(ms(80)); // this one expires instead of being released
+        if (i === 5)
+          await sleep(ms(80)); // this one expires instead of being released
         else await store.release(key, `t${i}`);
       }
       for (let i = 1; i < fences.length; i++) expect(fences[i]).toBeGreaterThan(fences[i - 1]!);
@@ -195,7 +196,7 @@ export function lockStoreContract(name: string, open: () => Promise<StoreUnderTe
     describe('with a line (QueueingStore), when offered', () => {
       const line = () => queueingOf(store);
 
-      it('keeps a waiter\'s place and hands the key to it on release, with the fences its place asked for', async () => {
+      it("keeps a waiter's place and hands the key to it on release, with the fences its place asked for", async () => {
         const q = line();
         if (q === undefined) return;
         const key = fresh('line');
@@ -233,7 +234,7 @@ export function lockStoreContract(name: string, open: () => Promise<StoreUnderTe
         expect(await store.tryAcquire(key, 'anyone', 10_000)).toMatchObject({ acquired: true });
       });
 
-      it('leave tells a waiter that the key was handed to it meanwhile, with the grant\'s fences', async () => {
+      it("leave tells a waiter that the key was handed to it meanwhile, with the grant's fences", async () => {
         const q = line();
         if (q === undefined) return;
         const key = fresh('leave-granted');

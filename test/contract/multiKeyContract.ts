@@ -27,7 +27,11 @@ export interface MultiKeyContractOptions {
 
 let n = 0;
 
-export function multiKeyContract(name: string, open: () => Promise<MultiKeyStoreUnderTest>, { timeScale = 1, contention = true }: MultiKeyContractOptions = {}): void {
+export function multiKeyContract(
+  name: string,
+  open: () => Promise<MultiKeyStoreUnderTest>,
+  { timeScale = 1, contention = true }: MultiKeyContractOptions = {},
+): void {
   const ms = (value: number) => value * timeScale;
   describe(`multi-key locks: ${name}`, () => {
     let sut: MultiKeyStoreUnderTest;
@@ -101,7 +105,9 @@ export function multiKeyContract(name: string, open: () => Promise<MultiKeyStore
       const other = holdUntilReleased(lockerWith(), c);
       const otherLease = await other.lease;
       let ran = false;
-      const subscription = new Observable<never>(() => void (ran = true)).pipe(lockerWith({ waitTimeout: 30_000 }).withLocks([b, c, a])).subscribe({ error: () => undefined });
+      const subscription = new Observable<never>(() => void (ran = true))
+        .pipe(lockerWith({ waitTimeout: 30_000 }).withLocks([b, c, a]))
+        .subscribe({ error: () => undefined });
       await eventually(async () => (await holder(a)) !== null && (await holder(b)) !== null, 5_000);
       if ((await waitingFor(c)) !== undefined) await eventually(async () => (await waitingFor(c))! >= 1, 5_000);
       subscription.unsubscribe();
@@ -149,7 +155,7 @@ export function multiKeyContract(name: string, open: () => Promise<MultiKeyStore
       await eventually(async () => (await holder(b)) === null, 3_000);
     });
 
-    it('acquireLocks emits the set: each key\'s lease and fence; release gives every key back once; extend extends all', async () => {
+    it("acquireLocks emits the set: each key's lease and fence; release gives every key back once; extend extends all", async () => {
       const [a, b] = keysNamed('acquire', 'a', 'b') as [string, string];
       const locks = await firstValueFrom(lockerWith().acquireLocks([b, a]));
       expect(locks.keys).toEqual([a, b]);
@@ -185,7 +191,7 @@ export function multiKeyContract(name: string, open: () => Promise<MultiKeyStore
         const inside = new Map<string, number>();
         let most = 0;
         let seed = 7;
-        const random = () => ((seed = (seed * 48_271) % 2_147_483_647) / 2_147_483_647);
+        const random = () => (seed = (seed * 48_271) % 2_147_483_647) / 2_147_483_647;
         const section = (keys: readonly string[]) =>
           new Observable<void>((subscriber) => {
             for (const key of keys) {

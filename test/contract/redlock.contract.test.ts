@@ -5,9 +5,13 @@ import { lockStoreContract } from './lockStoreContract.js';
 
 const nodes = quorumNodes(5);
 
-lockStoreContract('RedlockStore over 5 nodes', async () => ({
-  store: nodes.store(),
-  countKeys: () => nodes.countKeys(),
-  clear: () => nodes.flush(),
-  close: async () => undefined,
-}), { timeScale: 5 });
+lockStoreContract(
+  'RedlockStore over 5 nodes',
+  async () => ({
+    store: nodes.store(),
+    countKeys: () => nodes.countKeys(),
+    clear: () => nodes.flush(),
+    close: async () => undefined,
+  }),
+  { timeScale: 5 },
+);

@@ -172,7 +172,13 @@ export function sharedStoreContract(name: string, open: () => Promise<SharedStor
 
     it('refuses a weight that is not a positive integer or exceeds the capacity (such a waiter would block the line for good)', async () => {
       const key = fresh('badWeight');
-      for (const [weight, capacity] of [[3, 2], [0, 2], [1.5, 2], [Number.NaN, 2], [1, Number.NaN]]) {
+      for (const [weight, capacity] of [
+        [3, 2],
+        [0, 2],
+        [1.5, 2],
+        [Number.NaN, 2],
+        [1, Number.NaN],
+      ]) {
         await expect(store.tryAcquireShared(key, 'bad', 10_000, weight!, capacity!, 'keep')).rejects.toMatchObject({ name: 'LockOptionsError' });
       }
       // nothing of them is left in line: a fitting caller is granted at once
@@ -228,7 +234,10 @@ export function sharedStoreContract(name: string, open: () => Promise<SharedStor
       const keys = Array.from({ length: 12 }, (_, i) => fresh(`many-${i}`));
       for (const key of keys) expect(granted(await store.tryAcquireShared(key, `t-${key}`, 100, 1, 2, 'keep'))).toBe(true);
       await store.releaseShared(keys[3]!, `t-${keys[3]}`);
-      const outcomes = await batch.extendSharedMany([...keys.map((key) => ({ key, token: `t-${key}`, ttlMs: 10_000 })), { key: keys[0]!, token: 'nobody', ttlMs: 10_000 }]);
+      const outcomes = await batch.extendSharedMany([
+        ...keys.map((key) => ({ key, token: `t-${key}`, ttlMs: 10_000 })),
+        { key: keys[0]!, token: 'nobody', ttlMs: 10_000 },
+      ]);
       expect(outcomes).toEqual([...keys.map((_, i) => (i === 3 ? 'gone' : 'extended')), 'gone']);
       await sleep(150); // past the first TTL: the extended holders hold on
       const inspector = sharedInspectorOf(store)!;

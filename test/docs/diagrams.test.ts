@@ -19,17 +19,22 @@ function markdownFiles(dir: string): string[] {
 }
 
 const diagrams = markdownFiles(docs).flatMap((file) =>
-  [...readFileSync(file, 'utf8').matchAll(/```mermaid\n([\s\S]*?)```/g)].map((match, index) => ({ name: `${relative(docs, file)} #${index + 1}`, text: match[1]! })),
+  [...readFileSync(file, 'utf8').matchAll(/```mermaid\n([\s\S]*?)```/g)].map((match, index) => ({
+    name: `${relative(docs, file)} #${index + 1}`,
+    text: match[1]!,
+  })),
 );
 
 describe('Mermaid diagrams of the site', () => {
   it('has the sequence diagrams the docs promise', () => {
-    expect(diagrams.map((d) => d.name)).toEqual(expect.arrayContaining([
-      'concepts/local-gate-and-hand-off.md #1',
-      'concepts/renewal-and-lease-loss.md #1',
-      'concepts/redlock.md #1',
-      'concepts/lock-delay.md #1',
-    ]));
+    expect(diagrams.map((d) => d.name)).toEqual(
+      expect.arrayContaining([
+        'concepts/local-gate-and-hand-off.md #1',
+        'concepts/renewal-and-lease-loss.md #1',
+        'concepts/redlock.md #1',
+        'concepts/lock-delay.md #1',
+      ]),
+    );
   });
 
   it.each(diagrams)('$name parses', async ({ text }) => {

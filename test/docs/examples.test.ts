@@ -115,7 +115,11 @@ describe('other kinds of lock', () => {
     const redis = new Redis(`redis://${suite.server.host}:${suite.server.port}`);
     const store = new RedisLockStore(redis);
     const locker = printerLocker(store);
-    suite.closers.push(() => redis.quit(), () => store.close(), () => locker.close());
+    suite.closers.push(
+      () => redis.quit(),
+      () => store.close(),
+      () => locker.close(),
+    );
     const lease = await firstValueFrom(locker.acquire('printer'));
     expect(lease.ttl).toBe(10_000);
     expect(await suite.admin.pttl('lock:printer')).toBeGreaterThan(14_000); // 10 s + 5 s
@@ -130,12 +134,18 @@ describe('long waits', () => {
     const connect = () => {
       const redis = new Redis(process.env.REDIS_URL!);
       const store = new RedisLockStore(redis);
-      suite.closers.push(() => redis.quit(), () => store.close());
+      suite.closers.push(
+        () => redis.quit(),
+        () => store.close(),
+      );
       return store;
     };
     const holder = createLocker({ store: connect() });
     const waiter = createLocker({ store: connect(), longWait: 50 });
-    suite.closers.push(() => holder.close(), () => waiter.close());
+    suite.closers.push(
+      () => holder.close(),
+      () => waiter.close(),
+    );
     const lease = await firstValueFrom(holder.acquire('report'));
     const lines: string[] = [];
     const events: LongWaitEvent[] = [];
@@ -177,13 +187,17 @@ describe('guides', () => {
     const busy = new Set<string>();
     const order: string[] = [];
     const locker = createLocker();
-    const skipped = await applyPayments(payments, async (payment) => {
-      expect(busy.has(payment.accountId)).toBe(false);
-      busy.add(payment.accountId);
-      await new Promise((resolve) => setTimeout(resolve, 2));
-      order.push(payment.id);
-      busy.delete(payment.accountId);
-    }, locker).finally(() => locker.close());
+    const skipped = await applyPayments(
+      payments,
+      async (payment) => {
+        expect(busy.has(payment.accountId)).toBe(false);
+        busy.add(payment.accountId);
+        await new Promise((resolve) => setTimeout(resolve, 2));
+        order.push(payment.id);
+        busy.delete(payment.accountId);
+      },
+      locker,
+    ).finally(() => locker.close());
     expect(skipped).toEqual([]);
     for (const account of ['a0', 'a1', 'a2']) {
       const ids = payments.filter((p) => p.accountId === account).map((p) => p.id);

@@ -19,7 +19,13 @@ import { countOf, findingsOf, gatesLeft, NO_FINDINGS, prng, runFuzz, SlowLinkSto
 const problems = watchProblems();
 
 describe('attack: random hostile workload on the in-memory store over a slow connection', () => {
-  for (const [seed, slow] of [[1, true], [2, true], [3, true], [4, false], [5, false]] as const) {
+  for (const [seed, slow] of [
+    [1, true],
+    [2, true],
+    [3, true],
+    [4, false],
+    [5, false],
+  ] as const) {
     // (under mutation testing, one seed of each kind: the five take ~20 s per mutant)
     const skip = process.env.MUTATION === '1' && seed !== 1 && seed !== 4;
     it.skipIf(skip)(`seed ${seed}${slow ? '' : ' (store answering in microtasks)'}: no overlap, fences grow, nothing strange, nothing left`, async () => {

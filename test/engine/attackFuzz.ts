@@ -66,7 +66,17 @@ interface Live {
 }
 
 export async function runFuzz(lockers: FuzzLocker[], rng: () => number, options: FuzzOptions): Promise<FuzzReport> {
-  const report: FuzzReport = { grants: 0, passes: 0, overlaps: [], fenceRegressions: [], strangeErrors: [], thrown: [], errorsByName: {}, events: {}, closes: 0 };
+  const report: FuzzReport = {
+    grants: 0,
+    passes: 0,
+    overlaps: [],
+    fenceRegressions: [],
+    strangeErrors: [],
+    thrown: [],
+    errorsByName: {},
+    events: {},
+    closes: 0,
+  };
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rng() * xs.length)]!;
   const live = new Set<Live>();
   const leasesOf = new Map<string, Set<Lease>>();
@@ -119,7 +129,9 @@ export async function runFuzz(lockers: FuzzLocker[], rng: () => number, options:
     leasesOf.set(key, set);
     for (const other of set) {
       if (other !== lease && other.held) {
-        report.overlaps.push(`${key}: ${lease.id} granted while ${other.id} held (validUntil ${other.validUntil.toFixed(1)}, now ${performance.now().toFixed(1)})`);
+        report.overlaps.push(
+          `${key}: ${lease.id} granted while ${other.id} held (validUntil ${other.validUntil.toFixed(1)}, now ${performance.now().toFixed(1)})`,
+        );
       }
       if (!other.held) set.delete(other);
     }
@@ -151,7 +163,7 @@ export async function runFuzz(lockers: FuzzLocker[], rng: () => number, options:
       retryKind < 0.6
         ? { minDelay: pick([0, 1, 3]), jitter: pick([0, 2, 8]) }
         : retryKind < 0.8
-          ? (attempt: number) => timer(Math.floor(rng() * 6))
+          ? (_attempt: number) => timer(Math.floor(rng() * 6))
           : retryKind < 0.9
             ? (attempt: number) => (attempt > 3 ? EMPTY : timer(2))
             : (attempt: number) => {
@@ -174,9 +186,12 @@ export async function runFuzz(lockers: FuzzLocker[], rng: () => number, options:
           next: (lease) => {
             onGrant(key, lease, entry);
             if (rng() < 0.2) {
-              setTimeout(() => {
-                lease.extend(rng() < 0.5 ? undefined : pick(options.ttls)).catch((error: unknown) => onError(error));
-              }, Math.floor(rng() * hold));
+              setTimeout(
+                () => {
+                  lease.extend(rng() < 0.5 ? undefined : pick(options.ttls)).catch((error: unknown) => onError(error));
+                },
+                Math.floor(rng() * hold),
+              );
             }
             if (hold === 0 && rng() < 0.5) guard('sync release', () => void lease.release().then(finish));
             else setTimeout(() => void lease.release().then(finish), hold);

@@ -23,7 +23,9 @@ function refusal(make: () => unknown): { message: number; option: number } {
 }
 
 /** A stand-in for an ioredis client: enough for the constructor's checks (nothing is sent). */
-const fakeClient = { defineCommand: () => undefined, multi: () => undefined, pipeline: () => undefined } as unknown as ConstructorParameters<typeof RedisLockStore>[0];
+const fakeClient = { defineCommand: () => undefined, multi: () => undefined, pipeline: () => undefined } as unknown as ConstructorParameters<
+  typeof RedisLockStore
+>[0];
 
 describe('attack: an unknown option with a very long name', () => {
   const cases: Array<[string, () => unknown]> = [

@@ -15,7 +15,7 @@
  */
 import { firstValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import { createLocker, MemoryLockStore, type LockEvent } from '../../src/index.js';
+import { createLocker, type LockEvent } from '../../src/index.js';
 import { countingStore } from '../support/countingStore.js';
 
 describe('attack: release() called again from a lost$ complete handler', () => {

@@ -1,4 +1,4 @@
-import { catchError, concat, defer, finalize, firstValueFrom, lastValueFrom, mergeMap, of, Subject, take, timer, switchMap, map } from 'rxjs';
+import { catchError, concat, defer, finalize, firstValueFrom, lastValueFrom, mergeMap, of, Subject, timer, switchMap, map } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { createLocker, isLockTimeoutError, MemoryLockStore, type Locker } from '../../src/index.js';
 import { giverHoldsK2 } from '../support/reentrancyScenarios.js';
@@ -12,13 +12,18 @@ async function withLocker<T>(run: (locker: Locker) => Promise<T>): Promise<T> {
   }
 }
 
-describe('attack: a grant delivered in the giver\'s context', () => {
-  it('acquire(): the lease arrives by a pass from X; code run on it does not join X\'s other hold', async () => {
+describe("attack: a grant delivered in the giver's context", () => {
+  it("acquire(): the lease arrives by a pass from X; code run on it does not join X's other hold", async () => {
     await withLocker(async (locker) => {
       const outcome = await giverHoldsK2(locker, () =>
         lastValueFrom(
           locker.acquire('k1', { waitTimeout: 5_000 }).pipe(
-            mergeMap((lease) => of('y').pipe(locker.withLock('k2', { waitTimeout: 100 }), finalize(() => void lease.release()))),
+            mergeMap((lease) =>
+              of('y').pipe(
+                locker.withLock('k2', { waitTimeout: 100 }),
+                finalize(() => void lease.release()),
+              ),
+            ),
           ),
         ).catch((e: unknown) => e),
       );
@@ -26,13 +31,11 @@ describe('attack: a grant delivered in the giver\'s context', () => {
     });
   });
 
-  it('waitUntilFree(): woken by X\'s release; code run on it does not join X\'s other hold', async () => {
+  it("waitUntilFree(): woken by X's release; code run on it does not join X's other hold", async () => {
     await withLocker(async (locker) => {
       const outcome = await giverHoldsK2(locker, () =>
         lastValueFrom(
-          locker.waitUntilFree('k1', { waitTimeout: 5_000 }).pipe(
-            switchMap(() => of('y').pipe(locker.withLock('k2', { waitTimeout: 100 }))),
-          ),
+          locker.waitUntilFree('k1', { waitTimeout: 5_000 }).pipe(switchMap(() => of('y').pipe(locker.withLock('k2', { waitTimeout: 100 })))),
         ).catch((e: unknown) => e),
       );
       expect(isLockTimeoutError(outcome)).toBe(true);
@@ -63,7 +66,10 @@ describe('attack: a loss delivered from a timer another stream armed', () => {
       await firstValueFrom(yHeld);
       // X holds j for 1.5 s; inside its work it takes k with a short ttl: k's renewal arms the
       // locker's one lease timer from X's work, earlier than Y's renewal
-      const x = lastValueFrom(locker.using('j', () => concat(timer(1).pipe(locker.withLock('k', { ttl: 100 })), timer(1_500))), { defaultValue: undefined });
+      const x = lastValueFrom(
+        locker.using('j', () => concat(timer(1).pipe(locker.withLock('k', { ttl: 100 })), timer(1_500))),
+        { defaultValue: undefined },
+      );
       const outcome = await y;
       await x;
       expect(outcome).toBeInstanceOf(Error);
@@ -83,7 +89,10 @@ describe('attack: lease.lost$ told from a timer another stream armed', () => {
     try {
       const lease = await firstValueFrom(locker.acquire('y', { ttl: 600 }));
       const y = firstValueFrom(lease.lost$.pipe(switchMap(() => of('joined').pipe(locker.withLock('j', { waitTimeout: 100 }))))).catch((e: unknown) => e);
-      const x = lastValueFrom(locker.using('j', () => concat(timer(1).pipe(locker.withLock('k', { ttl: 100 })), timer(1_500))), { defaultValue: undefined });
+      const x = lastValueFrom(
+        locker.using('j', () => concat(timer(1).pipe(locker.withLock('k', { ttl: 100 })), timer(1_500))),
+        { defaultValue: undefined },
+      );
       const outcome = await y;
       await x;
       expect(isLockTimeoutError(outcome), String(outcome)).toBe(true);

@@ -3,7 +3,7 @@
  * left to give back: without reentrancy a lost lease needs no release). Does the stream that took
  * the lease still end, and does the next waiter of the key still get it?
  */
-import { firstValueFrom, lastValueFrom, of, timer } from 'rxjs';
+import { firstValueFrom, lastValueFrom, of } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { createLocker, MemoryLockStore, type Lease } from '../../src/index.js';
 

@@ -3,7 +3,23 @@
  * FIFO and lease timers (b978800): re-entrant calls from inside the work, its finalize, the
  * subscriber and the deadline handlers.
  */
-import { config, defer, delay, finalize, firstValueFrom, lastValueFrom, merge, NEVER, of, retry, Subject, switchMap, take, throwError, type Subscription } from 'rxjs';
+import {
+  config,
+  defer,
+  delay,
+  finalize,
+  firstValueFrom,
+  lastValueFrom,
+  merge,
+  NEVER,
+  of,
+  retry,
+  Subject,
+  switchMap,
+  take,
+  throwError,
+  type Subscription,
+} from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CallDeadlines, type Tracked } from '../../src/engine/calls/CallDeadlines.js';
 import { LeaseTimers, type DueKind, type Scheduled, type TimerEntry } from '../../src/engine/lease/LeaseTimers.js';
@@ -61,6 +77,7 @@ describe('CallDeadlines: a handler that tracks or settles calls while calls expi
 
   it('a handler that settles a later call leaves the calls between in the queue', async () => {
     const deadlines = new CallDeadlines(40);
+    // biome-ignore lint/style/useConst: assigned after the handler that reads it is made
     let b: Tracked | undefined;
     let c: Tracked | undefined;
     const expired: string[] = [];
@@ -80,7 +97,7 @@ describe('CallDeadlines: a handler that tracks or settles calls while calls expi
 });
 
 describe('the engine: a timed-out acquire whose failure starts the next waiter', () => {
-  it('the next waiter\'s store call is bounded by commandTimeout too', async () => {
+  it("the next waiter's store call is bounded by commandTimeout too", async () => {
     // A store that never answers an acquire.
     const store: LockStore = {
       tryAcquire: () => new Promise(() => undefined),
@@ -210,7 +227,7 @@ describe('withLock / using under attack', () => {
 
   // ─── a finalize inside the work that throws ──────────────────────────────────────────────────
 
-  it('unsubscribed while the work\'s finalize throws: the lock is still released', async () => {
+  it("unsubscribed while the work's finalize throws: the lock is still released", async () => {
     const { memory, locker, releases } = setup();
     const source = new Subject<number>();
     const subscription = source
@@ -289,7 +306,7 @@ describe('the loss path keeps the order of the other paths', () => {
     await locker.close();
   });
 
-  it('using: the lease is not yet released when the work\'s finalize runs on a loss', async () => {
+  it("using: the lease is not yet released when the work's finalize runs on a loss", async () => {
     const { locker } = setup();
     let releasedInFinalize: boolean | undefined;
     const failed = lastValueFrom(
@@ -309,7 +326,9 @@ describe('re-entrancy from events$, lost$, finalize and the subscriber', () => {
     locker.events$.subscribe((e) => {
       if (e.type === 'acquired') subscription?.unsubscribe();
     });
-    subscription = defer(() => (subscribed++, NEVER)).pipe(locker.withLock('k')).subscribe();
+    subscription = defer(() => (subscribed++, NEVER))
+      .pipe(locker.withLock('k'))
+      .subscribe();
     expect(await until(() => releases() === 1)).toBe(true);
     expect(subscribed).toBe(0);
     expect(memory.size).toBe(0);
@@ -335,10 +354,14 @@ describe('re-entrancy from events$, lost$, finalize and the subscriber', () => {
     const errors: unknown[] = [];
     let subscription: Subscription | undefined;
     subscription = locker
-      .using('k', (lease) => {
-        lease.lost$.subscribe(() => subscription?.unsubscribe());
-        return NEVER.pipe(finalize(() => stopped++));
-      }, { ttl: 60, renew: false, onLost: 'notify' })
+      .using(
+        'k',
+        (lease) => {
+          lease.lost$.subscribe(() => subscription?.unsubscribe());
+          return NEVER.pipe(finalize(() => stopped++));
+        },
+        { ttl: 60, renew: false, onLost: 'notify' },
+      )
       .subscribe({ error: (e: unknown) => errors.push(e) });
     expect(await until(() => stopped === 1, 2_000)).toBe(true);
     expect(await until(() => releases() === 1)).toBe(true);
@@ -406,14 +429,16 @@ describe('re-entrancy from events$, lost$, finalize and the subscriber', () => {
     const onRejection = (reason: unknown) => rejections.push(reason);
     process.on('unhandledRejection', onRejection);
     try {
-      of(1).pipe(locker.withLock('a')).subscribe({
-        next: () => {
-          throw new Error('next threw');
-        },
-        complete: () => {
-          throw new Error('complete threw');
-        },
-      });
+      of(1)
+        .pipe(locker.withLock('a'))
+        .subscribe({
+          next: () => {
+            throw new Error('next threw');
+          },
+          complete: () => {
+            throw new Error('complete threw');
+          },
+        });
       throwError(() => new Error('work failed'))
         .pipe(locker.withLock('b'))
         .subscribe({
@@ -474,10 +499,14 @@ describe('an events$ "lost" handler that ends the stream', () => {
     });
     const heard: string[] = [];
     subscription = locker
-      .using('k', (lease) => {
-        lease.lost$.subscribe({ next: (e) => heard.push(`lost ${e.reason}`), complete: () => heard.push('complete') });
-        return NEVER;
-      }, { ttl: 60, renew: false })
+      .using(
+        'k',
+        (lease) => {
+          lease.lost$.subscribe({ next: (e) => heard.push(`lost ${e.reason}`), complete: () => heard.push('complete') });
+          return NEVER;
+        },
+        { ttl: 60, renew: false },
+      )
       .subscribe();
     expect(await until(() => heard.includes('complete'), 2_000)).toBe(true);
     expect(heard).toEqual(['lost expired', 'complete']);
@@ -517,7 +546,10 @@ describe('resubscription and switching', () => {
     const work = defer(() => {
       running++;
       if (running > 1) overlap = true;
-      return of(1).pipe(delay(10), finalize(() => running--));
+      return of(1).pipe(
+        delay(10),
+        finalize(() => running--),
+      );
     }).pipe(locker.withLock('k'));
     expect(await lastValueFrom(merge(work, work), { defaultValue: undefined })).toBe(1);
     expect(overlap).toBe(false);
@@ -547,7 +579,12 @@ describe('resubscription and switching', () => {
     const { memory, locker } = setup();
     const second = new Subject<number>();
     let secondStopped = false;
-    const secondSub = second.pipe(finalize(() => (secondStopped = true)), locker.withLock('b', { ttl: 60, renew: false })).subscribe({ error: () => undefined });
+    const secondSub = second
+      .pipe(
+        finalize(() => (secondStopped = true)),
+        locker.withLock('b', { ttl: 60, renew: false }),
+      )
+      .subscribe({ error: () => undefined });
     let third: Promise<unknown> | undefined;
     NEVER.pipe(locker.withLock('a', { ttl: 60, renew: false })).subscribe({
       error: () => {
@@ -567,7 +604,7 @@ describe('resubscription and switching', () => {
 describe('on a real Redis', () => {
   const suite = redisSuite({ unhandled: 'afterEach' });
 
-  it('a lease taken over in Redis: the work stops (finalize) before the owner-checked release, which leaves the new owner\'s key', async () => {
+  it("a lease taken over in Redis: the work stops (finalize) before the owner-checked release, which leaves the new owner's key", async () => {
     const client = connect(suite.server);
     const store = new RedisLockStore(client);
     const locker = createLocker({ store, keyPrefix: 'attack:' });
@@ -579,9 +616,9 @@ describe('on a real Redis', () => {
     const release = store.release.bind(store);
     store.release = (...args: Parameters<RedisLockStore['release']>) => (order.push('store.release'), release(...args));
     let lease: Lease | undefined;
-    const failed = lastValueFrom(
-      locker.using('k', (l) => ((lease = l), NEVER.pipe(finalize(() => order.push('finalize')))), { ttl: 300 }),
-    ).catch((e: unknown) => e);
+    const failed = lastValueFrom(locker.using('k', (l) => ((lease = l), NEVER.pipe(finalize(() => order.push('finalize')))), { ttl: 300 })).catch(
+      (e: unknown) => e,
+    );
     expect(await until(() => lease !== undefined)).toBe(true);
     const [key] = (await suite.admin.keys('attack:k*')).filter((k) => (k.match(/:/g) ?? []).length === 1);
     expect(key).toBe('attack:k');
@@ -649,9 +686,9 @@ describe('using: the work handles the lease itself', () => {
 
   it('a lost$ subscriber releases the lease on the loss (onLost error): one release, LockLostError', async () => {
     const { locker, releases } = setup();
-    const failed = lastValueFrom(
-      locker.using('k', (lease) => (lease.lost$.subscribe(() => void lease.release()), NEVER), { ttl: 60, renew: false }),
-    ).catch((e: unknown) => e);
+    const failed = lastValueFrom(locker.using('k', (lease) => (lease.lost$.subscribe(() => void lease.release()), NEVER), { ttl: 60, renew: false })).catch(
+      (e: unknown) => e,
+    );
     expect(await failed).toBeInstanceOf(LockLostError);
     await sleep(10);
     expect(releases()).toBe(1);

@@ -84,7 +84,7 @@ describe('close() ends what is waiting', () => {
     expect(memory.holder('k')).toBe('someone-else');
   });
 
-  it('fails acquisitions waiting behind a holder of the same locker, and gives the holder\'s lock back', async () => {
+  it("fails acquisitions waiting behind a holder of the same locker, and gives the holder's lock back", async () => {
     const { memory, locker } = setup();
     const holder = await firstValueFrom(locker.acquire('k'));
     const behind = [watch(locker.acquire('k')), watch(locker.acquire('k', { retry: () => timer(5) })), watch(locker.acquire('k', { waitTimeout: Infinity }))];
@@ -148,7 +148,12 @@ describe('close() gives back what is held', () => {
     await locker.close();
     expect(memory.size).toBe(0);
     for (const lease of leases) expect(lease.held).toBe(false);
-    expect(store.calls.filter((c) => c.op === 'release').map((c) => c.key).sort()).toEqual(['a', 'b', 'c']);
+    expect(
+      store.calls
+        .filter((c) => c.op === 'release')
+        .map((c) => c.key)
+        .sort(),
+    ).toEqual(['a', 'b', 'c']);
   });
 
   it('a lease whose lost$ handler calls release() during close: release() resolves false, one release call, no released event after lost', async () => {
@@ -163,7 +168,12 @@ describe('close() gives back what is held', () => {
     expect(answers).toHaveLength(2);
     expect(await Promise.all(answers)).toEqual([false, false]);
     expect(memory.size).toBe(0);
-    expect(store.calls.filter((c) => c.op === 'release').map((c) => c.key).sort()).toEqual(['a', 'b']);
+    expect(
+      store.calls
+        .filter((c) => c.op === 'release')
+        .map((c) => c.key)
+        .sort(),
+    ).toEqual(['a', 'b']);
     expect(events.filter((e) => e.type === 'released')).toEqual([]);
   });
 
@@ -172,7 +182,12 @@ describe('close() gives back what is held', () => {
       const { memory, locker } = setup({ onLost });
       let withLockStopped = false;
       let usingStopped = false;
-      const a = watch(NEVER.pipe(finalize(() => (withLockStopped = true)), locker.withLock('a')));
+      const a = watch(
+        NEVER.pipe(
+          finalize(() => (withLockStopped = true)),
+          locker.withLock('a'),
+        ),
+      );
       const b = watch(locker.using('b', () => NEVER.pipe(finalize(() => (usingStopped = true)))));
       await sleep(10);
       expect(memory.size).toBe(2);
@@ -322,7 +337,7 @@ describe('the store', () => {
     expect(store.size).toBe(0);
   });
 
-  it('a store the user passed in is not closed: another locker\'s lock on it stays, and it works on', async () => {
+  it("a store the user passed in is not closed: another locker's lock on it stays, and it works on", async () => {
     const memory = new MemoryLockStore();
     const mine = createLocker({ store: memory, keyPrefix: '' });
     const other = createLocker({ store: memory, keyPrefix: '' });

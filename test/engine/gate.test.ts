@@ -92,42 +92,44 @@ describe('local gate', () => {
     expect(engine.liveKeys).toBe(0);
   });
 
-  it.skipIf(process.env.MUTATION === '1')('1,000,000 distinct keys passing through leave the heap within 5 MB of where it started', async () => {
-    setFlagsFromString('--expose-gc');
-    const gc = runInNewContext('gc') as () => void;
-    const store = new MemoryLockStore();
-    const locker = createLocker({ store, keyPrefix: '' });
-    const engine = locker as unknown as LockEngine;
-    const settle = () => new Promise((r) => setImmediate(r));
-    /** `count` acquisitions of distinct keys, 100 at a time, each released at once. */
-    const passThrough = async (prefix: string, count: number) => {
-      for (let i = 0; i < count; i += 100) {
-        await Promise.all(Array.from({ length: 100 }, (_, j) => firstValueFrom(locker.acquire(`${prefix}:${i + j}`)).then((lease) => lease.release())));
-      }
-    };
-    // warm up the code paths first, so the baseline includes compiled code
-    await passThrough('warm', 20_000);
-    await settle();
-    gc();
-    const before = process.memoryUsage().heapUsed;
-    await passThrough('key', 1_000_000);
-    await settle();
-    gc();
-    const after = process.memoryUsage().heapUsed;
-    expect(engine.liveKeys).toBe(0);
-    expect(store.size).toBe(0);
-    expect(engine.scheduledRenewals).toBeLessThan(5000);
-    expect((after - before) / 2 ** 20).toBeLessThan(5);
-  }, 60_000);
+  it.skipIf(process.env.MUTATION === '1')(
+    '1,000,000 distinct keys passing through leave the heap within 5 MB of where it started',
+    async () => {
+      setFlagsFromString('--expose-gc');
+      const gc = runInNewContext('gc') as () => void;
+      const store = new MemoryLockStore();
+      const locker = createLocker({ store, keyPrefix: '' });
+      const engine = locker as unknown as LockEngine;
+      const settle = () => new Promise((r) => setImmediate(r));
+      /** `count` acquisitions of distinct keys, 100 at a time, each released at once. */
+      const passThrough = async (prefix: string, count: number) => {
+        for (let i = 0; i < count; i += 100) {
+          await Promise.all(Array.from({ length: 100 }, (_, j) => firstValueFrom(locker.acquire(`${prefix}:${i + j}`)).then((lease) => lease.release())));
+        }
+      };
+      // warm up the code paths first, so the baseline includes compiled code
+      await passThrough('warm', 20_000);
+      await settle();
+      gc();
+      const before = process.memoryUsage().heapUsed;
+      await passThrough('key', 1_000_000);
+      await settle();
+      gc();
+      const after = process.memoryUsage().heapUsed;
+      expect(engine.liveKeys).toBe(0);
+      expect(store.size).toBe(0);
+      expect(engine.scheduledRenewals).toBeLessThan(5000);
+      expect((after - before) / 2 ** 20).toBeLessThan(5);
+    },
+    60_000,
+  );
 });
 
 describe('cohort hand-off', () => {
   it('passes the lock to the next local waiter without the store, each holder with a higher fence', async () => {
     const { store, locker, events } = setup({ cohort: { maxMs: 60_000 } });
     const fences: number[] = [];
-    await Promise.all(
-      Array.from({ length: 5 }, () => lastValueFrom(locker.using('k', (lease) => (fences.push(lease.fence), timer(1))))),
-    );
+    await Promise.all(Array.from({ length: 5 }, () => lastValueFrom(locker.using('k', (lease) => (fences.push(lease.fence), timer(1))))));
     expect(fences).toEqual([fences[0], fences[0]! + 1, fences[0]! + 2, fences[0]! + 3, fences[0]! + 4]);
     expect(store.count('tryAcquire')).toBe(1);
     const released = events.filter((e): e is Extract<LockEvent, { type: 'released' }> => e.type === 'released');
@@ -162,7 +164,16 @@ describe('cohort hand-off', () => {
     expect(store.count('tryAcquire')).toBe(2);
     // 5,000 waiters whose work completes synchronously: handed over in microtasks, not recursively
     let done = 0;
-    await lastValueFrom(merge(...Array.from({ length: 5000 }, () => of(1).pipe(locker.withLock('sync'), finalize(() => done++)))));
+    await lastValueFrom(
+      merge(
+        ...Array.from({ length: 5000 }, () =>
+          of(1).pipe(
+            locker.withLock('sync'),
+            finalize(() => done++),
+          ),
+        ),
+      ),
+    );
     expect(done).toBe(5000);
   });
 

@@ -430,7 +430,7 @@ describe('KeyGate.won: what a grant hands on', () => {
   });
 });
 
-describe('KeyGate.won: a grant for a session that is not the gate\'s current one', () => {
+describe("KeyGate.won: a grant for a session that is not the gate's current one", () => {
   it('is ignored: no holder, no store call, the gate stays as it was (idle, or acquiring with its own session)', async () => {
     const { store, locker } = recordingLocker();
     type Gate = { stateName: string; won(session: object, grant: object): void };

@@ -73,7 +73,17 @@ describe('locker.isLocked', () => {
 
   it('throws LockOptionsError at once for an invalid key', () => {
     const locker = createLocker();
-    expect(isLockOptionsError((() => { try { locker.isLocked(''); } catch (e) { return e; } })())).toBe(true);
+    expect(
+      isLockOptionsError(
+        (() => {
+          try {
+            locker.isLocked('');
+          } catch (e) {
+            return e;
+          }
+        })(),
+      ),
+    ).toBe(true);
     void locker.close();
   });
 });

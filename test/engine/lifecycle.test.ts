@@ -327,11 +327,15 @@ describe('usingLock()', () => {
     const { locker, memory } = setup();
     const seen: Array<[string, number]> = [];
     const result = await lastValueFrom(
-      usingLock('k', (lease) => {
-        seen.push([memory.holder('p:k')!, lease.fence]);
-        expect(lease.token).toBe(seen[0]![0]);
-        return of('done');
-      }, { locker }),
+      usingLock(
+        'k',
+        (lease) => {
+          seen.push([memory.holder('p:k')!, lease.fence]);
+          expect(lease.token).toBe(seen[0]![0]);
+          return of('done');
+        },
+        { locker },
+      ),
     );
     expect(result).toBe('done');
     expect(seen[0]![1]).toBeGreaterThan(0);

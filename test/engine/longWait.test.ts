@@ -76,7 +76,7 @@ describe('long-wait events', () => {
     await mine.release();
   });
 
-  it('say heldHere when one of this locker\'s own acquisitions holds the key', async () => {
+  it("say heldHere when one of this locker's own acquisitions holds the key", async () => {
     const l = locker({ longWait: 60 });
     const events = record(l);
     const lease = await firstValueFrom(l.acquire('mine'));

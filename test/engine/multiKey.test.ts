@@ -40,12 +40,14 @@ describe('one wait limit for the whole set (virtual clock)', () => {
     await memory.tryAcquire('a', 'holder', 300); // frees at 300
     await memory.tryAcquire('b', 'holder', 1_000_000);
     const outcome: { error?: unknown; at?: number; sub?: Subscription } = {};
-    outcome.sub = of(1).pipe(locker.withLocks(['b', 'a'])).subscribe({
-      error: (error) => {
-        outcome.error = error;
-        outcome.at = scheduler.now();
-      },
-    });
+    outcome.sub = of(1)
+      .pipe(locker.withLocks(['b', 'a']))
+      .subscribe({
+        error: (error) => {
+          outcome.error = error;
+          outcome.at = scheduler.now();
+        },
+      });
     await runUntil(scheduler, () => outcome.error !== undefined);
     // 'a' was taken at 300 or 350; a limit per key would have waited for 'b' until 700 or later
     expect(outcome.at).toBe(400);
@@ -60,7 +62,13 @@ describe('validation', () => {
   const work = () => of(1);
 
   it('refuses a bad array (keys) and a bad key (keys[i]), naming them, before anything runs', () => {
-    for (const take of [(keys: never) => locker.withLocks(keys), (keys: never) => locker.usingLocks(keys, work), (keys: never) => locker.acquireLocks(keys), (keys: never) => withLocks(keys, { locker }), (keys: never) => usingLocks(keys, work, { locker })]) {
+    for (const take of [
+      (keys: never) => locker.withLocks(keys),
+      (keys: never) => locker.usingLocks(keys, work),
+      (keys: never) => locker.acquireLocks(keys),
+      (keys: never) => withLocks(keys, { locker }),
+      (keys: never) => usingLocks(keys, work, { locker }),
+    ]) {
       expect(optionOf(() => take([] as never))).toBe('keys');
       expect(optionOf(() => take('a' as never))).toBe('keys');
       expect(optionOf(() => take(Array.from({ length: 65 }, (_, i) => `k${i}`) as never))).toBe('keys');
@@ -130,7 +138,9 @@ describe('the free operators', () => {
     const locker = createLocker({ store });
     const held = await lastValueFrom(of(0).pipe(withLocks(['y', 'x'], { locker }), (source) => source));
     expect(held).toBe(0);
-    const inStore = await lastValueFrom(usingLocks(['y', 'x'], async (locks) => locks.keys.map((key) => store.holder(`lock:${key}`) === locks.leases.get(key)!.token), { locker }));
+    const inStore = await lastValueFrom(
+      usingLocks(['y', 'x'], async (locks) => locks.keys.map((key) => store.holder(`lock:${key}`) === locks.leases.get(key)!.token), { locker }),
+    );
     expect(inStore).toEqual([true, true]);
     expect(store.size).toBe(0);
     await locker.close();
@@ -160,9 +170,7 @@ describe('reentrancy', () => {
   it('a stream nested in the work of a set joins any key of the set', async () => {
     const store = new RecordingStore(new MemoryLockStore());
     const locker = createLocker({ store, reentrant: true, waitTimeout: 300 });
-    const fences = await lastValueFrom(
-      locker.usingLocks(['a', 'b'], (locks) => locker.using('b', async (nested) => [nested.fence, locks.fences.get('b')])),
-    );
+    const fences = await lastValueFrom(locker.usingLocks(['a', 'b'], (locks) => locker.using('b', async (nested) => [nested.fence, locks.fences.get('b')])));
     expect(fences[0]).toBe(fences[1]);
     expect(store.calls.filter((c) => c.op === 'tryAcquire')).toHaveLength(2);
     await locker.close();

@@ -5,7 +5,19 @@
  */
 import { defer, finalize, firstValueFrom, lastValueFrom, map, merge, mergeMap, NEVER, Subject, takeUntil, timer, type Observable } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createLocker, isLockCapabilityError, isLockLostError, isLockOptionsError, isLockTimeoutError, MemoryLockStore, withPermit, withReadLock, withWriteLock, type LockEvent, type Locker } from '../../src/index.js';
+import {
+  createLocker,
+  isLockCapabilityError,
+  isLockLostError,
+  isLockOptionsError,
+  isLockTimeoutError,
+  MemoryLockStore,
+  withPermit,
+  withReadLock,
+  withWriteLock,
+  type LockEvent,
+  type Locker,
+} from '../../src/index.js';
 import { coreOnly } from '../../src/store/capabilities.js';
 import { sleep } from '../support/timing.js';
 
@@ -44,10 +56,12 @@ function gauge() {
 }
 
 describe('withPermit', () => {
-  it('lets at most `limit` permits be held at once, counting each holder\'s permits', async () => {
+  it("lets at most `limit` permits be held at once, counting each holder's permits", async () => {
     const locker = newLocker();
     const g = gauge();
-    const jobs = Array.from({ length: 8 }, (_, i) => g.run(`j${i}`, 10, i % 2 === 0 ? 2 : 1).pipe(locker.withPermit('k', { limit: 3, permits: i % 2 === 0 ? 2 : 1 })));
+    const jobs = Array.from({ length: 8 }, (_, i) =>
+      g.run(`j${i}`, 10, i % 2 === 0 ? 2 : 1).pipe(locker.withPermit('k', { limit: 3, permits: i % 2 === 0 ? 2 : 1 })),
+    );
     await lastValueFrom(merge(...jobs));
     expect(g.max).toBeLessThanOrEqual(3);
     expect(g.order).toHaveLength(8);
@@ -192,7 +206,9 @@ describe('read-write locks', () => {
     const reader = (i: number) => defer(() => (order.push(`r${i}`), timer(20))).pipe(locker.withReadLock('starve'));
     const writer = defer(() => (order.push('w'), timer(1))).pipe(locker.withWriteLock('starve'));
     // readers overlap continuously; the writer arrives after the first two
-    await lastValueFrom(merge(reader(0), reader(1), delayed(writer, 5), ...[2, 3, 4, 5].map((i) => delayed(reader(i), 8 + i * 4))), { defaultValue: undefined });
+    await lastValueFrom(merge(reader(0), reader(1), delayed(writer, 5), ...[2, 3, 4, 5].map((i) => delayed(reader(i), 8 + i * 4))), {
+      defaultValue: undefined,
+    });
     expect(order.indexOf('w')).toBe(2);
   });
 });
@@ -204,7 +220,13 @@ describe('the free operators', () => {
     await lastValueFrom(merge(...[0, 1, 2, 3].map((i) => g.run(`p${i}`, 5).pipe(withPermit('free', { limit: 2, locker })))));
     expect(g.max).toBe(2);
     const w = gauge();
-    await lastValueFrom(merge(w.run('r1', 5).pipe(withReadLock('free-rw', { locker })), w.run('w', 5).pipe(withWriteLock('free-rw', { locker })), w.run('r2', 5).pipe(withReadLock('free-rw', { locker }))));
+    await lastValueFrom(
+      merge(
+        w.run('r1', 5).pipe(withReadLock('free-rw', { locker })),
+        w.run('w', 5).pipe(withWriteLock('free-rw', { locker })),
+        w.run('r2', 5).pipe(withReadLock('free-rw', { locker })),
+      ),
+    );
     expect(w.order).toEqual(['r1', 'w', 'r2']);
     expect(() => withPermit('k', { limit: 1, permits: 2, locker })).toThrow(/permits/);
     expect(() => withPermit('k', { limit: 1, locker: {} as Locker })).toThrow(/locker/);

@@ -105,10 +105,16 @@ describe('using hands the work an AbortSignal', () => {
     const locker = newLocker({ store, ttl: 60, renew: false });
     let reason: unknown;
     const error = await lastValueFrom(
-      locker.using('k', (_lease, signal) => new Promise<never>((_, reject) => signal.addEventListener('abort', () => {
-        reason = signal.reason;
-        reject(signal.reason as Error);
-      }))),
+      locker.using(
+        'k',
+        (_lease, signal) =>
+          new Promise<never>((_, reject) =>
+            signal.addEventListener('abort', () => {
+              reason = signal.reason;
+              reject(signal.reason as Error);
+            }),
+          ),
+      ),
     ).catch((e: unknown) => e);
     expect(error).toSatisfy(isLockLostError);
     expect(reason).toBe(error);
@@ -130,7 +136,7 @@ describe('using hands the work an AbortSignal', () => {
     expect(signal?.aborted).toBe(false);
     subscription.unsubscribe();
     expect(signal?.aborted).toBe(true);
-    expect((signal?.reason as DOMException).name).toBe('AbortError');
+    expect((signal?.reason as DOMException | undefined)?.name).toBe('AbortError');
     let seen: AbortSignal | undefined;
     await lastValueFrom(usingLock('k', (_lease, s) => ((seen = s), of(s.aborted)), { locker }).pipe(map((aborted) => expect(aborted).toBe(false))));
     expect(seen?.aborted).toBe(true);
@@ -139,7 +145,13 @@ describe('using hands the work an AbortSignal', () => {
   it('still accepts work that takes only the lease, and a synchronous throw still releases', async () => {
     const locker = newLocker();
     expect(await lastValueFrom(locker.using('k', (lease) => of(lease.key)))).toBe('k');
-    await expect(lastValueFrom(locker.using('k', () => { throw new Error('sync'); }))).rejects.toThrow('sync');
+    await expect(
+      lastValueFrom(
+        locker.using('k', () => {
+          throw new Error('sync');
+        }),
+      ),
+    ).rejects.toThrow('sync');
     expect(await lastValueFrom(locker.using('k', () => of(1), { waitTimeout: 0 }))).toBe(1);
   });
 });
@@ -166,7 +178,16 @@ describe('exclusivePerKey', () => {
     };
     const messages = Array.from({ length: 40 }, (_, n) => ({ key: `k${n % 4}`, n }));
     const instance = (locker: typeof a, part: number) =>
-      lastValueFrom(from(messages.filter((m) => m.n % 2 === part)).pipe(exclusivePerKey((m) => m.key, (m) => work(m)(), { concurrency: 3, locker }), toArray()));
+      lastValueFrom(
+        from(messages.filter((m) => m.n % 2 === part)).pipe(
+          exclusivePerKey(
+            (m) => m.key,
+            (m) => work(m)(),
+            { concurrency: 3, locker },
+          ),
+          toArray(),
+        ),
+      );
     const [fromA, fromB] = await Promise.all([instance(a, 0), instance(b, 1)]);
     expect(overlaps).toBe(0);
     expect(parallel).toBeGreaterThan(1);
@@ -190,11 +211,21 @@ describe('exclusivePerKey', () => {
       running--;
       return n;
     };
-    const out = await lastValueFrom(from([1, 2, 3, 4]).pipe(exclusivePerKey((n) => `k${n}`, job, { concurrency: 1, locker }), toArray()));
+    const out = await lastValueFrom(
+      from([1, 2, 3, 4]).pipe(
+        exclusivePerKey((n) => `k${n}`, job, { concurrency: 1, locker }),
+        toArray(),
+      ),
+    );
     expect(out).toEqual([1, 2, 3, 4]);
     expect(most).toBe(1);
     most = 0;
-    await lastValueFrom(from([1, 2, 3, 4]).pipe(exclusivePerKey((n) => `k${n}`, job, { locker }), toArray()));
+    await lastValueFrom(
+      from([1, 2, 3, 4]).pipe(
+        exclusivePerKey((n) => `k${n}`, job, { locker }),
+        toArray(),
+      ),
+    );
     expect(most).toBe(4);
   });
 
@@ -207,7 +238,13 @@ describe('exclusivePerKey', () => {
           (m) => m,
           (m, _lease, signal) => {
             signal.addEventListener('abort', () => aborted++);
-            return m === 'bad' ? timer(5).pipe(map(() => { throw new Error('bad message'); })) : NEVER;
+            return m === 'bad'
+              ? timer(5).pipe(
+                  map(() => {
+                    throw new Error('bad message');
+                  }),
+                )
+              : NEVER;
           },
           { locker },
         ),
@@ -221,12 +258,54 @@ describe('exclusivePerKey', () => {
 
   it('errors with a throw of keyOf, an invalid key, or the source error', async () => {
     const locker = newLocker();
-    await expect(lastValueFrom(of(1).pipe(exclusivePerKey(() => { throw new Error('no key'); }, () => of(1), { locker })))).rejects.toThrow('no key');
-    await expect(lastValueFrom(of(1).pipe(exclusivePerKey(() => '', () => of(1), { locker })))).rejects.toSatisfy(isLockOptionsError);
-    await expect(lastValueFrom(throwError(() => new Error('source')).pipe(exclusivePerKey(() => 'k', () => of(1), { locker })))).rejects.toThrow('source');
+    await expect(
+      lastValueFrom(
+        of(1).pipe(
+          exclusivePerKey(
+            () => {
+              throw new Error('no key');
+            },
+            () => of(1),
+            { locker },
+          ),
+        ),
+      ),
+    ).rejects.toThrow('no key');
+    await expect(
+      lastValueFrom(
+        of(1).pipe(
+          exclusivePerKey(
+            () => '',
+            () => of(1),
+            { locker },
+          ),
+        ),
+      ),
+    ).rejects.toSatisfy(isLockOptionsError);
+    await expect(
+      lastValueFrom(
+        throwError(() => new Error('source')).pipe(
+          exclusivePerKey(
+            () => 'k',
+            () => of(1),
+            { locker },
+          ),
+        ),
+      ),
+    ).rejects.toThrow('source');
     // an invalid key met when a queued message starts (after another completed)
     const keys = ['k', 'k', ''];
-    await expect(lastValueFrom(from([0, 1, 2]).pipe(exclusivePerKey((i) => keys[i]!, (i) => timer(1).pipe(map(() => i)), { locker, concurrency: 1 })))).rejects.toSatisfy(isLockOptionsError);
+    await expect(
+      lastValueFrom(
+        from([0, 1, 2]).pipe(
+          exclusivePerKey(
+            (i) => keys[i]!,
+            (i) => timer(1).pipe(map(() => i)),
+            { locker, concurrency: 1 },
+          ),
+        ),
+      ),
+    ).rejects.toSatisfy(isLockOptionsError);
   });
 
   it('validates concurrency, the functions and the options at once', () => {
@@ -238,15 +317,79 @@ describe('exclusivePerKey', () => {
       }
       return 'none';
     };
-    expect(bad(() => exclusivePerKey((m: string) => m, () => of(1), { concurrency: 0 }))).toBe('concurrency');
-    expect(bad(() => exclusivePerKey((m: string) => m, () => of(1), { concurrency: 1.5 }))).toBe('concurrency');
-    expect(bad(() => exclusivePerKey((m: string) => m, () => of(1), { concurrency: '2' as never }))).toBe('concurrency');
-    expect(bad(() => exclusivePerKey((m: string) => m, () => of(1), { concurrency: Infinity }))).toBe('none');
-    expect(bad(() => exclusivePerKey((m: string) => m, () => of(1), { ttl: -1 }))).toBe('ttl');
-    expect(bad(() => exclusivePerKey((m: string) => m, () => of(1), { onBusy: 'skip' } as never))).toBe('options.onBusy');
+    expect(
+      bad(() =>
+        exclusivePerKey(
+          (m: string) => m,
+          () => of(1),
+          { concurrency: 0 },
+        ),
+      ),
+    ).toBe('concurrency');
+    expect(
+      bad(() =>
+        exclusivePerKey(
+          (m: string) => m,
+          () => of(1),
+          { concurrency: 1.5 },
+        ),
+      ),
+    ).toBe('concurrency');
+    expect(
+      bad(() =>
+        exclusivePerKey(
+          (m: string) => m,
+          () => of(1),
+          { concurrency: '2' as never },
+        ),
+      ),
+    ).toBe('concurrency');
+    expect(
+      bad(() =>
+        exclusivePerKey(
+          (m: string) => m,
+          () => of(1),
+          { concurrency: Infinity },
+        ),
+      ),
+    ).toBe('none');
+    expect(
+      bad(() =>
+        exclusivePerKey(
+          (m: string) => m,
+          () => of(1),
+          { ttl: -1 },
+        ),
+      ),
+    ).toBe('ttl');
+    expect(
+      bad(() =>
+        exclusivePerKey(
+          (m: string) => m,
+          () => of(1),
+          { onBusy: 'skip' } as never,
+        ),
+      ),
+    ).toBe('options.onBusy');
     expect(bad(() => exclusivePerKey('k' as never, () => of(1)))).toBe('keyOf');
-    expect(bad(() => exclusivePerKey((m: string) => m, () => of(1), 5 as never))).toBe('options');
-    expect(bad(() => exclusivePerKey((m: string) => m, () => of(1), { locker: {} as never }))).toBe('locker');
+    expect(
+      bad(() =>
+        exclusivePerKey(
+          (m: string) => m,
+          () => of(1),
+          5 as never,
+        ),
+      ),
+    ).toBe('options');
+    expect(
+      bad(() =>
+        exclusivePerKey(
+          (m: string) => m,
+          () => of(1),
+          { locker: {} as never },
+        ),
+      ),
+    ).toBe('locker');
     expect(bad(() => exclusivePerKey((m: string) => m, null as never))).toBe('project');
   });
 });
@@ -265,7 +408,14 @@ describe('the in-memory default locker warns once', () => {
     expect(warn).not.toHaveBeenCalled();
     await lastValueFrom(of(1).pipe(op));
     await lastValueFrom(fresh.usingLock('k', () => of(1)));
-    await lastValueFrom(of(1).pipe(fresh.exclusivePerKey(() => 'k', () => of(1))));
+    await lastValueFrom(
+      of(1).pipe(
+        fresh.exclusivePerKey(
+          () => 'k',
+          () => of(1),
+        ),
+      ),
+    );
     expect(warn).toHaveBeenCalledTimes(1);
     const [message, options] = warn.mock.calls[0] as [string, { code: string }];
     expect(options.code).toBe('RXJS_LOCK_IN_MEMORY_DEFAULT');

@@ -4,7 +4,27 @@
  * is given back only when the outermost stream ends; streams that do not run inside that work
  * never share it.
  */
-import { catchError, concat, defer, delay, EMPTY, firstValueFrom, from, ignoreElements, lastValueFrom, map, mergeMap, NEVER, of, Subject, take, tap, throwError, timer, toArray } from 'rxjs';
+import {
+  catchError,
+  concat,
+  defer,
+  delay,
+  EMPTY,
+  firstValueFrom,
+  from,
+  ignoreElements,
+  lastValueFrom,
+  map,
+  mergeMap,
+  NEVER,
+  of,
+  Subject,
+  take,
+  tap,
+  throwError,
+  timer,
+  toArray,
+} from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { createLocker, isLockLostError, isLockTimeoutError, MemoryLockStore, type Lease, type Locker } from '../../src/index.js';
 import { countingStore } from '../support/countingStore.js';
@@ -31,16 +51,20 @@ describe('reentrancy: nested acquisitions join the enclosing lease', () => {
         locker.using('k', (outer) => {
           note('outer', outer);
           return locker
-            .using('k', (inner) => {
-              note('using', inner);
-              return defer(async () => {
-                const acquired = await firstValueFrom(locker.acquire('k', { waitTimeout: 0 }));
-                expect(acquired.held).toBe(true); // the caller's until it releases it
-                note('acquire', acquired);
-                await acquired.release();
-                return 'work';
-              }).pipe(locker.withLock('k', { waitTimeout: 0 }));
-            }, { waitTimeout: 0 })
+            .using(
+              'k',
+              (inner) => {
+                note('using', inner);
+                return defer(async () => {
+                  const acquired = await firstValueFrom(locker.acquire('k', { waitTimeout: 0 }));
+                  expect(acquired.held).toBe(true); // the caller's until it releases it
+                  note('acquire', acquired);
+                  await acquired.release();
+                  return 'work';
+                }).pipe(locker.withLock('k', { waitTimeout: 0 }));
+              },
+              { waitTimeout: 0 },
+            )
             .pipe(tap(() => (seen.push({ where: 'after-nested', token: '', fence: 0, holder: store.holder('k') }), undefined)));
         }),
       );
@@ -63,16 +87,19 @@ describe('reentrancy: nested acquisitions join the enclosing lease', () => {
         locker.using('k', () =>
           from([30, 10, 20, 5]).pipe(
             mergeMap((ms) =>
-              locker.using('k', (lease) =>
-                defer(async () => {
-                  running++;
-                  most = Math.max(most, running);
-                  await sleep(ms);
-                  running--;
-                  holders.push(store.holder('k'));
-                  return lease.token;
-                }),
-              { waitTimeout: 0 }),
+              locker.using(
+                'k',
+                (lease) =>
+                  defer(async () => {
+                    running++;
+                    most = Math.max(most, running);
+                    await sleep(ms);
+                    running--;
+                    holders.push(store.holder('k'));
+                    return lease.token;
+                  }),
+                { waitTimeout: 0 },
+              ),
             ),
             toArray(),
           ),
@@ -94,7 +121,12 @@ describe('reentrancy: nested acquisitions join the enclosing lease', () => {
           const viaTimer = await new Promise<number>((resolve, reject) =>
             setTimeout(() => locker.using('k', (l) => of(l.fence), { waitTimeout: 0 }).subscribe({ next: resolve, error: reject }), 5),
           );
-          const viaOperator = await lastValueFrom(timer(5).pipe(mergeMap(() => of(1).pipe(locker.withLock('k', { waitTimeout: 0 }))), map(() => outer.fence)));
+          const viaOperator = await lastValueFrom(
+            timer(5).pipe(
+              mergeMap(() => of(1).pipe(locker.withLock('k', { waitTimeout: 0 }))),
+              map(() => outer.fence),
+            ),
+          );
           return [outer.fence, viaTimer, viaOperator];
         }),
       );
@@ -110,7 +142,10 @@ describe('reentrancy: nested acquisitions join the enclosing lease', () => {
       await lastValueFrom(
         locker.using('k', (outer) =>
           concat(
-            throwError(() => new Error('nested failed')).pipe(locker.withLock('k', { waitTimeout: 0 }), catchError(() => EMPTY)),
+            throwError(() => new Error('nested failed')).pipe(
+              locker.withLock('k', { waitTimeout: 0 }),
+              catchError(() => EMPTY),
+            ),
             look,
             concat(of(1), NEVER).pipe(locker.withLock('k', { waitTimeout: 0 }), take(1), ignoreElements()),
             look,
@@ -136,11 +171,13 @@ describe('reentrancy: nested acquisitions join the enclosing lease', () => {
       const detached = new Subject<void>();
       let outerCompleted = false;
       const done = lastValueFrom(
-        locker.using('k', () => {
-          // subscribed from the work but not part of it: ends later, on its own
-          locker.using('k', () => detached, { waitTimeout: 0 }).subscribe();
-          return of('outer done');
-        }).pipe(tap({ complete: () => (outerCompleted = true) })),
+        locker
+          .using('k', () => {
+            // subscribed from the work but not part of it: ends later, on its own
+            locker.using('k', () => detached, { waitTimeout: 0 }).subscribe();
+            return of('outer done');
+          })
+          .pipe(tap({ complete: () => (outerCompleted = true) })),
       );
       await sleep(20);
       expect({ outerCompleted, held: store.holder('k') !== undefined }).toEqual({ outerCompleted: false, held: true });
@@ -202,10 +239,14 @@ describe('reentrancy: nested acquisitions join the enclosing lease', () => {
 
   it('reentrant: false on the nested acquisition waits for the outer one, as without reentrancy; on the outer one, nothing joins it', async () => {
     await withLocker(async (locker) => {
-      const error = await lastValueFrom(locker.using('k', () => of(1).pipe(locker.withLock('k', { waitTimeout: 50, reentrant: false })))).catch((e: unknown) => e);
+      const error = await lastValueFrom(locker.using('k', () => of(1).pipe(locker.withLock('k', { waitTimeout: 50, reentrant: false })))).catch(
+        (e: unknown) => e,
+      );
       expect(isLockTimeoutError(error)).toBe(true);
       // and an outer stream with reentrant: false cannot be joined
-      const outer = await lastValueFrom(locker.using('k', () => of(1).pipe(locker.withLock('k', { waitTimeout: 50 })), { reentrant: false })).catch((e: unknown) => e);
+      const outer = await lastValueFrom(locker.using('k', () => of(1).pipe(locker.withLock('k', { waitTimeout: 50 })), { reentrant: false })).catch(
+        (e: unknown) => e,
+      );
       expect(isLockTimeoutError(outer)).toBe(true);
     });
   });
@@ -243,7 +284,9 @@ describe('reentrancy never makes unrelated streams share a lock', () => {
       await lastValueFrom(
         locker.using('k', async () => {
           // a timer set inside the work carries the work's context; it fires after the work ended
-          late = new Promise((resolve) => setTimeout(() => lastValueFrom(of('joined').pipe(locker.withLock('k', { waitTimeout: 50 }))).then(resolve, resolve), 60));
+          late = new Promise((resolve) =>
+            setTimeout(() => lastValueFrom(of('joined').pipe(locker.withLock('k', { waitTimeout: 50 }))).then(resolve, resolve), 60),
+          );
         }),
       );
       // the outer stream ended; an unrelated stream holds the key when the timer fires
@@ -253,14 +296,15 @@ describe('reentrancy never makes unrelated streams share a lock', () => {
     });
   });
 
-  it('code the locked work calls synchronously (a Subject.next into another pipeline) joins, as under a thread\'s reentrant lock; reentrant: false keeps it out', async () => {
+  it("code the locked work calls synchronously (a Subject.next into another pipeline) joins, as under a thread's reentrant lock; reentrant: false keeps it out", async () => {
     await withLocker(async (locker) => {
       const outcomes: string[] = [];
       for (const reentrant of [true, false]) {
         const events = new Subject<void>();
-        const pipeline = events
-          .pipe(mergeMap(() => of('joined').pipe(locker.withLock('k', { waitTimeout: 50, reentrant }))))
-          .subscribe({ next: (v) => outcomes.push(`${reentrant}:${v}`), error: (e: unknown) => outcomes.push(`${reentrant}:${isLockTimeoutError(e) ? 'timed out' : String(e)}`) });
+        const pipeline = events.pipe(mergeMap(() => of('joined').pipe(locker.withLock('k', { waitTimeout: 50, reentrant })))).subscribe({
+          next: (v) => outcomes.push(`${reentrant}:${v}`),
+          error: (e: unknown) => outcomes.push(`${reentrant}:${isLockTimeoutError(e) ? 'timed out' : String(e)}`),
+        });
         await lastValueFrom(
           locker.using('k', () => {
             events.next();
@@ -278,7 +322,9 @@ describe('reentrancy never makes unrelated streams share a lock', () => {
       // X holds k2 and, inside its work, takes and gives back k1 while Y waits for k1; Y is
       // subscribed from the root context and gets k1 by a local pass from X's release
       const outcome = await giverHoldsK2(locker, () =>
-        lastValueFrom(of('y').pipe(delay(1), locker.withLock('k2', { waitTimeout: 100 }), locker.withLock('k1', { waitTimeout: 5_000 }))).catch((e: unknown) => e),
+        lastValueFrom(of('y').pipe(delay(1), locker.withLock('k2', { waitTimeout: 100 }), locker.withLock('k1', { waitTimeout: 5_000 }))).catch(
+          (e: unknown) => e,
+        ),
       );
       expect(isLockTimeoutError(outcome)).toBe(true); // waited for X's k2, never joined it
     });

@@ -478,7 +478,7 @@ describe('each holder has its own id, even when holders share a token', () => {
     client?.disconnect();
   });
 
-  it('1,000 acquisitions that pass locally: 1,000 distinct ids, few tokens, GET shows the token, events carry the holder\'s id', async () => {
+  it("1,000 acquisitions that pass locally: 1,000 distinct ids, few tokens, GET shows the token, events carry the holder's id", async () => {
     const locker = createLocker({ store, cohort: { maxPasses: 1023, maxMs: 60_000, roundMs: 60_000 } });
     const events: LockEvent[] = [];
     locker.events$.subscribe((e) => events.push(e));
@@ -513,7 +513,7 @@ describe('each holder has its own id, even when holders share a token', () => {
     await locker.close();
   });
 
-  it('a holder that got the lock locally and loses it: the lost event carries its own id, not the first holder\'s', async () => {
+  it("a holder that got the lock locally and loses it: the lost event carries its own id, not the first holder's", async () => {
     const locker = createLocker({ store, cohort: { maxMs: 60_000 } });
     const events: LockEvent[] = [];
     locker.events$.subscribe((e) => events.push(e));
@@ -539,7 +539,7 @@ describe('each holder has its own id, even when holders share a token', () => {
     await locker.close();
   });
 
-  it('the lost events of a locker closing carry each holder\'s own id', async () => {
+  it("the lost events of a locker closing carry each holder's own id", async () => {
     const locker = createLocker({ store, localGate: false });
     const events: LockEvent[] = [];
     locker.events$.subscribe((e) => events.push(e));

@@ -6,7 +6,15 @@
 import { defer, filter, firstValueFrom, lastValueFrom, of, takeUntil, throwError, timer } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
-import { createLocker, isLockOptionsError, isLockStoreError, MemoryLockStore, type AcquireResult, type ExtendOutcome, type LockStore } from '../../src/index.js';
+import {
+  createLocker,
+  isLockOptionsError,
+  isLockStoreError,
+  MemoryLockStore,
+  type AcquireResult,
+  type ExtendOutcome,
+  type LockStore,
+} from '../../src/index.js';
 import { RecordingStore } from '../support/recordingStore.js';
 import { runUntil } from '../support/virtualTime.js';
 import { expectNoUnhandledRejections } from '../support/unhandled.js';
@@ -24,7 +32,13 @@ async function heldStore() {
 describe('a retry policy or random source that misbehaves errors the acquisition', () => {
   it('a policy that throws', async () => {
     const boom = new Error('policy bug');
-    const locker = createLocker({ store: await heldStore(), keyPrefix: '', retry: () => { throw boom; } });
+    const locker = createLocker({
+      store: await heldStore(),
+      keyPrefix: '',
+      retry: () => {
+        throw boom;
+      },
+    });
     await expect(firstValueFrom(locker.acquire('k'))).rejects.toBe(boom);
   });
 
@@ -35,7 +49,13 @@ describe('a retry policy or random source that misbehaves errors the acquisition
 
   it('a random source that throws', async () => {
     const boom = new Error('random bug');
-    const locker = createLocker({ store: await heldStore(), keyPrefix: '', random: () => { throw boom; } });
+    const locker = createLocker({
+      store: await heldStore(),
+      keyPrefix: '',
+      random: () => {
+        throw boom;
+      },
+    });
     await expect(firstValueFrom(locker.acquire('k'))).rejects.toBe(boom);
   });
 
@@ -79,7 +99,9 @@ describe('a store that breaks the Promise contract', () => {
   class PlainValueStore implements LockStore {
     readonly inner = new MemoryLockStore();
     tryAcquire(key: string, token: string, ttl: number): Promise<AcquireResult> {
-      return (this.inner.holder(key) === undefined ? (void this.inner.tryAcquire(key, token, ttl), { acquired: true, fence: 1 }) : { acquired: false }) as never;
+      return (
+        this.inner.holder(key) === undefined ? (void this.inner.tryAcquire(key, token, ttl), { acquired: true, fence: 1 }) : { acquired: false }
+      ) as never;
     }
     release(key: string, token: string): Promise<boolean> {
       const deleted = this.inner.holder(key) === token;
@@ -115,7 +137,12 @@ describe('re-entrant callers', () => {
     const locker = createLocker({ store, keyPrefix: '' });
     const acquired$ = locker.events$.pipe(filter((e) => e.type === 'acquired'));
     const leases: unknown[] = [];
-    await new Promise<void>((resolve) => locker.acquire('k').pipe(takeUntil(acquired$)).subscribe({ next: (l) => leases.push(l), complete: resolve }));
+    await new Promise<void>((resolve) =>
+      locker
+        .acquire('k')
+        .pipe(takeUntil(acquired$))
+        .subscribe({ next: (l) => leases.push(l), complete: resolve }),
+    );
     await sleep(5);
     expect(leases).toEqual([]);
     expect(store.size).toBe(0);

@@ -21,7 +21,11 @@ const stores: Record<string, () => Pair> = {
   memory: () => {
     const store = new MemoryLockStore();
     const [a, b] = [createLocker({ store, retry: { minDelay: 2, jitter: 3 } }), createLocker({ store, retry: { minDelay: 2, jitter: 3 } })];
-    suite.closers.push(() => store.close(), () => a.close(), () => b.close());
+    suite.closers.push(
+      () => store.close(),
+      () => a.close(),
+      () => b.close(),
+    );
     return { a, b, store };
   },
   redis: () => {
@@ -29,7 +33,11 @@ const stores: Record<string, () => Pair> = {
       const client = connect(suite.server);
       const store = new RedisLockStore(client);
       const locker = createLocker({ store, retry: { minDelay: 2, jitter: 3 } });
-      suite.closers.push(() => client.disconnect(), () => store.close(), () => locker.close());
+      suite.closers.push(
+        () => client.disconnect(),
+        () => store.close(),
+        () => locker.close(),
+      );
       return { store, locker };
     });
     return { a: lockers[0]!.locker, b: lockers[1]!.locker, store: lockers[0]!.store };
@@ -70,7 +78,9 @@ describe.each(Object.keys(stores))('shared-lock inspection (%s store)', (name) =
     // a mutex of that name is another lock; a write lock is told as a writer
     expect(await lastValueFrom(a.inspect('renderer'))).toBeNull();
     const writer = await hold(b.acquireWriteLock('config'));
-    expect((await lastValueFrom(a.inspectPermits('config')))?.holders).toEqual([expect.objectContaining({ token: writer.token, writer: true, heldHere: false, fence: writer.fence })]);
+    expect((await lastValueFrom(a.inspectPermits('config')))?.holders).toEqual([
+      expect.objectContaining({ token: writer.token, writer: true, heldHere: false, fence: writer.fence }),
+    ]);
   });
 
   it('isReadLocked / isWriteLocked tell readers from a writer, and take nothing', async () => {
@@ -98,7 +108,9 @@ describe.each(Object.keys(stores))('shared-lock inspection (%s store)', (name) =
     const read = b.usingReadLock('config', () => endRead, { waitTimeout: 10_000 }).subscribe({ error: () => undefined });
     suite.closers.push(() => read.unsubscribe());
     const seen: string[] = [];
-    const noWriter = lastValueFrom(b.waitUntilPermitsFree('config', { until: 'no-writer', waitTimeout: 10_000 }), { defaultValue: undefined }).then(() => seen.push('no-writer'));
+    const noWriter = lastValueFrom(b.waitUntilPermitsFree('config', { until: 'no-writer', waitTimeout: 10_000 }), { defaultValue: undefined }).then(() =>
+      seen.push('no-writer'),
+    );
     const noHolder = lastValueFrom(b.waitUntilPermitsFree('config', { waitTimeout: 10_000 }), { defaultValue: undefined }).then(() => seen.push('no-holder'));
     await sleep(60);
     expect(seen).toEqual([]);
@@ -129,14 +141,29 @@ describe.each(Object.keys(stores))('shared-lock inspection (%s store)', (name) =
 describe('shared-lock inspection refusals', () => {
   it('a store without shared locks: LockCapabilityError naming shared; one without inspectShared: naming inspect', async () => {
     const memory = new MemoryLockStore();
-    const mutexOnly: LockStore = { tryAcquire: (...a) => memory.tryAcquire(...a), extend: (...a) => memory.extend(...a), release: (k, t) => memory.release(k, t) };
+    const mutexOnly: LockStore = {
+      tryAcquire: (...a) => memory.tryAcquire(...a),
+      extend: (...a) => memory.extend(...a),
+      release: (k, t) => memory.release(k, t),
+    };
     const { inspectShared: _, ...withoutInspect } = Object.fromEntries(
-      ['tryAcquire', 'extend', 'release', 'tryAcquireShared', 'extendShared', 'releaseShared', 'leaveShared', 'inspectShared'].map((m) => [m, (memory as unknown as Record<string, (...a: unknown[]) => unknown>)[m]!.bind(memory)]),
+      ['tryAcquire', 'extend', 'release', 'tryAcquireShared', 'extendShared', 'releaseShared', 'leaveShared', 'inspectShared'].map((m) => [
+        m,
+        (memory as unknown as Record<string, (...a: unknown[]) => unknown>)[m]!.bind(memory),
+      ]),
     );
-    for (const [store, capability] of [[mutexOnly, 'shared'], [withoutInspect as unknown as LockStore, 'inspect']] as const) {
+    for (const [store, capability] of [
+      [mutexOnly, 'shared'],
+      [withoutInspect as unknown as LockStore, 'inspect'],
+    ] as const) {
       const locker = createLocker({ store });
       suite.closers.push(() => locker.close());
-      const answers: Array<Observable<unknown>> = [locker.inspectPermits('k'), locker.isReadLocked('k'), locker.isWriteLocked('k'), locker.waitUntilPermitsFree('k')];
+      const answers: Array<Observable<unknown>> = [
+        locker.inspectPermits('k'),
+        locker.isReadLocked('k'),
+        locker.isWriteLocked('k'),
+        locker.waitUntilPermitsFree('k'),
+      ];
       for (const answer$ of answers) {
         const error = await lastValueFrom(answer$).catch((e: unknown) => e);
         expect(isLockCapabilityError(error)).toBe(true);

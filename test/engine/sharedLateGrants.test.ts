@@ -53,11 +53,11 @@ describe('a shared grant answered after its validity', () => {
       const { locker, events } = newLocker(store);
       delay.ms = 150; // the first answer comes after the 97 ms validity of a 100 ms TTL
       const run = lastValueFrom(
-        (take === 'permit'
+        take === 'permit'
           ? locker.usingPermit('late', (lease) => of(lease.validUntil - performance.now()), { limit: 2, waitTimeout: 2_000 })
           : take === 'read'
             ? locker.usingReadLock('late', (lease) => of(lease.validUntil - performance.now()), { waitTimeout: 2_000 })
-            : locker.usingWriteLock('late', (lease) => of(lease.validUntil - performance.now()), { waitTimeout: 2_000 })),
+            : locker.usingWriteLock('late', (lease) => of(lease.validUntil - performance.now()), { waitTimeout: 2_000 }),
       );
       await sleep(20);
       delay.ms = 0; // later answers are quick

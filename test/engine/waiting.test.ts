@@ -92,7 +92,7 @@ describe('back-off on a held lock (virtual clock)', () => {
     expect((outcome.error as LockTimeoutError).attempts).toBe(1);
   });
 
-  it('gets the lock once the holder\'s TTL runs out on the store\'s clock, sleeping no longer than that TTL', async () => {
+  it("gets the lock once the holder's TTL runs out on the store's clock, sleeping no longer than that TTL", async () => {
     await memory.tryAcquire('k', 'holder', 333);
     const locker = lockerWith({ retry: { minDelay: 100, jitter: 0 }, waitTimeout: Infinity });
     const outcome = observe(locker, 'k');
@@ -144,7 +144,7 @@ describe('custom retry policies (virtual clock)', () => {
     expect(isLockTimeoutError(outcome.error)).toBe(true);
   });
 
-  it('errors with the policy\'s own error', async () => {
+  it("errors with the policy's own error", async () => {
     await memory.tryAcquire('k', 'holder', 1_000_000);
     const boom = new Error('policy says no');
     const outcome = observe(lockerWith({ retry: () => throwError(() => boom) }), 'k');
@@ -152,7 +152,7 @@ describe('custom retry policies (virtual clock)', () => {
     expect(outcome.error).toBe(boom);
   });
 
-  it('per-call options override the locker\'s', async () => {
+  it("per-call options override the locker's", async () => {
     await memory.tryAcquire('k', 'holder', 1_000_000);
     const locker = lockerWith({ retry: { minDelay: 100, jitter: 0 }, waitTimeout: 10_000 });
     const outcome = observe(locker, 'k', { retry: { minDelay: 7, jitter: 0 }, waitTimeout: 21 });

@@ -11,8 +11,16 @@ import { redisSuite } from '../support/redisSuite.js';
 const suite = redisSuite();
 
 describe('examples/event-pipeline', () => {
-  it('three consumers, one killed mid-run: exact balances, each message applied once, the killed one\'s messages redelivered', async () => {
-    const report = await runEventPipeline({ host: suite.server.host, port: suite.server.port, consumers: 3, messages: 300, accounts: 5, killAfterApplied: 30, timeoutMs: 25_000 });
+  it("three consumers, one killed mid-run: exact balances, each message applied once, the killed one's messages redelivered", async () => {
+    const report = await runEventPipeline({
+      host: suite.server.host,
+      port: suite.server.port,
+      consumers: 3,
+      messages: 300,
+      accounts: 5,
+      killAfterApplied: 30,
+      timeoutMs: 25_000,
+    });
     expect(report.balances).toEqual(report.expected);
     expect(Object.keys(report.expected)).toHaveLength(5);
     expect(report.applied).toBe(300);
@@ -27,7 +35,17 @@ describe('examples/event-pipeline', () => {
 
   it('the same run with locks that do not span processes (in-memory, as the free withLock before setDefaultLocker) fails the check', async () => {
     // 20 ms between read and write: three consumers on five accounts meet on an account all the time.
-    const report = await runEventPipeline({ host: suite.server.host, port: suite.server.port, consumers: 3, messages: 300, accounts: 5, killAfterApplied: 30, workMs: 20, inMemoryLocks: true, timeoutMs: 25_000 });
+    const report = await runEventPipeline({
+      host: suite.server.host,
+      port: suite.server.port,
+      consumers: 3,
+      messages: 300,
+      accounts: 5,
+      killAfterApplied: 30,
+      workMs: 20,
+      inMemoryLocks: true,
+      timeoutMs: 25_000,
+    });
     const exact = Object.keys(report.expected).every((account) => report.balances[account] === report.expected[account]);
     expect(exact && report.applied === report.messages).toBe(false);
   }, 40_000);

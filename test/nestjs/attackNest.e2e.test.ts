@@ -117,8 +117,7 @@ describe.each<Platform>(['express', 'fastify'])('@WithLock attacks on %s', (plat
 });
 
 describe('hostile key templates', () => {
-  const http = (request: object) =>
-    ({ getType: () => 'http', switchToHttp: () => ({ getRequest: () => request }) }) as unknown as ExecutionContext;
+  const http = (request: object) => ({ getType: () => 'http', switchToHttp: () => ({ getRequest: () => request }) }) as unknown as ExecutionContext;
   const fails = (fn: () => unknown) => {
     try {
       fn();
@@ -140,7 +139,10 @@ describe('hostile key templates', () => {
 
   it('refuses templates that cannot be parsed', () => {
     for (const template of ['{params.id', 'params.id}', '{{params.id}}', '{}', '{params.}', '{process.env}', '{constructor.name}', '']) {
-      expect(fails(() => compileLockKey(template)), template).toBeDefined();
+      expect(
+        fails(() => compileLockKey(template)),
+        template,
+      ).toBeDefined();
     }
   });
 

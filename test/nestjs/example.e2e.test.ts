@@ -56,7 +56,11 @@ describe('examples/nest', () => {
     const [a, b] = [await startExample(), await startExample()];
     await request(a.url).put('/inventory/sku-1').send({ units: 100 }).expect(200);
     const replies = await Promise.all(
-      Array.from({ length: 40 }, (_, i) => request(i % 2 === 0 ? a.url : b.url).post('/inventory/sku-1/reservations').send({ units: 1 })),
+      Array.from({ length: 40 }, (_, i) =>
+        request(i % 2 === 0 ? a.url : b.url)
+          .post('/inventory/sku-1/reservations')
+          .send({ units: 1 }),
+      ),
     );
     expect(replies.map((r) => r.status)).toEqual(Array(40).fill(201));
     expect(replies.every((r) => r.body.reserved === true)).toBe(true);

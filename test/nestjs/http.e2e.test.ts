@@ -52,10 +52,14 @@ describe.each<Platform>(['express', 'fastify'])('@WithLock on %s', (platform) =>
   it('runs two requests on one key one after the other, across two instances', async () => {
     const probe = new Probe();
     const [a, b] = [await start('a', probe), await start('b', probe)];
-    const first = request(a.url).post('/orders/1/first').then((r) => r);
+    const first = request(a.url)
+      .post('/orders/1/first')
+      .then((r) => r);
     await probe.waitFor('enter', 'order:1', 'a');
     expect(await suite.admin.exists('lock:order:1')).toBe(1);
-    const second = request(b.url).post('/orders/1/second').then((r) => r);
+    const second = request(b.url)
+      .post('/orders/1/second')
+      .then((r) => r);
     await someoneWaitsInRedis('order:1');
     expect(probe.notes.filter((n) => n.what === 'enter')).toHaveLength(1); // b waits
     probe.open('order:1:first');
@@ -70,7 +74,9 @@ describe.each<Platform>(['express', 'fastify'])('@WithLock on %s', (platform) =>
   it('answers 409 Conflict to a request on a busy key with waitTimeout 0; 423, 503 + Retry-After or a custom mapping as configured', async () => {
     const probe = new Probe();
     const [a, b] = [await start('a', probe), await start('b', probe)];
-    const first = request(a.url).post('/orders/7/first').then((r) => r);
+    const first = request(a.url)
+      .post('/orders/7/first')
+      .then((r) => r);
     await probe.waitFor('enter', 'order:7', 'a');
     const conflict = await request(b.url).post('/now/orders/7/second');
     expect(conflict.status).toBe(409);
@@ -90,8 +96,12 @@ describe.each<Platform>(['express', 'fastify'])('@WithLock on %s', (platform) =>
   it('runs requests on different keys in parallel', async () => {
     const probe = new Probe();
     const a = await start('a', probe);
-    const one = request(a.url).post('/orders/1/x').then((r) => r);
-    const two = request(a.url).post('/orders/2/x').then((r) => r);
+    const one = request(a.url)
+      .post('/orders/1/x')
+      .then((r) => r);
+    const two = request(a.url)
+      .post('/orders/2/x')
+      .then((r) => r);
     // both handlers are inside their sections at once: neither gate is open yet
     await Promise.all([probe.waitFor('enter', 'order:1'), probe.waitFor('enter', 'order:2')]);
     expect(await suite.admin.exists('lock:order:1', 'lock:order:2')).toBe(2);

@@ -5,8 +5,7 @@ import { isLockOptionsError } from '../../src/index.js';
 import { compileLockKey, MissingKeyValueError } from '../../src/integrations/nestjs/lockKey.js';
 import { escapeKeyPart } from '../../src/nestjs.js';
 
-const http = (request: object) =>
-  ({ getType: () => 'http', switchToHttp: () => ({ getRequest: () => request }) }) as unknown as ExecutionContext;
+const http = (request: object) => ({ getType: () => 'http', switchToHttp: () => ({ getRequest: () => request }) }) as unknown as ExecutionContext;
 const rpc = (data: unknown) => ({ getType: () => 'rpc', switchToRpc: () => ({ getData: () => data }) }) as unknown as ExecutionContext;
 const graphql = (args: unknown = {}) =>
   ({ getType: () => 'graphql', getArgByIndex: (i: number) => [{ parent: true }, args, {}, {}][i] }) as unknown as ExecutionContext;

@@ -50,7 +50,10 @@ describe('LockModule', () => {
         LockModule.forRootAsync({
           imports: [ConfigModule],
           inject: [ConfigService],
-          useFactory: (config: ConfigService) => ({ redis: config.getOrThrow<string>('lock.url'), locker: { keyPrefix: config.getOrThrow<string>('lock.prefix') } }),
+          useFactory: (config: ConfigService) => ({
+            redis: config.getOrThrow<string>('lock.url'),
+            locker: { keyPrefix: config.getOrThrow<string>('lock.prefix') },
+          }),
           isGlobal: true,
         }),
       ],
@@ -67,7 +70,9 @@ describe('LockModule', () => {
       probe.openAll();
       await app.close();
     });
-    const pending = request(app.getHttpServer()).post('/orders/9/x').then((r) => r);
+    const pending = request(app.getHttpServer())
+      .post('/orders/9/x')
+      .then((r) => r);
     await probe.waitFor('enter', 'order:9');
     expect(await suite.admin.exists('cfg:order:9')).toBe(1);
     probe.open('order:9:x');
@@ -99,7 +104,9 @@ describe('LockModule', () => {
   it('shuts down without hanging when Redis does not answer', async () => {
     const app = (
       await Test.createTestingModule({
-        imports: [LockModule.forRoot({ redis: { host: suite.server.host, port: suite.server.port, connectionName: 'frozen-redis' }, locker: { commandTimeout: 300 } })],
+        imports: [
+          LockModule.forRoot({ redis: { host: suite.server.host, port: suite.server.port, connectionName: 'frozen-redis' }, locker: { commandTimeout: 300 } }),
+        ],
         controllers: [ClassLockedController],
       }).compile()
     ).createNestApplication({ logger: false });
@@ -122,7 +129,9 @@ describe('LockModule', () => {
     suite.closers.push(() => client.quit());
     const store = new MemoryLockStore();
     for (const options of [{ client }, { store }]) {
-      const app = (await Test.createTestingModule({ imports: [LockModule.forRoot(options)], controllers: [ClassLockedController] }).compile()).createNestApplication({
+      const app = (
+        await Test.createTestingModule({ imports: [LockModule.forRoot(options)], controllers: [ClassLockedController] }).compile()
+      ).createNestApplication({
         logger: false,
       });
       await app.init();
@@ -135,14 +144,20 @@ describe('LockModule', () => {
     expect(await store.tryAcquire('k', 't', 1000, 1)).toMatchObject({ acquired: true });
   });
 
-  it('locks a class with @WithLock, a handler\'s own @WithLock replacing it (one lock, not two)', async () => {
+  it("locks a class with @WithLock, a handler's own @WithLock replacing it (one lock, not two)", async () => {
     const app = (
       await Test.createTestingModule({ imports: [LockModule.forRoot({ client: suite.admin })], controllers: [ClassLockedController] }).compile()
     ).createNestApplication({ logger: false });
     await app.init();
     suite.closers.push(() => app.close());
     const locker = app.get<Locker>(LOCKER);
-    const acquired = firstValueFrom(locker.events$.pipe(filter((e) => e.type === 'acquired'), take(2), toArray()));
+    const acquired = firstValueFrom(
+      locker.events$.pipe(
+        filter((e) => e.type === 'acquired'),
+        take(2),
+        toArray(),
+      ),
+    );
     expect((await request(app.getHttpServer()).get('/by-class/3')).text).toBe('class key');
     expect((await request(app.getHttpServer()).get('/by-class/3/own')).text).toBe('own 3');
     expect((await acquired).map((e) => e.key)).toEqual(['class:3', 'own:3']);

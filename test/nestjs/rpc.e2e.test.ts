@@ -36,7 +36,11 @@ const freePort = () =>
     });
   });
 
-const failureOf = (reply: Promise<unknown>) => reply.then(() => undefined, (error: unknown) => error);
+const failureOf = (reply: Promise<unknown>) =>
+  reply.then(
+    () => undefined,
+    (error: unknown) => error,
+  );
 
 describe('@WithLock on a microservice handler', () => {
   it('locks the key from the payload and answers busy and missing keys with RpcException errors', async () => {

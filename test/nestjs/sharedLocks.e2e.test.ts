@@ -36,14 +36,23 @@ describe.each<Platform>(['express', 'fastify'])('shared and multi-key lock decor
   it('@WithLock([...]): both keys or none, one global order across instances; disjoint sets run side by side', async () => {
     const probe = new Probe();
     const [a, b] = [await start('a', probe), await start('b', probe)];
-    const t1 = request(a.url).post('/transfers/t1').send({ from: '1', to: '2' }).then((r) => r);
+    const t1 = request(a.url)
+      .post('/transfers/t1')
+      .send({ from: '1', to: '2' })
+      .then((r) => r);
     await probe.waitFor('enter', 'transfer:t1');
     expect([await suite.admin.exists('lock:account:1'), await suite.admin.exists('lock:account:2')]).toEqual([1, 1]);
     // the reverse transfer waits (in Redis's line for account:1, the first key in lock order)
-    const t2 = request(b.url).post('/transfers/t2').send({ from: '2', to: '1' }).then((r) => r);
+    const t2 = request(b.url)
+      .post('/transfers/t2')
+      .send({ from: '2', to: '1' })
+      .then((r) => r);
     await until(async () => (await lastValueFrom(lockerOf(a).inspect('account:1')))?.waiting === 1, 'b waits for account:1');
     // another pair runs meanwhile
-    const t3 = request(b.url).post('/transfers/t3').send({ from: '3', to: '4' }).then((r) => r);
+    const t3 = request(b.url)
+      .post('/transfers/t3')
+      .send({ from: '3', to: '4' })
+      .then((r) => r);
     await probe.waitFor('enter', 'transfer:t3');
     probe.open('transfer:t3');
     expect(entered(probe, 'transfer:t2')).toBe(false);
@@ -59,7 +68,10 @@ describe.each<Platform>(['express', 'fastify'])('shared and multi-key lock decor
   it('@WithLock([...]): values escaped in every key; busy → 409 with nothing left held; a missing value → 400', async () => {
     const probe = new Probe();
     const [a, b] = [await start('a', probe), await start('b', probe)];
-    const held = request(a.url).post('/transfers/h').send({ from: 'x:y', to: '{z}' }).then((r) => r);
+    const held = request(a.url)
+      .post('/transfers/h')
+      .send({ from: 'x:y', to: '{z}' })
+      .then((r) => r);
     await probe.waitFor('enter', 'transfer:h');
     expect(await suite.admin.exists('lock:account:x%3Ay', 'lock:account:%7Bz%7D')).toBe(2);
     // '0' sorts before 'x%3Ay': taken first, then given back when 'x%3Ay' is busy
@@ -75,17 +87,25 @@ describe.each<Platform>(['express', 'fastify'])('shared and multi-key lock decor
     const probe = new Probe();
     const [a, b] = [await start('a', probe), await start('b', probe)];
     const tenant = encodeURIComponent('t:1');
-    const r1 = request(a.url).post(`/render/${tenant}/r1`).then((r) => r);
-    const r2 = request(b.url).post(`/render/${tenant}/r2`).then((r) => r);
+    const r1 = request(a.url)
+      .post(`/render/${tenant}/r1`)
+      .then((r) => r);
+    const r2 = request(b.url)
+      .post(`/render/${tenant}/r2`)
+      .then((r) => r);
     await Promise.all([probe.waitFor('enter', 'render:r1'), probe.waitFor('enter', 'render:r2')]);
-    const r3 = request(a.url).post(`/render/${tenant}/r3`).then((r) => r);
+    const r3 = request(a.url)
+      .post(`/render/${tenant}/r3`)
+      .then((r) => r);
     // the template's value is escaped: the semaphore is renderer:t%3A1
     await until(async () => (await lastValueFrom(lockerOf(b).inspectPermits('renderer:t%3A1')))?.waiting === 1, 'r3 waits in line');
     expect((await lastValueFrom(lockerOf(b).inspectPermits('renderer:t%3A1')))?.used).toBe(2);
     const all = await request(b.url).post(`/render-all/${tenant}/r4`);
     expect([all.status, all.headers['retry-after']]).toEqual([503, '3']);
     // another tenant has permits of its own
-    const other = request(b.url).post('/render/other/o1').then((r) => r);
+    const other = request(b.url)
+      .post('/render/other/o1')
+      .then((r) => r);
     await probe.waitFor('enter', 'render:o1');
     probe.open('render:o1');
     expect(entered(probe, 'render:r3')).toBe(false);
@@ -100,12 +120,20 @@ describe.each<Platform>(['express', 'fastify'])('shared and multi-key lock decor
   it('@WithReadLock / @WithWriteLock: readers share across instances, a writer waits for them, and a reader after a waiting writer waits behind it', async () => {
     const probe = new Probe();
     const [a, b] = [await start('a', probe), await start('b', probe)];
-    const c1 = request(a.url).get('/config/app/c1').then((r) => r);
-    const c2 = request(b.url).get('/config/app/c2').then((r) => r);
+    const c1 = request(a.url)
+      .get('/config/app/c1')
+      .then((r) => r);
+    const c2 = request(b.url)
+      .get('/config/app/c2')
+      .then((r) => r);
     await Promise.all([probe.waitFor('enter', 'config:c1'), probe.waitFor('enter', 'config:c2')]);
-    const w = request(a.url).put('/config/app/w').then((r) => r);
+    const w = request(a.url)
+      .put('/config/app/w')
+      .then((r) => r);
     await until(async () => (await lastValueFrom(lockerOf(b).inspectPermits('config:app')))?.waiting === 1, 'the writer waits');
-    const c3 = request(b.url).get('/config/app/c3').then((r) => r);
+    const c3 = request(b.url)
+      .get('/config/app/c3')
+      .then((r) => r);
     await until(async () => (await lastValueFrom(lockerOf(b).inspectPermits('config:app')))?.waiting === 2, 'the late reader waits');
     expect(await lastValueFrom(lockerOf(b).isWriteLocked('config:app'))).toBe(false);
     probe.open('config:c1');

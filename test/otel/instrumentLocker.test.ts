@@ -39,7 +39,11 @@ beforeEach(() => {
   const store = new RedisLockStore(client);
   locker = createLocker({ store, ttl: 2_000 });
   instrumentation = instrumentLocker(locker, { meterProvider, tracerProvider, keyGroup: (key) => key.split(':')[0] });
-  suite.closers.push(() => client.disconnect(), () => store.close(), () => locker.close());
+  suite.closers.push(
+    () => client.disconnect(),
+    () => store.close(),
+    () => locker.close(),
+  );
 });
 afterEach(async () => {
   instrumentation.stop();
@@ -60,7 +64,8 @@ function points<T>(metrics: ResourceMetrics, name: string, where: Attributes = {
   return all.filter((p) => Object.entries(where).every(([k, v]) => p.attributes[k] === v));
 }
 const total = (metrics: ResourceMetrics, name: string, where: Attributes = {}) => points<number>(metrics, name, where).reduce((n, p) => n + p.value, 0);
-const histogramCount = (metrics: ResourceMetrics, name: string, where: Attributes = {}) => points<Histogram>(metrics, name, where).reduce((n, p) => n + p.value.count, 0);
+const histogramCount = (metrics: ResourceMetrics, name: string, where: Attributes = {}) =>
+  points<Histogram>(metrics, name, where).reduce((n, p) => n + p.value.count, 0);
 const spansNamed = (name: string): ReadableSpan[] => spans.getFinishedSpans().filter((s) => s.name === name);
 
 describe('instrumentLocker', () => {
@@ -77,13 +82,18 @@ describe('instrumentLocker', () => {
     expect(total(m, 'rxjs_lock.acquisitions', { 'rxjs_lock.key_group': 'order' })).toBe(2);
     expect(total(m, 'rxjs_lock.acquisitions', { 'rxjs_lock.key_group': 'invoice' })).toBe(1);
     expect(histogramCount(m, 'rxjs_lock.acquire.wait_time', { 'rxjs_lock.outcome': 'acquired' })).toBe(3);
-    expect(histogramCount(m, 'rxjs_lock.hold.duration', { 'rxjs_lock.outcome': 'released' }) + histogramCount(m, 'rxjs_lock.hold.duration', { 'rxjs_lock.outcome': 'passed' })).toBe(3);
+    expect(
+      histogramCount(m, 'rxjs_lock.hold.duration', { 'rxjs_lock.outcome': 'released' }) +
+        histogramCount(m, 'rxjs_lock.hold.duration', { 'rxjs_lock.outcome': 'passed' }),
+    ).toBe(3);
     expect(total(m, 'rxjs_lock.releases')).toBe(3);
     // The second waited behind the first: its wait is in the histogram's sum.
     const waits = points<Histogram>(m, 'rxjs_lock.acquire.wait_time', { 'rxjs_lock.key_group': 'order' });
     expect(waits.reduce((n, p) => n + (p.value.sum ?? 0), 0)).toBeGreaterThanOrEqual(20);
     // No data point carries the key itself (one time series per key would be unbounded).
-    const keyed = m.scopeMetrics.flatMap((s) => s.metrics).flatMap((x) => (x.dataPoints as Array<{ attributes: Attributes }>).filter((p) => 'rxjs_lock.key' in p.attributes));
+    const keyed = m.scopeMetrics
+      .flatMap((s) => s.metrics)
+      .flatMap((x) => (x.dataPoints as Array<{ attributes: Attributes }>).filter((p) => 'rxjs_lock.key' in p.attributes));
     expect(keyed).toEqual([]);
   });
 
@@ -115,7 +125,11 @@ describe('instrumentLocker', () => {
     const client = connect(suite.server);
     const waiter = createLocker({ store: new RedisLockStore(client), longWait: 60 });
     const waiting = instrumentLocker(waiter, { meterProvider, tracerProvider, keyGroup: (key) => key.split(':')[0] });
-    suite.closers.push(() => client.disconnect(), () => waiter.close(), () => waiting.stop());
+    suite.closers.push(
+      () => client.disconnect(),
+      () => waiter.close(),
+      () => waiting.stop(),
+    );
     const held = await firstValueFrom(locker.acquire('report:1'));
     const waited = firstValueFrom(waiter.acquire('report:1'));
     await sleep(250);
@@ -134,7 +148,12 @@ describe('instrumentLocker', () => {
     await lease.release();
     const [hold] = spansNamed('rxjs_lock.hold');
     expect(hold).toBeDefined();
-    expect(hold!.attributes).toMatchObject({ 'rxjs_lock.key': 'report:1', 'rxjs_lock.fence': lease.fence, 'rxjs_lock.lease_id': lease.id, 'rxjs_lock.release_outcome': 'released' });
+    expect(hold!.attributes).toMatchObject({
+      'rxjs_lock.key': 'report:1',
+      'rxjs_lock.fence': lease.fence,
+      'rxjs_lock.lease_id': lease.id,
+      'rxjs_lock.release_outcome': 'released',
+    });
     expect(hold!.events.filter((e) => e.name === 'renewed').length).toBeGreaterThanOrEqual(1);
     const m = await collect();
     expect(total(m, 'rxjs_lock.renewals', { 'rxjs_lock.outcome': 'renewed' })).toBeGreaterThanOrEqual(1);
@@ -175,11 +194,25 @@ describe('instrumentLocker', () => {
     suite.closers.push(() => throwing.close());
     const broken = {
       getMeter: () => ({
-        createCounter: () => ({ add: () => { throw new Error('exporter down'); } }),
-        createHistogram: () => ({ record: () => { throw new Error('exporter down'); } }),
+        createCounter: () => ({
+          add: () => {
+            throw new Error('exporter down');
+          },
+        }),
+        createHistogram: () => ({
+          record: () => {
+            throw new Error('exporter down');
+          },
+        }),
       }),
     } as unknown as MeterProvider;
-    const watch = instrumentLocker(throwing, { meterProvider: broken, spans: false, keyGroup: () => { throw new Error('bad group'); } });
+    const watch = instrumentLocker(throwing, {
+      meterProvider: broken,
+      spans: false,
+      keyGroup: () => {
+        throw new Error('bad group');
+      },
+    });
     suite.closers.push(() => watch.stop());
     expect(await lastValueFrom(of(1, 2).pipe(throwing.withLock('safe:1')))).toBe(2);
     expect(await lastValueFrom(of(3).pipe(throwing.withLock('safe:1')))).toBe(3);

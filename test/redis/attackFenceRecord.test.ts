@@ -192,7 +192,13 @@ describe('the engine: two lockers on two connections', () => {
     const log: Array<LockEvent & { by: string }> = [];
     const lockers = ['L1', 'L2'].map((name, i) => {
       const { store } = storeOn(suite);
-      const locker = createLocker({ store, keyPrefix: '', ttl: 2000, cohort: i === 0 ? { maxPasses: 1023, maxMs: 40 } : { maxPasses: 5, maxMs: 5 }, retry: { minDelay: 0, jitter: 2 } });
+      const locker = createLocker({
+        store,
+        keyPrefix: '',
+        ttl: 2000,
+        cohort: i === 0 ? { maxPasses: 1023, maxMs: 40 } : { maxPasses: 5, maxMs: 5 },
+        retry: { minDelay: 0, jitter: 2 },
+      });
       locker.events$.subscribe((e) => log.push({ ...e, by: name }));
       suite.closers.push(() => locker.close());
       return locker;

@@ -186,7 +186,23 @@ describe('common path vs general path', () => {
 });
 
 describe('odd fence counts through the store API', () => {
-  const odd = [0, -1, -1024, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 0.5, 1.5, 1023.5, 1025, 2047, 4096, 2 ** 31, Number.MAX_SAFE_INTEGER, 1e300];
+  const odd = [
+    0,
+    -1,
+    -1024,
+    Number.NaN,
+    Number.POSITIVE_INFINITY,
+    Number.NEGATIVE_INFINITY,
+    0.5,
+    1.5,
+    1023.5,
+    1025,
+    2047,
+    4096,
+    2 ** 31,
+    Number.MAX_SAFE_INTEGER,
+    1e300,
+  ];
 
   it('tryAcquire on the common path: a safe fence and 1 to 1,024 fences, and the next grant above them', async () => {
     const { store } = storeOn(suite);
@@ -205,7 +221,8 @@ describe('odd fence counts through the store API', () => {
       if (!r.acquired) continue;
       const count = r.fences ?? n;
       expect(Number.isSafeInteger(r.fence), `fence for ${n}`).toBe(true);
-      if (!(Number.isSafeInteger(count) && count >= 1 && count <= 1024)) problems.push(`asked ${n}: ${r.fences === undefined ? 'bare reply' : 'table reply'}, count ${count}`);
+      if (!(Number.isSafeInteger(count) && count >= 1 && count <= 1024))
+        problems.push(`asked ${n}: ${r.fences === undefined ? 'bare reply' : 'table reply'}, count ${count}`);
       const a: Block = { who: `A (asked ${n})`, first: r.fence, last: r.fence + Math.max(1, Math.floor(Number.isFinite(count) ? count : 1)) - 1 };
       const said: ReleasedGrant = { fence: r.fence, fences: count, answeredAt: performance.now() };
       const [, br] = await Promise.all([store.release(key, 'A', said), store.tryAcquire(key, 'B', 30_000, 1024)]);
@@ -230,14 +247,21 @@ describe('odd fence counts through the store API', () => {
           r = await call;
         } catch (error) {
           const holder = await redis.get(key);
-          if (holder !== null) problems.push(`${mode} fences ${n}: rejected (${(error as Error).message.split('\n')[0]}) but the key is held by ${holder} for ${await redis.pttl(key)} ms`);
+          if (holder !== null)
+            problems.push(
+              `${mode} fences ${n}: rejected (${(error as Error).message.split('\n')[0]}) but the key is held by ${holder} for ${await redis.pttl(key)} ms`,
+            );
           await redis.del(key);
           continue;
         }
         if (!r.acquired) continue;
         const count = r.fences ?? n;
-        if (!Number.isSafeInteger(r.fence) || !Number.isSafeInteger(count) || count < 1 || count > 1024) problems.push(`${mode} fences ${n}: fence ${r.fence}, count ${count}`);
-        const [, br] = await Promise.all([store.release(key, 'A', { fence: r.fence, fences: count, answeredAt: performance.now() }), store.tryAcquire(key, 'B', 30_000, 1024)]);
+        if (!Number.isSafeInteger(r.fence) || !Number.isSafeInteger(count) || count < 1 || count > 1024)
+          problems.push(`${mode} fences ${n}: fence ${r.fence}, count ${count}`);
+        const [, br] = await Promise.all([
+          store.release(key, 'A', { fence: r.fence, fences: count, answeredAt: performance.now() }),
+          store.tryAcquire(key, 'B', 30_000, 1024),
+        ]);
         try {
           expectIncreasing([blockOf('X', x, 1024), { who: `A (${mode}, asked ${n})`, first: r.fence, last: r.fence + count - 1 }, blockOf('B', br, 1024)]);
         } catch (error) {
@@ -266,7 +290,10 @@ describe('odd fence counts through the store API', () => {
       const count = wr.fences ?? 1;
       expect(Number.isSafeInteger(count) && count >= 1 && count <= 1024, `count ${count} for asked ${n}`).toBe(true);
       const w: Block = { who: `W (asked ${n})`, first: wr.fence, last: wr.fence + count - 1 };
-      const [, br] = await Promise.all([store.release(key, 'W', { fence: wr.fence, fences: count, answeredAt: performance.now() }), store.tryAcquire(key, 'B', 30_000, 1024)]);
+      const [, br] = await Promise.all([
+        store.release(key, 'W', { fence: wr.fence, fences: count, answeredAt: performance.now() }),
+        store.tryAcquire(key, 'B', 30_000, 1024),
+      ]);
       expectIncreasing([a.block, w, blockOf('B', br, 1024)]);
     }
   });
@@ -289,7 +316,10 @@ describe('the same token twice', () => {
         store.tryAcquire(key, 'A', 30_000, 7),
       ]);
       const blocks = rs.map((r, i) => blockOf(`A run ${i}`, r, i === 3 ? 7 : 1024));
-      const [, br] = await Promise.all([store.release(key, 'A', { fence: blocks[3]!.first, fences: blocks[3]!.last - blocks[3]!.first + 1, answeredAt: performance.now() }), store.tryAcquire(key, 'B', 30_000, 1)]);
+      const [, br] = await Promise.all([
+        store.release(key, 'A', { fence: blocks[3]!.first, fences: blocks[3]!.last - blocks[3]!.first + 1, answeredAt: performance.now() }),
+        store.tryAcquire(key, 'B', 30_000, 1),
+      ]);
       blocks.push(blockOf('B', br, 1));
       expectIncreasing(blocks);
       await store.release(key, 'B');
@@ -324,7 +354,11 @@ describe('TTL 1 ms', () => {
     const round = spins++;
     const deadline = performance.now() + 2000;
     while (performance.now() < deadline) {
-      const tries = await Promise.all(Array.from({ length: 6 }, (_, j) => (j % 2 === 0 ? store.tryAcquire(key, `S${round}.${j}`, 30_000, fences) : store.tryAcquireInLine(key, `S${round}.${j}`, 30_000, fences, 'keep'))));
+      const tries = await Promise.all(
+        Array.from({ length: 6 }, (_, j) =>
+          j % 2 === 0 ? store.tryAcquire(key, `S${round}.${j}`, 30_000, fences) : store.tryAcquireInLine(key, `S${round}.${j}`, 30_000, fences, 'keep'),
+        ),
+      );
       const won = tries.filter((t) => t.acquired);
       if (won.length > 1) throw new Error('two grants at once');
       if (won.length === 1) return won[0]!;
@@ -345,10 +379,17 @@ describe('TTL 1 ms', () => {
       // hand-off with TTL 1: the holder S releases (said) to W that asked ttl 1
       const holder = (await suiteHolder(key))!;
       expect(await store.tryAcquireInLine(key, 'W', 1, 1024, 'keep')).toMatchObject({ queued: true });
-      expect(await store.release(key, holder, { fence: blocks.at(-1)!.first, fences: blocks.at(-1)!.last - blocks.at(-1)!.first + 1, answeredAt: performance.now() })).toBe(true);
+      expect(
+        await store.release(key, holder, {
+          fence: blocks.at(-1)!.first,
+          fences: blocks.at(-1)!.last - blocks.at(-1)!.first + 1,
+          answeredAt: performance.now(),
+        }),
+      ).toBe(true);
       const [, , , places] = lockKeys(key);
       const g = (await suite.admin.hget(places, 'grant'))?.split(' ');
-      if (g !== undefined) blocks.push({ who: `${g[0]} (handed, ttl ${g[0] === 'W' ? 1 : 30_000})`, first: Number(g[1]), last: Number(g[1]) + Number(g[2]) - 1 });
+      if (g !== undefined)
+        blocks.push({ who: `${g[0]} (handed, ttl ${g[0] === 'W' ? 1 : 30_000})`, first: Number(g[1]), last: Number(g[1]) + Number(g[2]) - 1 });
       // (a waiter left in line by the spin may be ahead of W: then it is handed the key, and the
       // next spin must first let its 30 s grant go: release it as its holder would)
       if (g !== undefined && g[0] !== 'W') expect(await store.release(key, g[0]!)).toBe(true);
@@ -421,7 +462,11 @@ describe('the engine: three lockers on three connections (one core-only), hammer
         // waitTimeout 0; a short wait that ends in line (the last attempt leaves the line, and may
         // take a hand-off by leave()); or a long one, with mixed TTLs
         const options =
-          roll < 0.2 ? { waitTimeout: 0 } : roll < 0.35 ? { waitTimeout: 1 + Math.floor(Math.random() * 15) } : { ttl: roll < 0.6 ? 2000 : 2000 + (w % 4), waitTimeout: 5000 };
+          roll < 0.2
+            ? { waitTimeout: 0 }
+            : roll < 0.35
+              ? { waitTimeout: 1 + Math.floor(Math.random() * 15) }
+              : { ttl: roll < 0.6 ? 2000 : 2000 + (w % 4), waitTimeout: 5000 };
         let lease;
         try {
           lease = await firstValueFrom(locker.acquire(key, options));
@@ -448,7 +493,9 @@ describe('the engine: three lockers on three connections (one core-only), hammer
         expect(order.get(r.fence)! < order.get(r.highest)!, `${key}: fence ${r.fence} refused after ${r.highest} wrote: ${r.fence} acquired later`).toBe(true);
       }
       for (let i = 1; i < acquired.length; i++) {
-        expect(acquired[i]!.fence, `${key}: acquisition ${i} (${acquired[i]!.by}) vs ${i - 1} (${acquired[i - 1]!.by})`).toBeGreaterThan(acquired[i - 1]!.fence);
+        expect(acquired[i]!.fence, `${key}: acquisition ${i} (${acquired[i]!.by}) vs ${i - 1} (${acquired[i - 1]!.by})`).toBeGreaterThan(
+          acquired[i - 1]!.fence,
+        );
       }
     }
     expect(refused).toEqual([]);

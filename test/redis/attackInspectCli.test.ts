@@ -51,7 +51,10 @@ describe('attack: hostile lock keys in the inspect table', () => {
     expect(table.stdout).toContain('order:1\\nFORGED');
 
     const json = await cli('inspect', url, '--json');
-    const listed = json.stdout.trim().split('\n').map((line) => (JSON.parse(line) as { key: string }).key);
+    const listed = json.stdout
+      .trim()
+      .split('\n')
+      .map((line) => (JSON.parse(line) as { key: string }).key);
     expect(listed.sort()).toEqual([...keys].sort());
   }, 120_000);
 });

@@ -19,10 +19,17 @@ describe('attack: inspection writes nothing and never waits in line', () => {
     const holderClient = connect(suite.server);
     const inspectorClient = connect(suite.server);
     const monitorClient = connect(suite.server);
-    suite.closers.push(() => holderClient.disconnect(), () => inspectorClient.disconnect(), () => monitorClient.disconnect());
+    suite.closers.push(
+      () => holderClient.disconnect(),
+      () => inspectorClient.disconnect(),
+      () => monitorClient.disconnect(),
+    );
     const holder = createLocker({ store: new RedisLockStore(holderClient), ttl: 30_000, renew: false });
     const inspector = createLocker({ store: new RedisLockStore(inspectorClient), ttl: 30_000 });
-    suite.closers.push(() => holder.close(), () => inspector.close());
+    suite.closers.push(
+      () => holder.close(),
+      () => inspector.close(),
+    );
 
     const key = 'weird\n{tag}\u0000key';
     await firstValueFrom(holder.acquire(key));

@@ -93,7 +93,7 @@ describe('attack: ioredis client keyPrefix vs the reserved namespace', () => {
     const app = newProcess('app:')!;
     const plain = newProcess('')!;
     // The plain client's user key that is, in Redis, the prefixed client's fence counter of `k`.
-    const victimFence = 'app:' + helperKey('k', 'fence', 'app:');
+    const victimFence = `app:${helperKey('k', 'fence', 'app:')}`;
     expect(victimFence).toBe('app:rxjs-lock:fence:{app:k}');
 
     const squat = acquireOrRefused(plain, victimFence);

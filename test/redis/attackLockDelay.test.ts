@@ -54,7 +54,11 @@ describe('lock-delay and shared locks on one Redis', () => {
     const clients = [connect(suite.server), connect(suite.server)];
     const stores = clients.map((client) => new RedisLockStore(client, { placeTtl: 300 }));
     const lockers = stores.map((store) => createLocker({ store, lockDelay: 1_000, ttl: 2_000, waitTimeout: 10_000 }));
-    suite.closers.push(() => clients.forEach((client) => client.disconnect()), () => stores.forEach((store) => store.close()), () => Promise.all(lockers.map((locker) => locker.close())));
+    suite.closers.push(
+      () => clients.forEach((client) => client.disconnect()),
+      () => stores.forEach((store) => store.close()),
+      () => Promise.all(lockers.map((locker) => locker.close())),
+    );
     let inside = 0;
     let most = 0;
     const loop = async (index: number) => {

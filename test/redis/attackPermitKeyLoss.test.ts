@@ -22,7 +22,10 @@ const suite = redisSuite();
 function newStore(): RedisLockStore {
   const client = connect(suite.server);
   const store = new RedisLockStore(client);
-  suite.closers.push(() => client.disconnect(), () => store.close());
+  suite.closers.push(
+    () => client.disconnect(),
+    () => store.close(),
+  );
   return store;
 }
 

@@ -26,7 +26,11 @@ function newLocker(options: Parameters<typeof createLocker>[0] = {}, placeTtl = 
   const client = connect(suite.server, { maxRetriesPerRequest: null });
   const store = new RedisLockStore(client, { placeTtl });
   const locker = createLocker({ store, retry: { minDelay: 2, jitter: 4 }, ...options });
-  suite.closers.push(() => client.disconnect(), () => store.close(), () => locker.close());
+  suite.closers.push(
+    () => client.disconnect(),
+    () => store.close(),
+    () => locker.close(),
+  );
   return { locker, client };
 }
 
@@ -89,10 +93,19 @@ describe('a cancellation storm', () => {
       const weight = 1 + (i % 3);
       const job =
         i % 4 === 0
-          ? enter(() => (overlaps += ++writers > 1 || readers > 0 ? 1 : 0), () => writers--).pipe(locker.withWriteLock('rw'))
+          ? enter(
+              () => (overlaps += ++writers > 1 || readers > 0 ? 1 : 0),
+              () => writers--,
+            ).pipe(locker.withWriteLock('rw'))
           : i % 4 === 1
-            ? enter(() => ((overlaps += writers > 0 ? 1 : 0), readers++), () => readers--).pipe(locker.withReadLock('rw'))
-            : enter(() => (mostPermits = Math.max(mostPermits, (permits += weight))), () => (permits -= weight)).pipe(locker.withPermit('sem', { limit: 3, permits: weight }));
+            ? enter(
+                () => ((overlaps += writers > 0 ? 1 : 0), readers++),
+                () => readers--,
+              ).pipe(locker.withReadLock('rw'))
+            : enter(
+                () => (mostPermits = Math.max(mostPermits, (permits += weight))),
+                () => (permits -= weight),
+              ).pipe(locker.withPermit('sem', { limit: 3, permits: weight }));
       return job.pipe(takeUntil(timer(Math.random() * 300)));
     });
     await lastValueFrom(merge(...jobs), { defaultValue: undefined });

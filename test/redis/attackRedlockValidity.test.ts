@@ -38,7 +38,10 @@ function slowRaise(client: Redis, delayMs: number): Redis {
 
 describe('RedlockStore validity: a slow fence raise', () => {
   it('the time the raise took comes off the lease: deadline ≤ send time + ttl − raise time − drift', async () => {
-    const store = new RedlockStore(nodes.clients().map((client) => slowRaise(client, 300)), { nodeTimeout: 2_000 });
+    const store = new RedlockStore(
+      nodes.clients().map((client) => slowRaise(client, 300)),
+      { nodeTimeout: 2_000 },
+    );
     await nodes.connected();
     const locker = createLocker({ store, ttl: 2_000, renew: false, commandTimeout: 5_000 });
     const key = fresh('slow-raise');
@@ -52,7 +55,10 @@ describe('RedlockStore validity: a slow fence raise', () => {
   });
 
   it('a raise slower than the TTL: no grant, and the key is given back on every node', async () => {
-    const store = new RedlockStore(nodes.clients().map((client) => slowRaise(client, 400)), { nodeTimeout: 2_000 });
+    const store = new RedlockStore(
+      nodes.clients().map((client) => slowRaise(client, 400)),
+      { nodeTimeout: 2_000 },
+    );
     await nodes.connected();
     const key = fresh('too-slow');
     expect(await store.tryAcquire(key, 't', 300)).toMatchObject({ acquired: false });

@@ -8,7 +8,7 @@
  * An overlap counter per key checks that only one root is inside at any time, and the store's
  * release count that each store lease is given back exactly once.
  */
-import { catchError, defer, EMPTY, from, lastValueFrom, map, mergeMap, of, repeat, retry, timer, toArray } from 'rxjs';
+import { catchError, defer, EMPTY, from, lastValueFrom, map, mergeMap, repeat, retry, timer, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { createLocker, exclusivePerKey, MemoryLockStore, type Locker } from '../../src/index.js';
 import { RedisLockStore } from '../../src/redis.js';
@@ -68,14 +68,22 @@ async function run(locker: Locker, seed: number, overlap = new Overlap(), base =
   const nested = (key: string, root: number) => {
     const shape = Math.floor(random() * 3);
     if (shape === 0) return work(key, root, 1).pipe(locker.withLock(key, opts));
-    if (shape === 1) return from([1, 2, 3]).pipe(mergeMap(() => work(key, root, Math.floor(random() * 3)).pipe(locker.withLock(key, opts))), toArray(), map(() => key));
+    if (shape === 1)
+      return from([1, 2, 3]).pipe(
+        mergeMap(() => work(key, root, Math.floor(random() * 3)).pipe(locker.withLock(key, opts))),
+        toArray(),
+        map(() => key),
+      );
     return defer(() => locker.using(key, () => work(key, root, 2), opts));
   };
   const shapes = [
     // nested joins
     (root: number) => {
       const key = pick(KEYS);
-      return defer(() => nested(key, root)).pipe(mergeMap(() => work(key, root, 2)), locker.withLock(key, opts));
+      return defer(() => nested(key, root)).pipe(
+        mergeMap(() => work(key, root, 2)),
+        locker.withLock(key, opts),
+      );
     },
     // siblings (not nested) on one key, fanned out at top level
     (root: number) => {
@@ -95,11 +103,18 @@ async function run(locker: Locker, seed: number, overlap = new Overlap(), base =
     // exclusivePerKey, concurrency 2, messages of every key; each message nests a join
     (root: number) =>
       from(KEYS.concat(KEYS)).pipe(
-        exclusivePerKey((key) => key, (key) => work(key, root * 100 + KEYS.indexOf(key) + 2_000_000, 1).pipe(mergeMap(() => nested(key, root * 100 + KEYS.indexOf(key) + 2_000_000))), { locker, concurrency: 2, ...opts }),
+        exclusivePerKey(
+          (key) => key,
+          (key) => work(key, root * 100 + KEYS.indexOf(key) + 2_000_000, 1).pipe(mergeMap(() => nested(key, root * 100 + KEYS.indexOf(key) + 2_000_000))),
+          { locker, concurrency: 2, ...opts },
+        ),
       ),
     // acquire(): the holder, told of its lease, takes another key (ordered: no deadlock)
     (root: number) => {
-      const [first, second] = [...KEYS].sort(() => random() - 0.5).slice(0, 2).sort() as [string, string];
+      const [first, second] = [...KEYS]
+        .sort(() => random() - 0.5)
+        .slice(0, 2)
+        .sort() as [string, string];
       return locker.acquire(first, opts).pipe(
         mergeMap((lease) =>
           work(first, root, 1).pipe(
@@ -112,10 +127,16 @@ async function run(locker: Locker, seed: number, overlap = new Overlap(), base =
     // a nested stream that outlives its outer work
     (root: number) => {
       const key = pick(KEYS);
-      return locker.using(key, () => {
-        work(key, root, 15).pipe(locker.withLock(key, opts)).subscribe({ error: () => undefined });
-        return timer(1).pipe(map(() => key));
-      }, opts);
+      return locker.using(
+        key,
+        () => {
+          work(key, root, 15)
+            .pipe(locker.withLock(key, opts))
+            .subscribe({ error: () => undefined });
+          return timer(1).pipe(map(() => key));
+        },
+        opts,
+      );
     },
   ];
   const outcomes: string[] = [];
@@ -123,7 +144,13 @@ async function run(locker: Locker, seed: number, overlap = new Overlap(), base =
     Array.from({ length: 60 }, (_, root) => {
       const shape = pick(shapes);
       const delay = Math.floor(random() * 40);
-      return lastValueFrom(timer(delay).pipe(mergeMap(() => shape(base + root + 1)), catchError((e: unknown) => (outcomes.push(String(e)), EMPTY))), { defaultValue: undefined });
+      return lastValueFrom(
+        timer(delay).pipe(
+          mergeMap(() => shape(base + root + 1)),
+          catchError((e: unknown) => (outcomes.push(String(e)), EMPTY)),
+        ),
+        { defaultValue: undefined },
+      );
     }),
   );
   await new Promise((resolve) => setTimeout(resolve, 100)); // the outliving nested streams end

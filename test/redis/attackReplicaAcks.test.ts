@@ -66,7 +66,9 @@ describe('attack: replicaAcks while no replica acknowledges', () => {
     // 16 acquisitions of free keys at once: 16 grants, none acknowledged (16 × 200 ms one after
     // another would block the connection, and the holder's renewal behind them, for 3.2 s)
     const outcomes = await Promise.all(
-      Array.from({ length: 16 }, (_, i) => lastValueFrom(a.locker.using(`burst:${i}`, () => Promise.resolve('ran'), { waitTimeout: 0 })).catch((e: unknown) => e)),
+      Array.from({ length: 16 }, (_, i) =>
+        lastValueFrom(a.locker.using(`burst:${i}`, () => Promise.resolve('ran'), { waitTimeout: 0 })).catch((e: unknown) => e),
+      ),
     );
     for (const outcome of outcomes) expect(isReplicaAckError(outcome), String(outcome)).toBe(true);
     expect(await masterAdmin.keys('burst:*')).toEqual([]);

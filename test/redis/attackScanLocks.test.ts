@@ -18,7 +18,10 @@ describe('attack: scanLocks with a client keyPrefix', () => {
   it.each(['app:', '{app}:'])("lists a lock of a store on a client with keyPrefix '%s', with its waiter", async (clientPrefix) => {
     const holderClient = connect(suite.server, { keyPrefix: clientPrefix });
     const waiterClient = connect(suite.server, { keyPrefix: clientPrefix });
-    suite.closers.push(() => holderClient.disconnect(), () => waiterClient.disconnect());
+    suite.closers.push(
+      () => holderClient.disconnect(),
+      () => waiterClient.disconnect(),
+    );
     const holder = createLocker({ store: new RedisLockStore(holderClient), ttl: 30_000 });
     suite.closers.push(() => holder.close());
     const lease = await firstValueFrom(holder.acquire('order:1'));

@@ -98,7 +98,12 @@ describe('waiting acquisitions', () => {
     // W's leave calls are 100 ms late (a slow network or a loaded machine); nothing else is
     let leaving = 0;
     const slowStore = Object.create(w.store) as RedisLockStore;
-    slowStore.leave = (...args) => (leaving++, sleep(100).then(() => w.store.leave(...args)).finally(() => leaving--));
+    slowStore.leave = (...args) => (
+      leaving++,
+      sleep(100)
+        .then(() => w.store.leave(...args))
+        .finally(() => leaving--)
+    );
     const locker = createLocker({ store: slowStore, commandTimeout: 1_000 });
     const held = await firstValueFrom(h.locker.acquire('k'));
     const waiter = watch(locker.acquire('k', { waitTimeout: 60_000 }));
@@ -149,7 +154,12 @@ describe('held leases', () => {
     await locker.close();
     expect(await keysLeft()).toEqual([]);
     for (const error of await Promise.all(lost)) expect(error).toMatchObject({ name: 'LockLostError', reason: 'locker-closed' });
-    expect(events.filter((e) => e.type === 'lost').map((e) => (e as { id: string }).id).sort()).toEqual(leases.map((l) => l.id).sort());
+    expect(
+      events
+        .filter((e) => e.type === 'lost')
+        .map((e) => (e as { id: string }).id)
+        .sort(),
+    ).toEqual(leases.map((l) => l.id).sort());
     for (const lease of leases) await expect(lease.release()).resolves.toBe(false);
   });
 
@@ -157,8 +167,18 @@ describe('held leases', () => {
     const { locker, events } = side({ onLost: 'notify' });
     const stopped: string[] = [];
     const streams = [
-      watch(NEVER.pipe(finalize(() => stopped.push('withLock 1')), locker.withLock('s1'))),
-      watch(NEVER.pipe(finalize(() => stopped.push('withLock 2')), locker.withLock('s2'))),
+      watch(
+        NEVER.pipe(
+          finalize(() => stopped.push('withLock 1')),
+          locker.withLock('s1'),
+        ),
+      ),
+      watch(
+        NEVER.pipe(
+          finalize(() => stopped.push('withLock 2')),
+          locker.withLock('s2'),
+        ),
+      ),
       watch(locker.using('s3', () => NEVER.pipe(finalize(() => stopped.push('using'))))),
     ];
     // Held by the streams, not only set in Redis: a key is there before its answer reaches the
@@ -216,13 +236,16 @@ describe('the close() promise and what it leaves alone', () => {
     expect(await suite.admin.exists('lock:k')).toBe(0);
   });
 
-  it('the user\'s ioredis client is not closed (it answers PING) and the store works on; store.close() closes only the connection the store opened', async () => {
+  it("the user's ioredis client is not closed (it answers PING) and the store works on; store.close() closes only the connection the store opened", async () => {
     const h = side();
     const w = side();
     const held = await firstValueFrom(h.locker.acquire('k'));
     const waiter = watch(w.locker.acquire('k', { waitTimeout: 60_000 }));
     await eventually(async () => (await suite.admin.zcard(lineOf('k'))) === 1, 3_000);
-    const pubsubClients = async () => String(await suite.admin.call('CLIENT', 'LIST', 'TYPE', 'pubsub')).split('\n').filter((l) => l.trim() !== '').length;
+    const pubsubClients = async () =>
+      String(await suite.admin.call('CLIENT', 'LIST', 'TYPE', 'pubsub'))
+        .split('\n')
+        .filter((l) => l.trim() !== '').length;
     expect(await pubsubClients()).toBe(1); // W's store opened its wake-up connection
     await w.locker.close();
     expect(isLockerClosedError(waiter.error)).toBe(true);
@@ -292,17 +315,22 @@ describe('a process that closes its lockers, stores and clients', () => {
       // of its acquisitions ended
       expect(exit).toEqual({ code: 0, signal: null });
       expect(exitMs).toBeLessThan(5_000);
-      expect(report.activeResources.filter((r) => r !== 'PipeWrap'), 'nothing but the IPC channel keeps it alive').toEqual([]);
+      expect(
+        report.activeResources.filter((r) => r !== 'PipeWrap'),
+        'nothing but the IPC channel keeps it alive',
+      ).toEqual([]);
       expect.soft(await keysLeft()).toEqual([]);
       expect.soft(report.unhandled).toEqual([]);
-      expect.soft(report.outcomes).toEqual([
-        'memory waiter: LockerClosedError',
-        'memory withLock: LockLostError locker-closed',
-        'redis waiter 0: LockerClosedError',
-        'redis waiter 1: LockerClosedError',
-        'redis waiter 2: LockerClosedError',
-        'redis withLock (notify): LockLostError locker-closed',
-      ]);
+      expect
+        .soft(report.outcomes)
+        .toEqual([
+          'memory waiter: LockerClosedError',
+          'memory withLock: LockLostError locker-closed',
+          'redis waiter 0: LockerClosedError',
+          'redis waiter 1: LockerClosedError',
+          'redis waiter 2: LockerClosedError',
+          'redis withLock (notify): LockLostError locker-closed',
+        ]);
       expect.soft(report.releaseAnswers).toEqual([false, false]);
       expect.soft(report.closeMs).toBeLessThan(1_000);
     } finally {

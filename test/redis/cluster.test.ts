@@ -40,7 +40,7 @@ describe('RedisLockStore on a Redis Cluster', () => {
     expect(await keysPerNode()).toEqual([0, 0, 0]);
   });
 
-  it('releases by SHA after every node\'s script cache was flushed', async () => {
+  it("releases by SHA after every node's script cache was flushed", async () => {
     const leases = await firstValueFrom(forkJoin(['a', 'b', 'c', 'd', 'e', 'f'].map((key) => locker.acquire(key))));
     await Promise.all(nodes.map((node) => node.script('FLUSH')));
     expect(await Promise.all(leases.map((lease) => lease.release()))).toEqual(leases.map(() => true));

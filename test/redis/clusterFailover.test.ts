@@ -82,7 +82,11 @@ describe('a master failing over on a Redis Cluster', () => {
     // a hand-off there wakes its waiter over the promoted node's shard channel
     const holding = await firstValueFrom(lockers[0]!.acquire(failedOver));
     const waiting = firstValueFrom(lockers[1]!.acquire(failedOver));
-    await eventually(async () => ((await replica.call('PUBSUB', 'SHARDCHANNELS', '*')) as string[]).some((channel) => channel.includes(failedOver)), 20_000, 20);
+    await eventually(
+      async () => ((await replica.call('PUBSUB', 'SHARDCHANNELS', '*')) as string[]).some((channel) => channel.includes(failedOver)),
+      20_000,
+      20,
+    );
     await holding.release();
     expect(await (await waiting).release()).toBe(true);
     console.info(

@@ -59,7 +59,8 @@ describe('a slot migration on a Redis Cluster', () => {
     // two leases held across the migration, renewed together in one pipeline to the source (one in
     // the moving slot, one in another slot of the source)
     let elsewhere = '';
-    for (let n = 0; elsewhere === ''; n++) if (masterOf(clients[0]!, storeKeyOf(`stay:${n}`)) === addressOf(source) && keySlot(storeKeyOf(`stay:${n}`)) !== slot) elsewhere = `stay:${n}`;
+    for (let n = 0; elsewhere === ''; n++)
+      if (masterOf(clients[0]!, storeKeyOf(`stay:${n}`)) === addressOf(source) && keySlot(storeKeyOf(`stay:${n}`)) !== slot) elsewhere = `stay:${n}`;
     const held = await Promise.all(['{hot}:held', elsewhere].map((key) => firstValueFrom(lockers[0]!.acquire(key, { ttl: 1500 }))));
     const lost: unknown[] = [];
     held.forEach((lease) => lease.lost$.subscribe((error) => lost.push(error)));

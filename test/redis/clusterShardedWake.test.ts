@@ -57,7 +57,8 @@ function recordingSignals(inner: RedisLockStore, signals: string[]): { store: Lo
   const watch = inner.watch!;
   const store = new Proxy(inner, {
     get(target, property) {
-      if (property === 'watch') return (key: string, token: string, listener: (signal: WakeSignal) => void) => watch(key, token, (s) => (signals.push(s.type), listener(s)));
+      if (property === 'watch')
+        return (key: string, token: string, listener: (signal: WakeSignal) => void) => watch(key, token, (s) => (signals.push(s.type), listener(s)));
       const value: unknown = Reflect.get(target, property, target);
       return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
     },
@@ -88,7 +89,11 @@ async function handOff(waiter: Awaited<ReturnType<typeof startWaiter>>, key: str
   await queuedOn(key);
   // and its channel subscribed (a grant published before would go unheard: the waiter would find
   // it by looking again, without a signal)
-  await eventually(async () => (await subscribedChannels()).some((channel) => channel.startsWith('rxjs-lock:inbox:') || channel.includes(storeKeyOf(key))), 20_000, 20);
+  await eventually(
+    async () => (await subscribedChannels()).some((channel) => channel.startsWith('rxjs-lock:inbox:') || channel.includes(storeKeyOf(key))),
+    20_000,
+    20,
+  );
   const before = await snapshot();
   await lease.release();
   await within(waiter.next('signal:granted'), 10_000, 'a grant signal');
@@ -126,37 +131,41 @@ describe('wake-ups on a Redis Cluster', () => {
     expect(grown.map((g) => g.bus('publish_received'))).toEqual(nodes.map((_, i) => (i === owner ? 0 : 1)));
   }, 90_000);
 
-  it.each(['app:', '{app}:'])('wakes a waiter by SPUBLISH through clients with the key prefix %s', async (keyPrefix) => {
-    const [holderClient, waiterClient] = [0, 1].map(() => {
-      const prefixed = new Cluster(cluster.startupNodes, { keyPrefix, redisOptions: { maxRetriesPerRequest: 2 } });
-      prefixed.on('error', () => undefined);
-      return prefixed;
-    });
-    const signals: string[] = [];
-    const { store, inner } = recordingSignals(new RedisLockStore(waiterClient!, { placeTtl: 60_000 }), signals);
-    const holder = createLocker({ store: new RedisLockStore(holderClient!), ttl: 10_000 });
-    const waiting = createLocker({ store, ttl: 10_000, waitTimeout: 60_000 });
-    try {
-      const key = `prefixed:${keyPrefix}`;
-      const line = keyPrefix + helperKey(storeKeyOf(key), 'line', keyPrefix);
-      const held = await firstValueFrom(holder.acquire(key));
-      const before = await snapshot();
-      const second = firstValueFrom(waiting.acquire(key));
-      await eventually(async () => (await client.zcard(line)) === 1 && signals.includes('resumed'), 20_000, 20);
-      await held.release();
-      await (await within(second, 10_000, 'the grant')).release();
-      expect(signals).toContain('granted');
-      const after = await snapshot();
-      const grown = nodes.map((_, i) => growth(before[i]!, after[i]!));
-      expect(grown.reduce((sum, g) => sum + g.calls('spublish'), 0)).toBe(1);
-      expect(grown.reduce((sum, g) => sum + g.calls('publish'), 0)).toBe(0);
-    } finally {
-      await Promise.all([holder.close(), waiting.close()]);
-      inner.close();
-      holderClient!.disconnect();
-      waiterClient!.disconnect();
-    }
-  }, 60_000);
+  it.each(['app:', '{app}:'])(
+    'wakes a waiter by SPUBLISH through clients with the key prefix %s',
+    async (keyPrefix) => {
+      const [holderClient, waiterClient] = [0, 1].map(() => {
+        const prefixed = new Cluster(cluster.startupNodes, { keyPrefix, redisOptions: { maxRetriesPerRequest: 2 } });
+        prefixed.on('error', () => undefined);
+        return prefixed;
+      });
+      const signals: string[] = [];
+      const { store, inner } = recordingSignals(new RedisLockStore(waiterClient!, { placeTtl: 60_000 }), signals);
+      const holder = createLocker({ store: new RedisLockStore(holderClient!), ttl: 10_000 });
+      const waiting = createLocker({ store, ttl: 10_000, waitTimeout: 60_000 });
+      try {
+        const key = `prefixed:${keyPrefix}`;
+        const line = keyPrefix + helperKey(storeKeyOf(key), 'line', keyPrefix);
+        const held = await firstValueFrom(holder.acquire(key));
+        const before = await snapshot();
+        const second = firstValueFrom(waiting.acquire(key));
+        await eventually(async () => (await client.zcard(line)) === 1 && signals.includes('resumed'), 20_000, 20);
+        await held.release();
+        await (await within(second, 10_000, 'the grant')).release();
+        expect(signals).toContain('granted');
+        const after = await snapshot();
+        const grown = nodes.map((_, i) => growth(before[i]!, after[i]!));
+        expect(grown.reduce((sum, g) => sum + g.calls('spublish'), 0)).toBe(1);
+        expect(grown.reduce((sum, g) => sum + g.calls('publish'), 0)).toBe(0);
+      } finally {
+        await Promise.all([holder.close(), waiting.close()]);
+        inner.close();
+        holderClient!.disconnect();
+        waiterClient!.disconnect();
+      }
+    },
+    60_000,
+  );
 
   it('falls back to the broadcast inbox when the server refuses SSUBSCRIBE', async () => {
     await Promise.all(nodes.map((node) => node.call('ACL', 'SETUSER', 'default', '-ssubscribe')));

@@ -314,7 +314,11 @@ describe('wake-up', () => {
     expect(run.acquisitions.some((x) => x.who === 'B')).toBe(true);
     // Both took the key from the store, not just once at the start.
     const grants = storeGrants(run);
-    report('wake-up off', { total: run.acquisitions.length, grantsA: grants.filter((g) => g.who === 'A').length, grantsB: grants.filter((g) => g.who === 'B').length });
+    report('wake-up off', {
+      total: run.acquisitions.length,
+      grantsA: grants.filter((g) => g.who === 'A').length,
+      grantsB: grants.filter((g) => g.who === 'B').length,
+    });
     expect(grants.filter((g) => g.who === 'A').length).toBeGreaterThan(2);
     expect(grants.filter((g) => g.who === 'B').length).toBeGreaterThan(2);
     expect(findOverlaps(run.sections)).toEqual([]);
@@ -469,7 +473,11 @@ describe('the local map and the Redis lines are emptied', () => {
     locker.events$.subscribe((e) => events.push(e));
     expect(await churn(locker)).toEqual([]);
     expect(await leftBehind([engine])).toEqual({ liveKeys: 0, lockKeys: 0, lines: [] });
-    report('churn events', { acquired: count(events, 'acquired'), passed: events.filter((e) => e.type === 'released' && e.outcome === 'passed').length, abandoned: count(events, 'abandoned-released') });
+    report('churn events', {
+      acquired: count(events, 'acquired'),
+      passed: events.filter((e) => e.type === 'released' && e.outcome === 'passed').length,
+      abandoned: count(events, 'abandoned-released'),
+    });
     // The churn did reach the holding state.
     expect(count(events, 'acquired')).toBeGreaterThan(0);
   });
@@ -506,7 +514,12 @@ describe('the local map and the Redis lines are emptied', () => {
     expect(await churn(a.locker)).toEqual([]);
     await Promise.all(holds);
     expect(await leftBehind([a.engine, b.engine])).toEqual({ liveKeys: 0, lockKeys: 0, lines: [] });
-    report('churn behind B', { acquired: count(events, 'acquired'), abandoned: count(events, 'abandoned-released'), zadd: await calls('zadd'), zrem: await calls('zrem') });
+    report('churn behind B', {
+      acquired: count(events, 'acquired'),
+      abandoned: count(events, 'abandoned-released'),
+      zadd: await calls('zadd'),
+      zrem: await calls('zrem'),
+    });
     // A's waiters did queue in Redis behind B (and left the line when cancelled).
     expect(await calls('zadd')).toBeGreaterThan(0);
   });

@@ -58,10 +58,7 @@ describe('the engine on a core-only store', () => {
           return timer(1).pipe(finalize(() => sections.push({ enter, exit: monotonicNs(), owner })));
         }),
       );
-    await Promise.all([
-      ...Array.from({ length: 20 }, () => run(a.locker, 'A')),
-      ...Array.from({ length: 20 }, () => run(b.locker, 'B')),
-    ]);
+    await Promise.all([...Array.from({ length: 20 }, () => run(a.locker, 'A')), ...Array.from({ length: 20 }, () => run(b.locker, 'B'))]);
     expect(sections).toHaveLength(40);
     expect(findOverlaps(sections)).toEqual([]);
     const ordered = fences.sort((x, y) => (x.at < y.at ? -1 : 1)).map((f) => f.fence);

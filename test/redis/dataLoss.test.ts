@@ -44,7 +44,7 @@ beforeAll(() => {
 const newProcess = (server: EmbeddedRedis, cohort: typeof BIG_COHORT | undefined = BIG_COHORT, log?: LockEvent[]): Process =>
   servers.newProcess(server, { cohort, log });
 
-const fencesOf = (events: LockEvent[]) => events.flatMap((e) => (e.type === 'acquired' ? [e.fence] : []));
+const _fencesOf = (events: LockEvent[]) => events.flatMap((e) => (e.type === 'acquired' ? [e.fence] : []));
 
 /** Where a scenario runs, and what loses the data. */
 interface Scenario {
@@ -102,7 +102,10 @@ async function runScenario(scenario: Scenario, key: string): Promise<void> {
   const previous = await firstValueFrom(a2.locker.acquire(key));
   const pending = Array.from({ length: 1 + LOCAL_WAITERS }, () => firstValueFrom(a1.locker.acquire(key, { waitTimeout: 20_000 })));
   const places = helperKey(storedKey, 'places');
-  await eventually(async () => Object.entries(await admin.hgetall(places)).some(([field, place]) => field.startsWith('w:') && place.split(' ')[2] === String(BLOCK)), 5000);
+  await eventually(
+    async () => Object.entries(await admin.hgetall(places)).some(([field, place]) => field.startsWith('w:') && place.split(' ')[2] === String(BLOCK)),
+    5000,
+  );
   expect(await previous.release()).toBe(true);
   const a: Lease = await pending[0]!;
   issued.push(previous.fence, a.fence);
@@ -209,7 +212,7 @@ const SCENARIOS: Scenario[] = [
 ];
 
 describe('fences after Redis loses the lock data', () => {
-  it.each(SCENARIOS)('$name: the new holder\'s fence is above every fence issued or reserved before, and only its writes are accepted', async (scenario) => {
+  it.each(SCENARIOS)("$name: the new holder's fence is above every fence issued or reserved before, and only its writes are accepted", async (scenario) => {
     await runScenario(scenario, `ledger:${scenario.name}`);
   });
 });

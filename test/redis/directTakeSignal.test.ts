@@ -18,7 +18,10 @@ const suite = redisSuite();
 function store(): RedisLockStore {
   const client = connect(suite.server);
   const s = new RedisLockStore(client);
-  suite.closers.push(() => client.disconnect(), () => s.close());
+  suite.closers.push(
+    () => client.disconnect(),
+    () => s.close(),
+  );
   return s;
 }
 
@@ -31,7 +34,10 @@ describe('a direct take from the head of the line', () => {
     const yWatch = ys.watch!(key, 'Y', () => undefined);
     const signals: WakeSignal[] = [];
     const wWatch = ws.watch!(key, 'W', (signal) => signals.push(signal));
-    suite.closers.push(() => yWatch.stop(), () => wWatch.stop());
+    suite.closers.push(
+      () => yWatch.stop(),
+      () => wWatch.stop(),
+    );
     await Promise.all([yWatch.ready, wWatch.ready]);
     expect(await ys.tryAcquireInLine(key, 'Y', 200, 1, 'keep')).toMatchObject({ acquired: false, queued: true });
     await sleep(3); // (arrival order is the server's clock, ms)
@@ -51,7 +57,7 @@ describe('a direct take from the head of the line', () => {
     expect((behind as { ttl: number }).ttl).toBeGreaterThan(100);
   });
 
-  it('says nothing when the grant outlasts the next waiter\'s next look (a long TTL: the common case costs no message)', async () => {
+  it("says nothing when the grant outlasts the next waiter's next look (a long TTL: the common case costs no message)", async () => {
     const [xs, ys, ws] = [store(), store(), store()];
     const key = 'lock:direct-long';
     expect((await xs.tryAcquire(key, 'X', 100)).acquired).toBe(true);

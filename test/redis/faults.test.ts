@@ -10,7 +10,7 @@ import { createLocker, isLockStoreError, type LockEvent, type Locker } from '../
 import { RedisLockStore } from '../../src/redis.js';
 import { connect, EmbeddedRedis } from '../support/redis.js';
 import { lockKeyCount } from '../support/lockKeys.js';
-import { eventually as eventuallyEvery, sleep } from '../support/timing.js';
+import { eventually as eventuallyEvery } from '../support/timing.js';
 
 const eventually = (check: () => Promise<boolean> | boolean, ms = 3000) => eventuallyEvery(check, ms, 10);
 
@@ -42,7 +42,6 @@ afterEach(() => {
   expect(unhandled).toEqual([]);
   events.length = 0;
 });
-
 
 describe('a paused Redis (SIGSTOP)', () => {
   it('fails an acquire with LockStoreError after commandTimeout, then works again after SIGCONT', async () => {

@@ -91,7 +91,7 @@ async function hotPhase(server: EmbeddedRedis, key: string): Promise<{ fences: n
   lead = Math.max(lead, await counterLeadMs(admin, key));
   const fences = events.flatMap((e) => (e.type === 'acquired' ? [e.fence] : []));
   expect(fences.length, 'grants in the hot phase').toBeGreaterThan(100);
-  expect(lead, 'the fence counter\'s lead over the server clock, ms').toBeLessThanOrEqual(MAX_LEAD_MS);
+  expect(lead, "the fence counter's lead over the server clock, ms").toBeLessThanOrEqual(MAX_LEAD_MS);
   return { fences, lead };
 }
 
@@ -214,7 +214,8 @@ describe('fences of a grant nobody else waits for (the common path records no co
     if (!r.acquired) throw new Error('refused');
     return { fence: r.fence, fences: r.fences ?? asked, answeredAt: performance.now() - agoMs };
   };
-  const calls = async (command: string) => Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(await client(servers.lockServer).info('commandstats'))?.[1] ?? 0);
+  const calls = async (command: string) =>
+    Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(await client(servers.lockServer).info('commandstats'))?.[1] ?? 0);
 
   it('writes only the lock key; a release after the clock passed the block reads no clock and leaves nothing', async () => {
     const admin = client(servers.lockServer);
@@ -269,7 +270,7 @@ describe('fences of a grant nobody else waits for (the common path records no co
     const key = 'common:said-small';
     const a = await store.tryAcquire(key, 'A', 30_000, 1);
     const [, b] = await Promise.all([store.release(key, 'A', held(a, 1)), store.tryAcquire(key, 'B', 30_000, 1024)]);
-    expect(b, 'said: the counter is at most at A\'s one fence, behind the clock').toMatchObject({ acquired: true });
+    expect(b, "said: the counter is at most at A's one fence, behind the clock").toMatchObject({ acquired: true });
     if (b.acquired) expect(b.fences ?? 1024).toBe(1024);
     // Unsaid: the release records clock + 1,024, so a grant right behind it (within 256 µs on the
     // server: tried a few times, as a loaded machine may pause Redis between the two) gets fewer.
@@ -294,7 +295,10 @@ describe('fences of a grant nobody else waits for (the common path records no co
     const key = 'common:handoff';
     for (const say of [true, false]) {
       const a = await store.tryAcquire(key, 'A', 30_000, 1024);
-      const [queued, handed] = await Promise.all([store.tryAcquireInLine(key, 'W', 30_000, 4, 'keep'), store.release(key, 'A', say ? held(a, 1024) : undefined)]);
+      const [queued, handed] = await Promise.all([
+        store.tryAcquireInLine(key, 'W', 30_000, 4, 'keep'),
+        store.release(key, 'A', say ? held(a, 1024) : undefined),
+      ]);
       expect(queued).toMatchObject({ queued: true });
       expect(handed).toBe(true);
       const w = await store.tryAcquireInLine(key, 'W', 30_000, 4, 'keep');

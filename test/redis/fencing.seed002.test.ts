@@ -28,7 +28,11 @@ afterAll(async () => {
 
 const writer = fileURLToPath(new URL('../fixtures/stalledWriter.ts', import.meta.url));
 
-function startClient1(settings: StalledWriterSettings): { child: ChildProcess; messages: StalledWriterMessage[]; next(type: StalledWriterMessage['type']): Promise<StalledWriterMessage> } {
+function startClient1(settings: StalledWriterSettings): {
+  child: ChildProcess;
+  messages: StalledWriterMessage[];
+  next(type: StalledWriterMessage['type']): Promise<StalledWriterMessage>;
+} {
   const child = fork(writer, [], { execArgv: ['--import', 'tsx'], env: { ...process.env, STALLED_WRITER: JSON.stringify(settings) } });
   const messages: StalledWriterMessage[] = [];
   const waiters: Array<() => void> = [];
@@ -62,11 +66,15 @@ describe('fencing: seed 002', () => {
     const fenced = new FencedResource(client, resource);
     let fence2 = 0;
     const written = await lastValueFrom(
-      locker2.using(key, async (lease) => {
-        fence2 = lease.fence;
-        expect(lease.fence).toBeGreaterThan(acquired.fence); // the story's 34 after 33
-        return fenced.write(lease.fence, 'written by client 2');
-      }, { waitTimeout: 5000 }),
+      locker2.using(
+        key,
+        async (lease) => {
+          fence2 = lease.fence;
+          expect(lease.fence).toBeGreaterThan(acquired.fence); // the story's 34 after 33
+          return fenced.write(lease.fence, 'written by client 2');
+        },
+        { waitTimeout: 5000 },
+      ),
     );
     expect(written).toEqual({ accepted: true, fence: fence2 });
 

@@ -36,7 +36,6 @@ afterAll(async () => {
   await server?.stop();
 });
 
-
 interface Hold {
   fence: number;
   enter: bigint;
@@ -122,7 +121,6 @@ async function keysLeft(): Promise<string[]> {
   return (await observer.keys('*')).filter((key) => !key.startsWith(`${RESERVED_PREFIX}fence:`));
 }
 
-
 describe('fencing tokens', () => {
   it('reach the work inside using(), and the acquired and released events', async () => {
     const client = connect(server);
@@ -172,7 +170,12 @@ describe('fencing tokens', () => {
 
     // Every phase-1 connection is gone (only this observer is left), and the server forgets its
     // scripts, so the new clients start from nothing (NOSCRIPT, then EVAL).
-    await eventually(async () => String(await observer.client('LIST')).trim().split('\n').length === 1);
+    await eventually(
+      async () =>
+        String(await observer.client('LIST'))
+          .trim()
+          .split('\n').length === 1,
+    );
     await observer.script('FLUSH');
     const evalsBefore = await evalCalls();
 

@@ -81,8 +81,10 @@ function orderingFaults(ws: InterceptStore, token: string): string[] {
   const faults: string[] = [];
   const firstLeave = calls.find((c) => c.op === 'leave');
   for (const c of calls) {
-    if (c.op === 'leave' && (c.acquiresInFlight > 0 || c.leavesInFlight > 0)) faults.push(`leave #${c.seq} sent with ${c.acquiresInFlight} attempt(s) and ${c.leavesInFlight} leave(s) in flight`);
-    if (firstLeave !== undefined && c.seq > firstLeave.seq && (c.op === 'tryAcquire' || c.op === 'tryAcquireInLine')) faults.push(`attempt #${c.seq} (${c.place ?? 'try'}) sent after leave #${firstLeave.seq}`);
+    if (c.op === 'leave' && (c.acquiresInFlight > 0 || c.leavesInFlight > 0))
+      faults.push(`leave #${c.seq} sent with ${c.acquiresInFlight} attempt(s) and ${c.leavesInFlight} leave(s) in flight`);
+    if (firstLeave !== undefined && c.seq > firstLeave.seq && (c.op === 'tryAcquire' || c.op === 'tryAcquireInLine'))
+      faults.push(`attempt #${c.seq} (${c.place ?? 'try'}) sent after leave #${firstLeave.seq}`);
   }
   return faults;
 }
@@ -151,7 +153,10 @@ describe('4. a waiter that gives up after the script cache was emptied', () => {
       await eventually(() => events.some((e) => e.type === 'abandoned-released'), 1000);
       expect(events.filter((e) => e.type === 'abandoned-released')).toEqual([{ type: 'abandoned-released', key, token: wToken, deleted: true }]);
       // the give-back: the release script (EVALSHA, then EVAL after its NOSCRIPT answer), nothing else
-      const giveBack = commands.slice(mark).map((c) => c.name).slice(7);
+      const giveBack = commands
+        .slice(mark)
+        .map((c) => c.name)
+        .slice(7);
       expect(giveBack.length === 1 || giveBack.length === 2).toBe(true);
       expect(giveBack.every((name) => name === 'evalsha' || name === 'eval')).toBe(true);
     }
@@ -273,7 +278,9 @@ describe('4. a waiter that gives up after the script cache was emptied', () => {
     const afterRelease = { holder: await suite.admin.get(lockKey), pttl: await suite.admin.pttl(lockKey) };
     const third = await takesAtOnce(t, key);
     report(`leave after re-send (${key})`, {
-      calls: ws.log.filter((c) => c.token === wToken).map((c) => ({ seq: c.seq, op: c.op, place: c.place, calledAt: Math.round(c.calledAt), settledAt: c.settledAt && Math.round(c.settledAt) })),
+      calls: ws.log
+        .filter((c) => c.token === wToken)
+        .map((c) => ({ seq: c.seq, op: c.op, place: c.place, calledAt: Math.round(c.calledAt), settledAt: c.settledAt && Math.round(c.settledAt) })),
       wire: commands.filter((c) => c.token === wToken || c.name === 'multi').map((c) => `${c.name}${c.script ? `:${c.script}` : ''}@${Math.round(c.at)}`),
       trace,
       released,
@@ -326,7 +333,16 @@ describe('4. a waiter that gives up after the script cache was emptied', () => {
     const { locker: t } = newLocker({ store: newStore() });
 
     const random = (n: number) => Math.floor(Math.random() * n);
-    const tally = { iterations: 0, endedBeforeQueued: 0, wTookIt: 0, handedToW: 0, givenBack: 0, givenBackDeleted: 0, thirdFailedAtOnce: 0, faults: [] as unknown[] };
+    const tally = {
+      iterations: 0,
+      endedBeforeQueued: 0,
+      wTookIt: 0,
+      handedToW: 0,
+      givenBack: 0,
+      givenBackDeleted: 0,
+      thirdFailedAtOnce: 0,
+      faults: [] as unknown[],
+    };
     const modes = ['unsubscribe', 'waitTimeout', 'retryStops'] as const;
     const stores = ['woken', 'polling', 'shared'] as const;
     for (let i = 0; i < 200; i++) {
@@ -408,7 +424,9 @@ describe('4. a waiter that gives up after the script cache was emptied', () => {
         }
         if (!(await takesAtOnce(t, key))) {
           tally.thirdFailedAtOnce++;
-          faults.push(`a waitTimeout: 0 acquisition failed after W left and H released (holder ${await suite.admin.get(lockKey)}, line ${JSON.stringify(await lineOf(suite.admin, lockKey))})`);
+          faults.push(
+            `a waitTimeout: 0 acquisition failed after W left and H released (holder ${await suite.admin.get(lockKey)}, line ${JSON.stringify(await lineOf(suite.admin, lockKey))})`,
+          );
         }
         if (faults.length > 0) tally.faults.push({ i, mode, storeKind, byEval, fast, handed, faults });
         tally.iterations++;
@@ -487,7 +505,11 @@ describe('4. a waiter that gives up after the script cache was emptied', () => {
     }
     report('noscript early races', { ...tally, faults: tally.faults.slice(0, 3) });
     // What users would see: a departed waiter's place, the key handed to it, a one-shot acquisition refused.
-    expect({ placesLeftBehind: tally.placesLeftBehind, handedToDepartedWaiter: tally.handedToDepartedWaiter, thirdFailedAtOnce: tally.thirdFailedAtOnce }).toEqual({
+    expect({
+      placesLeftBehind: tally.placesLeftBehind,
+      handedToDepartedWaiter: tally.handedToDepartedWaiter,
+      thirdFailedAtOnce: tally.thirdFailedAtOnce,
+    }).toEqual({
       placesLeftBehind: 0,
       handedToDepartedWaiter: 0,
       thirdFailedAtOnce: 0,

@@ -45,7 +45,10 @@ afterEach(() => {
 function newStore(options: RedisLockStoreOptions = {}): RedisLockStore {
   const client = connect(suite.server);
   const store = new RedisLockStore(client, options);
-  suite.closers.push(() => client.disconnect(), () => store.close());
+  suite.closers.push(
+    () => client.disconnect(),
+    () => store.close(),
+  );
   return store;
 }
 
@@ -97,7 +100,10 @@ describe('1. a key handed to a waiter that died in line', () => {
       const aLease = await firstValueFrom(a.acquire(key));
       const child = fork(waiterFile, [], {
         execArgv: ['--import', 'tsx'],
-        env: { ...process.env, HANDOFF_WAITER: JSON.stringify({ port: suite.server.port, key, placeTtl: c.placeTtl, ttl: c.ttl } satisfies HandoffWaiterSettings) },
+        env: {
+          ...process.env,
+          HANDOFF_WAITER: JSON.stringify({ port: suite.server.port, key, placeTtl: c.placeTtl, ttl: c.ttl } satisfies HandoffWaiterSettings),
+        },
         stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       });
       const messages: unknown[] = [];
@@ -166,7 +172,7 @@ describe('1. a key handed to a waiter that died in line', () => {
 });
 
 describe('1. once a live grantee claims a handed-over key', () => {
-  it('the key carries the grantee\'s ttl (10 s > place TTL 3 s) after its first renewal', async () => {
+  it("the key carries the grantee's ttl (10 s > place TTL 3 s) after its first renewal", async () => {
     const { locker: a } = newLocker({ store: newStore() });
     const { locker: g, events } = newLocker({ store: newStore({ placeTtl: 3000 }), ttl: 10_000 });
     const aLease = await firstValueFrom(a.acquire('claimed'));
@@ -205,7 +211,7 @@ describe('1. once a live grantee claims a handed-over key', () => {
   });
 });
 
-describe('2. a waiter whose last call coincides with the holder\'s release', () => {
+describe("2. a waiter whose last call coincides with the holder's release", () => {
   it('takes the lock when the release comes just before its last attempt (place "leave") reaches Redis', async () => {
     const { locker: h } = newLocker({ store: newStore() });
     const ws = intercepted();
@@ -345,7 +351,14 @@ describe('2. a waiter whose last call coincides with the holder\'s release', () 
     const { lease, at } = await xLease;
     await eventually(() => ws.inFlight === 0, 1000);
     await sleep(50);
-    const calls = ws.log.map((c) => ({ op: c.op, place: c.place, calledAt: Math.round(c.calledAt - pausedAt), settledAt: c.settledAt && Math.round(c.settledAt - pausedAt), leavesInFlight: c.leavesInFlight, result: c.result }));
+    const calls = ws.log.map((c) => ({
+      op: c.op,
+      place: c.place,
+      calledAt: Math.round(c.calledAt - pausedAt),
+      settledAt: c.settledAt && Math.round(c.settledAt - pausedAt),
+      leavesInFlight: c.leavesInFlight,
+      result: c.result,
+    }));
     report(`paused leave (${key})`, { xAcquiredAfterResume: at - resumedAt, calls });
     expect(await suite.admin.get(lockKey)).toBe(lease.token);
     expect(await lease.release()).toBe(true);
@@ -367,7 +380,11 @@ describe('2. a waiter whose last call coincides with the holder\'s release', () 
     // (a second one, after the first was answered, finds the key given back already)…
     const leaves = ws.calls('leave');
     expect(leaves.length).toBeGreaterThanOrEqual(1);
-    expect(leaves.filter((c) => c.leavesInFlight > 0 || c.acquiresInFlight > 0).map((c) => ({ seq: c.seq, leavesInFlight: c.leavesInFlight, acquiresInFlight: c.acquiresInFlight }))).toEqual([]);
+    expect(
+      leaves
+        .filter((c) => c.leavesInFlight > 0 || c.acquiresInFlight > 0)
+        .map((c) => ({ seq: c.seq, leavesInFlight: c.leavesInFlight, acquiresInFlight: c.acquiresInFlight })),
+    ).toEqual([]);
     // …so the one grant is given back once.
     expect(events.filter((e) => e.type === 'abandoned-released')).toHaveLength(1);
   });

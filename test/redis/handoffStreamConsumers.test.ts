@@ -227,7 +227,9 @@ describe('a Redis Stream consumer group with a consumer SIGKILLed while it holds
       // The survivors kept working after the kill.
       const ackedAfter = survivors.flatMap((c) => c.events.filter((e) => e.at > killAt && typeof e.message === 'object' && e.message.type === 'acked'));
       expect(ackedAfter.length).toBeGreaterThan(10);
-      const errors = survivors.flatMap((c) => c.events.filter((e) => typeof e.message === 'object' && (e.message.type === 'error' || e.message.type === 'lost')));
+      const errors = survivors.flatMap((c) =>
+        c.events.filter((e) => typeof e.message === 'object' && (e.message.type === 'error' || e.message.type === 'lost')),
+      );
       expect(errors).toEqual([]);
     } finally {
       producing = false;

@@ -47,18 +47,26 @@ describe('rxjs-lock inspect --cluster', () => {
     const node = cluster.startupNodes[0]!;
     const run = await cli('inspect', `redis://${node.host}:${node.port}`, 'order:*', '--cluster', '--json');
     expect(run).toMatchObject({ code: 0, stderr: '' });
-    const listed = run.stdout.trim().split('\n').map((line) => JSON.parse(line) as { key: string; token: string });
+    const listed = run.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { key: string; token: string });
     expect(listed.map((l) => [l.key, l.token]).sort()).toEqual(leases.map((lease) => [lease.key, lease.token]).sort());
     await Promise.all(leases.map((lease) => lease.release()));
   });
 
   it('lists the shared locks held on every master', async () => {
     const keys = Array.from({ length: 9 }, (_, i) => `pool:${i}`);
-    const leases = await firstValueFrom(forkJoin(keys.map((key, i) => (i % 2 === 0 ? locker.acquirePermit(key, { limit: 2, ttl: 20_000 }) : locker.acquireWriteLock(key, { ttl: 20_000 })))));
+    const leases = await firstValueFrom(
+      forkJoin(keys.map((key, i) => (i % 2 === 0 ? locker.acquirePermit(key, { limit: 2, ttl: 20_000 }) : locker.acquireWriteLock(key, { ttl: 20_000 })))),
+    );
     const node = cluster.startupNodes[0]!;
     const run = await cli('inspect', `redis://${node.host}:${node.port}`, 'pool:*', '--cluster', '--json');
     expect(run).toMatchObject({ code: 0, stderr: '' });
-    const listed = run.stdout.trim().split('\n').map((line) => JSON.parse(line) as { kind: string; key: string; holders: Array<{ token: string }> });
+    const listed = run.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { kind: string; key: string; holders: Array<{ token: string }> });
     expect(listed.map((l) => [l.kind, l.key, l.holders[0]!.token]).sort()).toEqual(leases.map((lease) => ['shared', lease.key, lease.token]).sort());
     await Promise.all(leases.map((lease) => lease.release()));
   });

@@ -32,7 +32,12 @@ function cli(...args: string[]): Promise<Run> {
 }
 
 const url = () => `redis://${suite.server.host}:${suite.server.port}`;
-const jsonLines = (out: string) => out.trim().split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>);
+const jsonLines = (out: string) =>
+  out
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
 
 function lockerOn(keyPrefix?: string): { locker: Locker; store: RedisLockStore } {
   const client = connect(suite.server);

@@ -7,7 +7,7 @@
  */
 import { execFile } from 'node:child_process';
 import { resolve } from 'node:path';
-import { firstValueFrom, NEVER, Subject } from 'rxjs';
+import { firstValueFrom, Subject } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { createLocker, type Lease, type Locker } from '../../src/index.js';
 import { globMatch } from '../../src/backends/redis/protocol/globMatch.js';
@@ -30,8 +30,17 @@ function cli(...args: string[]): Promise<{ code: number | null; stdout: string; 
 function lockerOn(options: { keyPrefix?: string; clientPrefix?: string } = {}): Locker {
   const client = connect(suite.server, options.clientPrefix === undefined ? {} : { keyPrefix: options.clientPrefix });
   const store = new RedisLockStore(client);
-  const locker = createLocker({ store, ttl: 20_000, retry: { minDelay: 2, jitter: 3 }, ...(options.keyPrefix === undefined ? {} : { keyPrefix: options.keyPrefix }) });
-  suite.closers.push(() => client.disconnect(), () => store.close(), () => locker.close());
+  const locker = createLocker({
+    store,
+    ttl: 20_000,
+    retry: { minDelay: 2, jitter: 3 },
+    ...(options.keyPrefix === undefined ? {} : { keyPrefix: options.keyPrefix }),
+  });
+  suite.closers.push(
+    () => client.disconnect(),
+    () => store.close(),
+    () => locker.close(),
+  );
   return locker;
 }
 
@@ -40,7 +49,10 @@ function hold(lease$: ReturnType<Locker['acquirePermit']>): Promise<Lease> {
   const got = new Subject<Lease>();
   let lease: Lease | undefined;
   const held = lease$.subscribe({ next: (granted) => got.next((lease = granted)), error: () => undefined });
-  suite.closers.push(() => held.unsubscribe(), () => lease?.release());
+  suite.closers.push(
+    () => held.unsubscribe(),
+    () => lease?.release(),
+  );
   return firstValueFrom(got);
 }
 
@@ -65,7 +77,12 @@ describe('scanSharedLocks', () => {
     expect(locks.map((l) => l.key)).toEqual(['renderer', '{tenant-7}:config']);
     const [renderer, config] = locks as [ListedSharedLock, ListedSharedLock];
     expect(renderer).toMatchObject({ used: 3, waiting: 1 });
-    expect(renderer.holders.map((h) => [h.token, h.weight, h.fence]).sort()).toEqual([[one.token, 1, one.fence], [two.token, 2, two.fence]].sort());
+    expect(renderer.holders.map((h) => [h.token, h.weight, h.fence]).sort()).toEqual(
+      [
+        [one.token, 1, one.fence],
+        [two.token, 2, two.fence],
+      ].sort(),
+    );
     expect(config).toMatchObject({ used: 2 ** 31 - 1, waiting: 1, holders: [{ token: writer.token, weight: 2 ** 31 - 1, fence: writer.fence }] });
     for (const h of [...renderer.holders, ...config.holders]) expect(h.ttl).toBeGreaterThan(10_000);
     await writer.release();
@@ -90,7 +107,23 @@ describe('scanSharedLocks', () => {
   it('matches names as Redis MATCH does', async () => {
     const names = ['pool:a', 'pool:ab', 'pool:b*c', 'pool:bxc', 'pool:[x]', 'pool:-', 'pool:\\', 'Pool:a', 'pool:', 'p?ol:a'];
     await suite.admin.sadd('names', ...names);
-    const patterns = ['*', 'pool:?', 'pool:[ab]*', 'pool:[^a]*', 'pool:[a-b]', 'pool:[b-a]', 'pool:b\\*c', 'pool:b*c', 'pool:\\[x\\]', 'pool:[\\-]', 'pool:\\\\', 'p\\?ol:*', '*:*b', 'pool:[a', 'pool:a\\'];
+    const patterns = [
+      '*',
+      'pool:?',
+      'pool:[ab]*',
+      'pool:[^a]*',
+      'pool:[a-b]',
+      'pool:[b-a]',
+      'pool:b\\*c',
+      'pool:b*c',
+      'pool:\\[x\\]',
+      'pool:[\\-]',
+      'pool:\\\\',
+      'p\\?ol:*',
+      '*:*b',
+      'pool:[a',
+      'pool:a\\',
+    ];
     for (const pattern of patterns) {
       const [, byRedis] = await suite.admin.sscan('names', '0', 'MATCH', pattern, 'COUNT', 1000);
       expect({ pattern, matched: names.filter((name) => globMatch(pattern, name)).sort() }).toEqual({ pattern, matched: [...byRedis].sort() });
@@ -120,7 +153,10 @@ describe('rxjs-lock inspect (CLI) with shared locks', () => {
       ['render\\ner', permit.token, '3', expect.stringMatching(/^\d+$/), String(permit.fence), '3', '0'],
     ]);
 
-    const json = (await cli('inspect', url, '--json')).stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    const json = (await cli('inspect', url, '--json')).stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(json.filter((l) => l.kind !== 'shared').map((l) => l.key)).toEqual(['order:1']);
     const sharedJson = json.filter((l) => l.kind === 'shared').sort((x, y) => (String(x.key) < String(y.key) ? -1 : 1));
     expect(sharedJson).toMatchObject([

@@ -66,7 +66,7 @@ describe.each(LOCKER_PREFIXES)("helper keys on a Redis Cluster with keyPrefix '%
       .map((variant) => ({ base, variant })),
   );
 
-  it('keeps every helper key of every key used here in its lock key\'s slot', () => {
+  it("keeps every helper key of every key used here in its lock key's slot", () => {
     for (const { base, variant } of pairs) {
       for (const key of [base, variant]) expect(new Set(lockKeys(prefix + key).map(keySlot)).size, prefix + key).toBe(1);
     }

@@ -100,7 +100,11 @@ describe.each(CONFIGS)('helper keys with $name', (config) => {
     await Promise.all([p1, p2, p3].map((p) => p?.close()));
   });
 
-  const pairs = BASES.flatMap((base) => variantsOf(base).filter((variant) => !isReserved(config, variant)).map((variant) => ({ base, variant })));
+  const pairs = BASES.flatMap((base) =>
+    variantsOf(base)
+      .filter((variant) => !isReserved(config, variant))
+      .map((variant) => ({ base, variant })),
+  );
 
   /** Holds `first` then `second` (each in one attempt), both at once, then releases both. */
   async function bothAtOnce(first: string, second: string): Promise<void> {

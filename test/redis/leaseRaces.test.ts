@@ -52,7 +52,21 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * Commands that neither take, keep nor give back a lock: connection upkeep, and the wake-up
  * channels (a store's subscriber drops a channel a while after its last waiter left).
  */
-const NOT_LOCK_WORK = new Set(['info', 'ping', 'client', 'hello', 'select', 'quit', 'command', 'subscribe', 'unsubscribe', 'psubscribe', 'punsubscribe', 'ssubscribe', 'sunsubscribe']);
+const NOT_LOCK_WORK = new Set([
+  'info',
+  'ping',
+  'client',
+  'hello',
+  'select',
+  'quit',
+  'command',
+  'subscribe',
+  'unsubscribe',
+  'psubscribe',
+  'punsubscribe',
+  'ssubscribe',
+  'sunsubscribe',
+]);
 
 /** Calls per command on the server, from `INFO commandstats`: the lock scripts and what they run. */
 async function commandCalls(): Promise<Record<string, number>> {
@@ -149,7 +163,7 @@ async function race(settings: Omit<RacerSettings, 'role' | 'port' | 'seed'>): Pr
     await sleep(IDLE_MS);
     const idleCalls = callsBetween(before, await commandCalls());
     child.send('finish');
-    const report = (await within(message('report'), 5_000, "report from the racer")) as RacerReport;
+    const report = (await within(message('report'), 5_000, 'report from the racer')) as RacerReport;
     const reportedAt = performance.now();
     const exit = await Promise.race([exited, exitOf(child, EXIT_WITHIN_MS)]);
     return { report, idleCalls, exit, exitMs: performance.now() - reportedAt };
@@ -183,8 +197,8 @@ describe('cancel / release / renewal races (random timings, many iterations)', (
     const { counts } = result.report;
     // The races happened: renewals during holds (one per lease on average, at least), leases given
     // up at every stage, and the tight interleavings.
-    expect(counts['holds']).toBeGreaterThan(800);
-    expect(counts['renewed']).toBeGreaterThan(500);
+    expect(counts.holds).toBeGreaterThan(800);
+    expect(counts.renewed).toBeGreaterThan(500);
     expect(counts['stream unsubscribed']).toBeGreaterThan(200);
     expect(counts['stream completed']).toBeGreaterThan(100);
     expect(counts['abandoned-released']).toBeGreaterThan(0);
@@ -222,7 +236,7 @@ describe('cancel / release / renewal races (random timings, many iterations)', (
     expect(counts['lost: store-unreachable']).toBeGreaterThanOrEqual(sentinelsHeld);
     expect(counts['renew-failed']).toBeGreaterThan(0);
     expect(counts['acquire-failed']).toBeGreaterThan(0);
-    expect(counts['renewed']).toBeGreaterThan(100);
+    expect(counts.renewed).toBeGreaterThan(100);
     expect(await keysLeft()).toEqual([]);
   }, 60_000);
 });

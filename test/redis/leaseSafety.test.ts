@@ -41,7 +41,6 @@ async function evalshaCalls(): Promise<number> {
   return match ? Number(match[1]) : 0;
 }
 
-
 describe('watchdog renewal', () => {
   it('a stream that runs 5× its TTL keeps the lock, and a competitor times out meanwhile', async () => {
     const { locker, events } = lockerWith({ ttl: 200 });
@@ -156,7 +155,7 @@ describe('lease loss reaches the stream', () => {
   });
 
   it('a paused Redis (SIGSTOP past the TTL) → LockLostError at the local deadline, before the key can expire; all well after SIGCONT', async () => {
-    const { locker, events, engine } = lockerWith({ ttl: 400 }); // renewals every 133 ms; commandTimeout 2 s
+    const { locker, engine } = lockerWith({ ttl: 400 }); // renewals every 133 ms; commandTimeout 2 s
     let lease: Lease | undefined;
     const result = lastValueFrom(
       locker.using('frozen', (l) => {
@@ -196,31 +195,35 @@ describe('lease loss reaches the stream', () => {
 });
 
 describe('renewals share round trips', () => {
-  it.skipIf(process.env.MUTATION === '1')('10,000 held leases are renewed in a handful of pipelines per interval, not 10,000 calls', async () => {
-    const counting = countingClient(client);
-    const locker = createLocker({ store: new RedisLockStore(counting.client), keyPrefix: '', ttl: 3000, waitTimeout: 0 });
-    let renewed = 0;
-    locker.events$.subscribe((e) => {
-      if (e.type === 'renewed') renewed++;
-    });
-    const leases: Lease[] = [];
-    for (let i = 0; i < 10_000; i += 500) {
-      leases.push(...(await Promise.all(Array.from({ length: 500 }, (_, j) => firstValueFrom(locker.acquire(`many:${i + j}`))))));
-    }
-    const directAfterAcquire = counting.direct;
-    const batchesAfterAcquire = counting.batches;
-    // two renewal intervals (1 s each) after the last acquisition
-    await sleep(2300);
-    expect(renewed).toBeGreaterThanOrEqual(20_000);
-    // every renewal sent in a pipeline is answered (a batch may still be in flight right now)
-    await eventuallyEvery(() => counting.batched === renewed, 3000);
-    expect(counting.batched).toBe(renewed);
-    expect(counting.direct - directAfterAcquire).toBe(0);
-    expect(counting.batches - batchesAfterAcquire).toBeLessThanOrEqual(30);
-    expect(leases.every((l) => l.held)).toBe(true);
-    await Promise.all(leases.map((l) => l.release()));
-    expect(await lockKeyCount(suite.admin)).toBe(0);
-  }, 30_000);
+  it.skipIf(process.env.MUTATION === '1')(
+    '10,000 held leases are renewed in a handful of pipelines per interval, not 10,000 calls',
+    async () => {
+      const counting = countingClient(client);
+      const locker = createLocker({ store: new RedisLockStore(counting.client), keyPrefix: '', ttl: 3000, waitTimeout: 0 });
+      let renewed = 0;
+      locker.events$.subscribe((e) => {
+        if (e.type === 'renewed') renewed++;
+      });
+      const leases: Lease[] = [];
+      for (let i = 0; i < 10_000; i += 500) {
+        leases.push(...(await Promise.all(Array.from({ length: 500 }, (_, j) => firstValueFrom(locker.acquire(`many:${i + j}`))))));
+      }
+      const directAfterAcquire = counting.direct;
+      const batchesAfterAcquire = counting.batches;
+      // two renewal intervals (1 s each) after the last acquisition
+      await sleep(2300);
+      expect(renewed).toBeGreaterThanOrEqual(20_000);
+      // every renewal sent in a pipeline is answered (a batch may still be in flight right now)
+      await eventuallyEvery(() => counting.batched === renewed, 3000);
+      expect(counting.batched).toBe(renewed);
+      expect(counting.direct - directAfterAcquire).toBe(0);
+      expect(counting.batches - batchesAfterAcquire).toBeLessThanOrEqual(30);
+      expect(leases.every((l) => l.held)).toBe(true);
+      await Promise.all(leases.map((l) => l.release()));
+      expect(await lockKeyCount(suite.admin)).toBe(0);
+    },
+    30_000,
+  );
 });
 
 describe('lease.extend()', () => {

@@ -75,7 +75,7 @@ describe('release exactly once (counted by Redis)', () => {
 });
 
 describe('ownership', () => {
-  it('a lease whose key expired and was taken by another cannot delete the new holder\'s key', async () => {
+  it("a lease whose key expired and was taken by another cannot delete the new holder's key", async () => {
     const stale = await firstValueFrom(locker.acquire('k', { ttl: 50, renew: false }));
     await sleep(100);
     const fresh = await firstValueFrom(locker.acquire('k', { waitTimeout: 0 }));

@@ -66,7 +66,7 @@ describe('long-wait events on Redis', () => {
     await (await waited).release();
   });
 
-  it('show a slow link: each read takes at least the link\'s delay, the holder still named', async () => {
+  it("show a slow link: each read takes at least the link's delay, the holder still named", async () => {
     proxy = await delayProxy(server.port, 150);
     const holder = lockerOn(server.port);
     const waiter = lockerOn(proxy.port, { longWait: 100, commandTimeout: 2_000 });

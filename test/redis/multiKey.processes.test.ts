@@ -19,18 +19,30 @@ describe('multi-key locks across processes', () => {
   it('3 processes × 2 loops × 12 random overlapping sets of 6 keys: no time-out, no error, one holder per key at a time', async () => {
     const pool = ['a', 'b', 'c', 'd', 'e', 'f'].map((name) => `sets:${name}`);
     const children = [1, 2, 3].map((seed) =>
-      forkFixture(fixture, 'SET_CONTENDER', { port: suite.server.port, pool, loops: 2, iterations: 12, holdMs: 2, waitTimeout: 20_000, seed: seed * 7_919 } satisfies SetContenderSettings),
+      forkFixture(fixture, 'SET_CONTENDER', {
+        port: suite.server.port,
+        pool,
+        loops: 2,
+        iterations: 12,
+        holdMs: 2,
+        waitTimeout: 20_000,
+        seed: seed * 7_919,
+      } satisfies SetContenderSettings),
     );
     try {
       const inboxes = children.map((child) => messagesOf(child));
       await within(Promise.all(inboxes.map((next) => next('ready'))), 20_000, 'ready');
       children.forEach((child) => child.send('go'));
-      const all = (await within(Promise.all(inboxes.map((next) => next<{ type: string; report: SetContenderReport }>('report'))), 50_000, 'reports')).map((m) => m.report);
+      const all = (await within(Promise.all(inboxes.map((next) => next<{ type: string; report: SetContenderReport }>('report'))), 50_000, 'reports')).map(
+        (m) => m.report,
+      );
       expect(all.flatMap((r) => r.errors)).toEqual([]);
       expect(all.reduce((sum, r) => sum + r.timeouts, 0)).toBe(0);
       expect(all.reduce((sum, r) => sum + r.sets, 0)).toBe(3 * 2 * 12);
       for (const key of pool) {
-        const sections: CriticalSection[] = all.flatMap((r, owner) => r.sections[key]!.map(([enter, exit]) => ({ enter: BigInt(enter), exit: BigInt(exit), owner: String(owner) })));
+        const sections: CriticalSection[] = all.flatMap((r, owner) =>
+          r.sections[key]!.map(([enter, exit]) => ({ enter: BigInt(enter), exit: BigInt(exit), owner: String(owner) })),
+        );
         expect(findOverlaps(sections), key).toEqual([]);
       }
       // every key held by more than one process over the run: the sets did overlap

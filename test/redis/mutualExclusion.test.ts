@@ -28,15 +28,21 @@ async function contend(processes: number, settings: Omit<ContenderSettings, 'por
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     }),
   );
-  const ready = children.map((child) => new Promise<void>((resolve, reject) => {
-    child.once('message', () => resolve());
-    child.once('exit', (code) => reject(new Error(`contender exited early with ${code}`)));
-  }));
+  const ready = children.map(
+    (child) =>
+      new Promise<void>((resolve, reject) => {
+        child.once('message', () => resolve());
+        child.once('exit', (code) => reject(new Error(`contender exited early with ${code}`)));
+      }),
+  );
   await Promise.all(ready);
-  const reports = children.map((child) => new Promise<ContenderReport>((resolve, reject) => {
-    child.once('message', (report) => resolve(report as ContenderReport));
-    child.once('exit', (code) => reject(new Error(`contender exited with ${code} before reporting`)));
-  }));
+  const reports = children.map(
+    (child) =>
+      new Promise<ContenderReport>((resolve, reject) => {
+        child.once('message', (report) => resolve(report as ContenderReport));
+        child.once('exit', (code) => reject(new Error(`contender exited with ${code} before reporting`)));
+      }),
+  );
   children.forEach((child) => child.send('go'));
   return Promise.all(reports);
 }

@@ -20,7 +20,11 @@ function newLocker(options: Parameters<typeof createLocker>[0] = {}): { locker: 
   const client = connect(suite.server, { maxRetriesPerRequest: null });
   const store = new RedisLockStore(client);
   const locker = createLocker({ store, retry: { minDelay: 2, jitter: 4 }, ...options });
-  suite.closers.push(() => client.disconnect(), () => store.close(), () => locker.close());
+  suite.closers.push(
+    () => client.disconnect(),
+    () => store.close(),
+    () => locker.close(),
+  );
   return { locker, store };
 }
 
@@ -37,11 +41,14 @@ function holdPermits(locker: Locker, key: string, n: number, limit: number, ttl:
 
 describe.each([
   ['FLUSHALL', async () => void (await suite.admin.flushall())],
-  ['a restart without persistence', async () => {
-    await suite.server.kill();
-    await suite.server.restart();
-    await eventually(async () => (await suite.admin.ping().catch(() => 'down')) === 'PONG', 5_000);
-  }],
+  [
+    'a restart without persistence',
+    async () => {
+      await suite.server.kill();
+      await suite.server.restart();
+      await eventually(async () => (await suite.admin.ping().catch(() => 'down')) === 'PONG', 5_000);
+    },
+  ],
 ])('permits held while Redis loses its data (%s)', (_, loseData) => {
   it('the holders lose them as LockLostError; then the live holders never exceed the limit, with higher fences', async () => {
     const a = newLocker({ ttl: 600 });

@@ -21,7 +21,11 @@ describe('renewals of shared holders', () => {
     const counting = countingClient(client);
     const store = new RedisLockStore(counting.client);
     const locker = createLocker({ store, ttl: 900, waitTimeout: 2_000 }); // renewed every 300 ms
-    suite.closers.push(() => client.disconnect(), () => store.close(), () => locker.close());
+    suite.closers.push(
+      () => client.disconnect(),
+      () => store.close(),
+      () => locker.close(),
+    );
     const events: LockEvent[] = [];
     locker.events$.subscribe((e) => events.push(e));
     const takes: Array<Observable<Lease>> = [

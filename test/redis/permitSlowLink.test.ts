@@ -21,7 +21,11 @@ function directLocker(): Locker {
   const client = connect(suite.server);
   const store = new RedisLockStore(client);
   const locker = createLocker({ store, retry: { minDelay: 2, jitter: 4 } });
-  suite.closers.push(() => client.disconnect(), () => store.close(), () => locker.close());
+  suite.closers.push(
+    () => client.disconnect(),
+    () => store.close(),
+    () => locker.close(),
+  );
   return locker;
 }
 
@@ -34,7 +38,12 @@ async function slowLocker(): Promise<{ locker: Locker; proxy: DelayProxy; events
   const locker = createLocker({ store, ttl: 100, retry: { minDelay: 2, jitter: 4 } });
   const events: LockEvent[] = [];
   locker.events$.subscribe((e) => events.push(e));
-  suite.closers.push(() => proxy.close(), () => client.disconnect(), () => store.close(), () => locker.close());
+  suite.closers.push(
+    () => proxy.close(),
+    () => client.disconnect(),
+    () => store.close(),
+    () => locker.close(),
+  );
   // Warm up while the link is quick: the connection is open and the scripts are loaded on it.
   const warm = await firstValueFrom(locker.acquirePermit('warm-up', { limit: 1 }));
   await warm.release();

@@ -23,7 +23,11 @@ function newLocker(): { locker: Locker; store: RedisLockStore } {
   const client = connect(suite.server);
   const store = new RedisLockStore(client, { placeTtl: PLACE_TTL });
   const locker = createLocker({ store, retry: { minDelay: 5, jitter: 5 } });
-  suite.closers.push(() => client.disconnect(), () => store.close(), () => locker.close());
+  suite.closers.push(
+    () => client.disconnect(),
+    () => store.close(),
+    () => locker.close(),
+  );
   return { locker, store };
 }
 
@@ -106,7 +110,7 @@ describe('a waiter for permits, woken by the grant signal', () => {
     await lease.release();
   });
 
-  it("the store dates a kept place, and announces no grant to the caller whose own call made it", async () => {
+  it('the store dates a kept place, and announces no grant to the caller whose own call made it', async () => {
     const { store } = newLocker();
     const signals: WakeSignal[] = [];
     const watch = store.watch!('lock:own', 'W', (signal) => signals.push(signal));

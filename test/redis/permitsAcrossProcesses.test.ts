@@ -76,7 +76,13 @@ describe('a semaphore across processes', () => {
   });
 
   it("a killed holder's permits come back when its lease ends, not before", async () => {
-    const holder = start({ key: 'killed', ttl: 1_500, waitTimeout: 5_000, loops: [], hold: { kind: 'permit', limit: 2, permits: 2, iterations: 1, holdMs: 0 } });
+    const holder = start({
+      key: 'killed',
+      ttl: 1_500,
+      waitTimeout: 5_000,
+      loops: [],
+      hold: { kind: 'permit', limit: 2, permits: 2, iterations: 1, holdMs: 0 },
+    });
     await within(holder.next('ready'), 20_000, 'holder ready');
     holder.child.send('go');
     await within(holder.next('held'), 10_000, 'held');
@@ -111,7 +117,12 @@ describe('a read-write lock across processes', () => {
     // a writer weighs as much as every reader together could: more than 1 in use means a writer shared
     const big = 1_000;
     expect(peak(sections, (s) => (s.kind === 'write' ? big : 1))).toBeLessThan(big + 1);
-    expect(peak(sections.filter((s) => s.kind === 'read'), () => 1)).toBeGreaterThan(1);
+    expect(
+      peak(
+        sections.filter((s) => s.kind === 'read'),
+        () => 1,
+      ),
+    ).toBeGreaterThan(1);
   });
 
   it('fairness: a writer gets in while readers keep coming, and so does a 3-permit waiter among 1-permit ones', async () => {
@@ -119,8 +130,18 @@ describe('a read-write lock across processes', () => {
     // without a first-come, first-served line the writer would wait for all of them to stop.
     const readers = { key: 'fair-rw', ttl: 10_000, waitTimeout: 30_000, loops: [0, 1, 2].map(() => ({ kind: 'read' as const, iterations: 30, holdMs: 15 })) };
     const writer = { key: 'fair-rw', ttl: 10_000, waitTimeout: 30_000, loops: [{ kind: 'write' as const, iterations: 1, holdMs: 1, delayMs: 100 }] };
-    const singles = { key: 'fair-sem', ttl: 10_000, waitTimeout: 30_000, loops: [0, 1, 2].map(() => ({ kind: 'permit' as const, limit: 3, iterations: 30, holdMs: 15 })) };
-    const triple = { key: 'fair-sem', ttl: 10_000, waitTimeout: 30_000, loops: [{ kind: 'permit' as const, limit: 3, permits: 3, iterations: 1, holdMs: 1, delayMs: 100 }] };
+    const singles = {
+      key: 'fair-sem',
+      ttl: 10_000,
+      waitTimeout: 30_000,
+      loops: [0, 1, 2].map(() => ({ kind: 'permit' as const, limit: 3, iterations: 30, holdMs: 15 })),
+    };
+    const triple = {
+      key: 'fair-sem',
+      ttl: 10_000,
+      waitTimeout: 30_000,
+      loops: [{ kind: 'permit' as const, limit: 3, permits: 3, iterations: 1, holdMs: 1, delayMs: 100 }],
+    };
     const reports = await runAll([readers, writer, singles, triple]);
     expect(reports.flatMap((r) => r.errors)).toEqual([]);
     expect(reports.reduce((n, r) => n + r.timeouts, 0)).toBe(0);

@@ -226,7 +226,17 @@ describe('wake-ups after the subscriber connection drops', () => {
         const single = await handOff(a, b, 'single');
         // and one with a waiter whose back-off is a 1 s step: only a signal hands it the key early
         const slowStep = await handOff(b, a, 'single-slow', { retry: { minDelay: 1_000, jitter: 0 } }, 100);
-        const figures = { before, rightAfter, after, controlBefore, controlAfter, resubscribedMs: Math.round(resubscribedMs), single, slowStep, errors: run.errors };
+        const figures = {
+          before,
+          rightAfter,
+          after,
+          controlBefore,
+          controlAfter,
+          resubscribedMs: Math.round(resubscribedMs),
+          single,
+          slowStep,
+          errors: run.errors,
+        };
         report(drop, figures);
         const said = JSON.stringify(figures);
 
@@ -282,10 +292,10 @@ describe('a frozen Redis (SIGSTOP) while acquisitions retry', () => {
       const exitMs = performance.now() - reportedAt;
       report('frozen retrier', { running, frozen1, frozen2, thawed, final, exit, exitMs: Math.round(exitMs) });
 
-      const storeErrors = (s: { outcomes: Record<string, number> }) => s.outcomes['LockStoreError'] ?? 0;
+      const storeErrors = (s: { outcomes: Record<string, number> }) => s.outcomes.LockStoreError ?? 0;
       // the loops were running into the frozen server all along: many failed acquisitions…
       expect(storeErrors(frozen2) - storeErrors(frozen1)).toBeGreaterThan(20);
-      expect(running.outcomes['LockTimeoutError'] ?? 0).toBeGreaterThan(0);
+      expect(running.outcomes.LockTimeoutError ?? 0).toBeGreaterThan(0);
       // …and no timer more for them (a few come and go: the loops' own, the sessions' sleeps)
       const timers = `live timers (ref'd) running ${running.liveTimers} (${running.refTimers}), frozen ${frozen1.liveTimers} (${frozen1.refTimers}) then ${frozen2.liveTimers} (${frozen2.refTimers}), thawed ${thawed.liveTimers} (${thawed.refTimers})`;
       expect(frozen2.liveTimers, timers).toBeLessThanOrEqual(frozen1.liveTimers + 3);

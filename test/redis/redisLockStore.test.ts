@@ -123,7 +123,7 @@ describe('RedisLockStore', () => {
     await store.release('tx:leave', 'holder');
   });
 
-  it('keeps helper keys in its own namespace and in the lock key\'s hash slot', () => {
+  it("keeps helper keys in its own namespace and in the lock key's hash slot", () => {
     expect(lockKeys('lock:order:8')).toEqual([
       'lock:order:8',
       'rxjs-lock:fence:{lock:order:8}',

@@ -56,7 +56,15 @@ describe('RedlockStore: exclusion', () => {
   const contender = fileURLToPath(new URL('../fixtures/contender.ts', import.meta.url));
 
   it('3 processes × 2 loops × 15 acquisitions of one key over 5 nodes: 0 overlaps', async () => {
-    const settings: ContenderSettings = { port: 0, ports: nodes.servers.map((s) => s.port), key: fresh('exclusive'), loops: 2, iterations: 15, holdMs: 1, ttl: 10_000 };
+    const settings: ContenderSettings = {
+      port: 0,
+      ports: nodes.servers.map((s) => s.port),
+      key: fresh('exclusive'),
+      loops: 2,
+      iterations: 15,
+      holdMs: 1,
+      ttl: 10_000,
+    };
     const children = Array.from({ length: 3 }, () => forkFixture(contender, 'CONTENDER', settings));
     try {
       const ready = children.map((child) => new Promise<void>((resolve) => child.once('message', () => resolve())));
@@ -64,7 +72,9 @@ describe('RedlockStore: exclusion', () => {
       const reports = children.map((child) => new Promise<ContenderReport>((resolve) => child.once('message', (m) => resolve(m as ContenderReport))));
       children.forEach((child) => child.send('go'));
       const all = await within(Promise.all(reports), 50_000, 'contender reports');
-      const sections: CriticalSection[] = all.flatMap((report, owner) => report.sections.map(([enter, exit]) => ({ enter: BigInt(enter), exit: BigInt(exit), owner: String(owner) })));
+      const sections: CriticalSection[] = all.flatMap((report, owner) =>
+        report.sections.map(([enter, exit]) => ({ enter: BigInt(enter), exit: BigInt(exit), owner: String(owner) })),
+      );
       expect(all.flatMap((r) => r.errors)).toEqual([]);
       expect(all.reduce((sum, r) => sum + r.timeouts, 0)).toBe(0);
       expect(sections).toHaveLength(3 * 2 * 15);
@@ -161,7 +171,8 @@ describe('RedlockStore: nodes down', () => {
       const message = (error as Error).message;
       expect(message).toMatch(/quorum unreachable/);
       expect(message).toMatch(/2 of 5 nodes answered, 3 needed/);
-      for (const name of names([0, 1, 2])) expect(message).toMatch(new RegExp(`${name} (gave no answer within 200 ms|failed: .*)\\(connection \\w+: connect ECONNREFUSED`));
+      for (const name of names([0, 1, 2]))
+        expect(message).toMatch(new RegExp(`${name} (gave no answer within 200 ms|failed: .*)\\(connection \\w+: connect ECONNREFUSED`));
       // release and extend never hang; release never rejects
       expect(await store.release(key, 'mine')).toBe(false);
       await expect(store.extend(key, 'mine', 1000)).rejects.toBeInstanceOf(QuorumUnreachableError);
@@ -263,7 +274,7 @@ describe('RedlockStore: validity', () => {
     }
   });
 
-  it('answers the validity it measured: ttl − this attempt\'s time − drift (driftFactor, drift)', async () => {
+  it("answers the validity it measured: ttl − this attempt's time − drift (driftFactor, drift)", async () => {
     const store = nodes.store({ driftFactor: 0.1, drift: 50 });
     const started = performance.now();
     const result = await store.tryAcquire(fresh('measured'), 't', 2_000);
@@ -381,7 +392,7 @@ describe('RedlockStore: options', () => {
     }
   });
 
-  it('refuses keys in the store\'s own namespace, and bad TTLs, before anything is sent', async () => {
+  it("refuses keys in the store's own namespace, and bad TTLs, before anything is sent", async () => {
     const store = nodes.store();
     expect(() => store.checkKey('rxjs-lock:fence:{x}')).toThrow(LockOptionsError);
     await expect(store.tryAcquire('rxjs-lock:fence:{x}', 't', 1000)).rejects.toBeInstanceOf(LockOptionsError);

@@ -12,35 +12,37 @@ import { CLOCK_MARGIN_US, FENCES_PER_MICROSECOND, releaseArgs } from '../../src/
 describe('releaseArgs', () => {
   const grant = (fences: number, answeredAt = 1000) => ({ fence: 5_000, fences, answeredAt });
   /** `performance.now()` µs after the answer. */
-  const after = (us: number, answeredAt = 1000) => answeredAt + us / 1000;
+  const answeredPlus = (us: number, answeredAt = 1000) => answeredAt + us / 1000;
 
   it('says the last fence until the block has surely passed on the server clock, then says passed', () => {
     for (const fences of [1, 16, 1024]) {
       const span = fences / FENCES_PER_MICROSECOND + CLOCK_MARGIN_US;
-      expect(releaseArgs('t', grant(fences), after(span - 1))).toEqual(['t', 5_000 + fences - 1]);
-      expect(releaseArgs('t', grant(fences), after(span + 0.01))).toEqual(['t', 'passed']);
-      expect(releaseArgs('t', grant(fences), after(10_000_000))).toEqual(['t', 'passed']);
+      expect(releaseArgs('t', grant(fences), answeredPlus(span - 1))).toEqual(['t', 5_000 + fences - 1]);
+      expect(releaseArgs('t', grant(fences), answeredPlus(span + 0.01))).toEqual(['t', 'passed']);
+      expect(releaseArgs('t', grant(fences), answeredPlus(10_000_000))).toEqual(['t', 'passed']);
     }
     // exactly at the span (4 fences: 1 µs + the margin), the block counts as passed
     expect(releaseArgs('t', grant(4, 0), (1 + CLOCK_MARGIN_US) / 1000)).toEqual(['t', 'passed']);
     // fence 0 is a fence (a store may start there)
     expect(releaseArgs('t', { fence: 0, fences: 2, answeredAt: 0 }, 0)).toEqual(['t', 1]);
     // a release at the very moment of the answer (or a clock read before it) says the end
-    expect(releaseArgs('t', grant(16), after(0))).toEqual(['t', 5_015]);
-    expect(releaseArgs('t', grant(16), after(-5))).toEqual(['t', 5_015]);
+    expect(releaseArgs('t', grant(16), answeredPlus(0))).toEqual(['t', 5_015]);
+    expect(releaseArgs('t', grant(16), answeredPlus(-5))).toEqual(['t', 5_015]);
   });
 
   it('says nothing of a grant that is not known or not well-formed', () => {
     expect(releaseArgs('t', undefined, 5)).toEqual(['t']);
     // an answer time that is no time: the block is not known to be passed
-    for (const answeredAt of [Number.NaN, Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY]) expect(releaseArgs('t', grant(16, answeredAt), 1e9)).toEqual(['t', 5_015]);
+    for (const answeredAt of [Number.NaN, Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY])
+      expect(releaseArgs('t', grant(16, answeredAt), 1e9)).toEqual(['t', 5_015]);
     for (const bad of [
       { fence: Number.NaN, fences: 1, answeredAt: 0 },
       { fence: -1, fences: 1, answeredAt: 0 },
       { fence: 1, fences: 0, answeredAt: 0 },
       { fence: Number.MAX_SAFE_INTEGER, fences: 2, answeredAt: 0 },
       { fence: 1.5, fences: 1, answeredAt: 0 },
-    ]) expect(releaseArgs('t', bad, 1e9), JSON.stringify(bad)).toEqual(['t']);
+    ])
+      expect(releaseArgs('t', bad, 1e9), JSON.stringify(bad)).toEqual(['t']);
   });
 
   it('keeps the margin within what two clocks can drift apart over a block (NTP slews by at most 500 ppm)', () => {

@@ -175,7 +175,9 @@ describe('replicaAcks', () => {
     const holderX = hold(x.locker, 'hot');
     await holderX.lease;
     // A waits in the store's line (polling only every 5 s: its grant can only come by signal).
-    const waiting = lastValueFrom(a.locker.using('hot', () => Promise.resolve('ran'), { retry: { minDelay: 5000, jitter: 0 }, waitTimeout: 20_000 })).catch((e: unknown) => e);
+    const waiting = lastValueFrom(a.locker.using('hot', () => Promise.resolve('ran'), { retry: { minDelay: 5000, jitter: 0 }, waitTimeout: 20_000 })).catch(
+      (e: unknown) => e,
+    );
     await eventually(async () => (await masterAdmin.zcard(helperKey('lock:hot', 'line'))) === 1, 10_000, 20);
     servers.holdReplication();
     holderX.release();

@@ -100,7 +100,10 @@ async function handOffByWakeUp(key: string): Promise<number> {
   const holder = hold(p1.locker, key);
   await holder.lease;
   const waited = lastValueFrom(
-    waiter.locker.using(key, () => Promise.resolve(performance.now()), { retry: (attempt: number) => timer(attempt === 1 ? 10 : 60_000), waitTimeout: 120_000 }),
+    waiter.locker.using(key, () => Promise.resolve(performance.now()), {
+      retry: (attempt: number) => timer(attempt === 1 ? 10 : 60_000),
+      waitTimeout: 120_000,
+    }),
   );
   await eventually(async () => (await admin.zcard(helperKey(`lock:${key}`, 'line'))) === 1, 10_000, 20);
   const releasedAt = performance.now();
@@ -131,7 +134,15 @@ describe('a Sentinel-managed client', () => {
     await eventually(async () => (await group.masterPort().catch(() => 0)) === group.replica.port, 30_000, 100);
     console.info(`the Sentinel promoted the replica ${Math.round(performance.now() - killedAt)} ms after the master was killed`);
     // ioredis asks the Sentinel again on reconnecting: the clients find the promoted replica.
-    await eventually(() => admin.set('probe', '1').then(() => true, () => false), 30_000, 100);
+    await eventually(
+      () =>
+        admin.set('probe', '1').then(
+          () => true,
+          () => false,
+        ),
+      30_000,
+      100,
+    );
 
     // New acquisitions succeed, with fences above every fence issued before (seeded from the
     // promoted server's clock).

@@ -37,7 +37,7 @@ describe("onBusy: 'skip' on Redis", () => {
       events.length = 0;
       let runs = 0;
       // held long enough that the three single attempts all meet it held, even on a loaded machine
-      const job = (name: number) => timer(300).pipe(map(() => ((runs++), name)));
+      const job = (name: number) => timer(300).pipe(map(() => (runs++, name)));
       const results = await Promise.all(lockers.map((locker, i) => lastValueFrom(job(i).pipe(locker.withLock('job:digest', { onBusy: 'skip' }), toArray()))));
       expect(runs).toBe(1);
       expect(results.flat()).toHaveLength(1);

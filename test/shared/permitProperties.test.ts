@@ -20,7 +20,16 @@ type Op =
   | { readonly kind: 'tick'; readonly ms: number };
 
 const op: fc.Arbitrary<Op> = fc.oneof(
-  { arbitrary: fc.record({ kind: fc.constant('acquire' as const), token: fc.nat(7), weight: fc.constantFrom(1, 1, 2, CAPACITY), ttl: fc.integer({ min: 20, max: 200 }), leave: fc.boolean() }), weight: 5 },
+  {
+    arbitrary: fc.record({
+      kind: fc.constant('acquire' as const),
+      token: fc.nat(7),
+      weight: fc.constantFrom(1, 1, 2, CAPACITY),
+      ttl: fc.integer({ min: 20, max: 200 }),
+      leave: fc.boolean(),
+    }),
+    weight: 5,
+  },
   { arbitrary: fc.record({ kind: fc.constant('release' as const), token: fc.nat(7) }), weight: 3 },
   { arbitrary: fc.record({ kind: fc.constant('leave' as const), token: fc.nat(7) }), weight: 1 },
   { arbitrary: fc.record({ kind: fc.constant('tick' as const), ms: fc.integer({ min: 0, max: 120 }) }), weight: 2 },
@@ -114,7 +123,11 @@ describe('the locker under random schedules', () => {
             );
           });
           const locked =
-            j.kind === 'permit' ? work.pipe(locker.withPermit('sem', { limit: 3, permits: j.permits })) : j.kind === 'read' ? work.pipe(locker.withReadLock('rw')) : work.pipe(locker.withWriteLock('rw'));
+            j.kind === 'permit'
+              ? work.pipe(locker.withPermit('sem', { limit: 3, permits: j.permits }))
+              : j.kind === 'read'
+                ? work.pipe(locker.withReadLock('rw'))
+                : work.pipe(locker.withWriteLock('rw'));
           return timer(j.at).pipe(mergeMap(() => locked));
         };
         await lastValueFrom(merge(...jobs.map(run)), { defaultValue: undefined });

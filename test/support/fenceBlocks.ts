@@ -31,7 +31,9 @@ export function expectIncreasing(blocks: readonly Block[]): void {
     expect(Number.isSafeInteger(b.first), `${b.who}'s fence ${b.first} is a safe integer`).toBe(true);
     expect(Number.isSafeInteger(b.last), `${b.who}'s last fence ${b.last} is a safe integer`).toBe(true);
     if (highest !== undefined) {
-      expect(b.first, `${b.who}'s first fence ${b.first} vs ${highest.who}'s block end ${highest.last} (by ${highest.last - b.first + 1})`).toBeGreaterThan(highest.last);
+      expect(b.first, `${b.who}'s first fence ${b.first} vs ${highest.who}'s block end ${highest.last} (by ${highest.last - b.first + 1})`).toBeGreaterThan(
+        highest.last,
+      );
     }
     if (highest === undefined || b.last > highest.last) highest = b;
   }

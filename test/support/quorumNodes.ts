@@ -107,7 +107,16 @@ export function quorumNodes(count: number): QuorumNodes {
       // (a command sent while a client still retries a connection made before the restart can
       // fail with the retry limit: ask again)
       const live = [...admins, ...opened].filter((client) => !down.has(serverOf.get(client)!));
-      for (const client of live) await eventually(() => client.ping().then(() => true, () => false), 10_000, 20);
+      for (const client of live)
+        await eventually(
+          () =>
+            client.ping().then(
+              () => true,
+              () => false,
+            ),
+          10_000,
+          20,
+        );
     },
   };
 }

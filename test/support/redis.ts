@@ -11,4 +11,3 @@ export function connect(server: EmbeddedRedis, options: RedisOptions = {}): Redi
   client.on('error', () => undefined);
   return client;
 }
-

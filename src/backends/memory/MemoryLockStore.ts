@@ -10,7 +10,6 @@ import type { AcquireResult, ExtendOutcome, LockStore } from '../../store/LockSt
 import type { BatchExtendSharedStore, InspectableSharedStore, SharedLockInfo, SharedLockStore, SharedPlace } from '../../store/SharedLockStore.js';
 import { SharedPermits } from './SharedPermits.js';
 
-
 /** Options of {@link MemoryLockStore}. */
 export interface MemoryLockStoreOptions {
   /**
@@ -64,11 +63,18 @@ export class MemoryLockStore implements LockStore, InspectableStore, ClosableSto
   private lastFence = 0;
 
   constructor(options: MemoryLockStoreOptions = {}) {
-    if (typeof options !== 'object' || options === null || Array.isArray(options)) throw new LockOptionsError('options', 'an object of MemoryLockStore options', options);
+    if (typeof options !== 'object' || options === null || Array.isArray(options))
+      throw new LockOptionsError('options', 'an object of MemoryLockStore options', options);
     const { clock = () => performance.now(), sweepInterval = 1000, placeTtl = 3000, ...unknown } = options;
     const extra = Object.keys(unknown)[0];
-    if (extra !== undefined) throw new LockOptionsError(`options.${extra}`, 'one of the known MemoryLockStore options: clock, sweepInterval, placeTtl', (unknown as Record<string, unknown>)[extra]);
-    if (!Number.isInteger(placeTtl) || placeTtl < 100 || placeTtl > MAX_MS) throw new LockOptionsError('placeTtl', `an integer from 100 to ${MAX_MS} (ms)`, placeTtl);
+    if (extra !== undefined)
+      throw new LockOptionsError(
+        `options.${extra}`,
+        'one of the known MemoryLockStore options: clock, sweepInterval, placeTtl',
+        (unknown as Record<string, unknown>)[extra],
+      );
+    if (!Number.isInteger(placeTtl) || placeTtl < 100 || placeTtl > MAX_MS)
+      throw new LockOptionsError('placeTtl', `an integer from 100 to ${MAX_MS} (ms)`, placeTtl);
     if (typeof clock !== 'function') throw new LockOptionsError('clock', 'a function returning milliseconds', clock);
     if (!Number.isInteger(sweepInterval) || sweepInterval < 1 || sweepInterval > MAX_MS) {
       throw new LockOptionsError('sweepInterval', `an integer from 1 to ${MAX_MS} (ms)`, sweepInterval);
@@ -119,7 +125,8 @@ export class MemoryLockStore implements LockStore, InspectableStore, ClosableSto
   tryAcquireShared(key: string, token: string, ttlMs: number, weight: number, capacity: number, place: SharedPlace): Promise<AcquireResult> {
     // A waiter that can never fit would stay at the head of the line and keep everyone behind it out.
     if (!Number.isSafeInteger(weight) || weight < 1) return Promise.reject(new LockOptionsError('weight', 'a positive safe integer', weight));
-    if (!Number.isSafeInteger(capacity) || capacity < weight) return Promise.reject(new LockOptionsError('capacity', `a safe integer from the weight (${weight})`, capacity));
+    if (!Number.isSafeInteger(capacity) || capacity < weight)
+      return Promise.reject(new LockOptionsError('capacity', `a safe integer from the weight (${weight})`, capacity));
     const result = this.shared.tryAcquire(key, token, ttlMs, weight, capacity, place);
     this.startSweeper();
     return Promise.resolve(result);

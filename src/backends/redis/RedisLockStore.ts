@@ -22,7 +22,16 @@ import type {
 } from '../../store/capabilities.js';
 import type { Acquired, AcquireResult, ExtendOutcome, LockStore, ReleasedGrant } from '../../store/LockStore.js';
 import type { BatchExtendSharedStore, InspectableSharedStore, SharedLockInfo, SharedLockStore, SharedPlace } from '../../store/SharedLockStore.js';
-import { acquireArgs, decodeAcquire, decodeAcquireShared, decodeExtend, decodeInboxMessage, decodeLeave, decodeRelease, releaseArgs } from './protocol/codec.js';
+import {
+  acquireArgs,
+  decodeAcquire,
+  decodeAcquireShared,
+  decodeExtend,
+  decodeInboxMessage,
+  decodeLeave,
+  decodeRelease,
+  releaseArgs,
+} from './protocol/codec.js';
 import { defineCommands, queueScript, runScript } from './protocol/commands.js';
 import { inspectLock } from './inspection.js';
 import { inspectSharedLock } from './sharedInspection.js';
@@ -144,7 +153,18 @@ const OPTION_NAMES = 'wakeUp, subscriber, placeTtl, lingerMs, replicaAcks';
  * await redis.quit();
  * ```
  */
-export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStore, KeyCheckingStore, InspectableStore, ClosableStore, SharedLockStore, InspectableSharedStore, BatchExtendSharedStore {
+export class RedisLockStore
+  implements
+    LockStore,
+    QueueingStore,
+    BatchExtendStore,
+    KeyCheckingStore,
+    InspectableStore,
+    ClosableStore,
+    SharedLockStore,
+    InspectableSharedStore,
+    BatchExtendSharedStore
+{
   private readonly wake: WakeInbox | undefined;
   /** Wake-ups by shard channel, on a Cluster that offers them (else every wait uses `wake`). */
   private readonly sharded: ShardedWake | undefined;
@@ -164,17 +184,30 @@ export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStor
     private readonly client: RedisClient,
     options: RedisLockStoreOptions = {},
   ) {
-    if (typeof client !== 'object' || client === null || typeof client.defineCommand !== 'function' || typeof client.multi !== 'function' || typeof client.pipeline !== 'function') {
+    if (
+      typeof client !== 'object' ||
+      client === null ||
+      typeof client.defineCommand !== 'function' ||
+      typeof client.multi !== 'function' ||
+      typeof client.pipeline !== 'function'
+    ) {
       throw new LockOptionsError('client', 'an ioredis client (a Redis or a Cluster)', client);
     }
-    if (typeof options !== 'object' || options === null || Array.isArray(options)) throw new LockOptionsError('options', `an object of RedisLockStore options (${OPTION_NAMES})`, options);
+    if (typeof options !== 'object' || options === null || Array.isArray(options))
+      throw new LockOptionsError('options', `an object of RedisLockStore options (${OPTION_NAMES})`, options);
     const { wakeUp = true, subscriber, placeTtl = 3000, lingerMs = 2000, replicaAcks, ...unknown } = options;
     const extra = Object.keys(unknown)[0];
-    if (extra !== undefined) throw new LockOptionsError(`options.${extra}`, `one of the known RedisLockStore options: ${OPTION_NAMES}`, (unknown as Record<string, unknown>)[extra]);
+    if (extra !== undefined)
+      throw new LockOptionsError(`options.${extra}`, `one of the known RedisLockStore options: ${OPTION_NAMES}`, (unknown as Record<string, unknown>)[extra]);
     if (typeof wakeUp !== 'boolean') throw new LockOptionsError('wakeUp', 'true or false', wakeUp);
-    if (!Number.isInteger(placeTtl) || placeTtl < 100 || placeTtl > MAX_MS) throw new LockOptionsError('placeTtl', `an integer from 100 to ${MAX_MS} (ms)`, placeTtl);
-    if (!Number.isInteger(lingerMs) || lingerMs < 0 || lingerMs > MAX_MS) throw new LockOptionsError('lingerMs', `an integer from 0 to ${MAX_MS} (ms)`, lingerMs);
-    if (subscriber !== undefined && (typeof subscriber !== 'object' || subscriber === null || typeof subscriber.subscribe !== 'function' || typeof subscriber.on !== 'function')) {
+    if (!Number.isInteger(placeTtl) || placeTtl < 100 || placeTtl > MAX_MS)
+      throw new LockOptionsError('placeTtl', `an integer from 100 to ${MAX_MS} (ms)`, placeTtl);
+    if (!Number.isInteger(lingerMs) || lingerMs < 0 || lingerMs > MAX_MS)
+      throw new LockOptionsError('lingerMs', `an integer from 0 to ${MAX_MS} (ms)`, lingerMs);
+    if (
+      subscriber !== undefined &&
+      (typeof subscriber !== 'object' || subscriber === null || typeof subscriber.subscribe !== 'function' || typeof subscriber.on !== 'function')
+    ) {
       throw new LockOptionsError('subscriber', 'an ioredis connection for pub/sub', subscriber);
     }
     const clientPrefix = client.options?.keyPrefix ?? '';
@@ -182,7 +215,11 @@ export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStor
       throw new LockOptionsError('client keyPrefix', 'an ioredis keyPrefix with no "{" or "}", or with a complete {…} hash tag', clientPrefix);
     }
     if (clientPrefix.includes(RESERVED_PREFIX)) {
-      throw new LockOptionsError('client keyPrefix', `an ioredis keyPrefix that does not contain "${RESERVED_PREFIX}", the store's own namespace`, clientPrefix);
+      throw new LockOptionsError(
+        'client keyPrefix',
+        `an ioredis keyPrefix that does not contain "${RESERVED_PREFIX}", the store's own namespace`,
+        clientPrefix,
+      );
     }
     const acks = checkReplicaAcks(replicaAcks, client);
     this.clientPrefix = clientPrefix;
@@ -214,7 +251,9 @@ export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStor
     if (!isStoreTtl(ttlMs)) return Promise.reject(storeTtlError(ttlMs));
     if (!isFenceCount(fences)) return Promise.reject(fenceCountError(fences));
     const epoch = this.acks?.epoch ?? 0;
-    return runScript(this.client, 'acquire', this.keysOf(key), acquireArgs(token, ttlMs, fences)).then((reply) => this.granted(key, token, reply, ttlMs, epoch));
+    return runScript(this.client, 'acquire', this.keysOf(key), acquireArgs(token, ttlMs, fences)).then((reply) =>
+      this.granted(key, token, reply, ttlMs, epoch),
+    );
   }
 
   tryAcquireInLine(key: string, token: string, ttlMs: number, fences: number, place: 'keep' | 'leave'): Promise<AcquireResult> {
@@ -279,7 +318,12 @@ export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStor
    * fails is that lease's error.
    */
   async extendMany(requests: readonly ExtendRequest[]): Promise<Array<ExtendOutcome | Error>> {
-    return this.extendInBatches(requests, (r) => this.extend(r.key, r.token, r.ttlMs), (pipeline, r) => queueScript(pipeline, 'extend', [r.key], [r.token, r.ttlMs]), decodeExtend);
+    return this.extendInBatches(
+      requests,
+      (r) => this.extend(r.key, r.token, r.ttlMs),
+      (pipeline, r) => queueScript(pipeline, 'extend', [r.key], [r.token, r.ttlMs]),
+      decodeExtend,
+    );
   }
 
   /**
@@ -353,7 +397,15 @@ export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStor
           if (decoded === undefined || decoded.token !== token) return;
           // (With replicaAcks a hand-off is taken only through a call that confirms it: a signal
           // with no date makes the waiter ask the store at once.)
-          if (decoded.kind === 'granted') listener({ type: 'granted', token, fence: decoded.fence, fences: decoded.fences, waiting: decoded.waiting, at: this.acks === undefined ? decoded.at : undefined });
+          if (decoded.kind === 'granted')
+            listener({
+              type: 'granted',
+              token,
+              fence: decoded.fence,
+              fences: decoded.fences,
+              waiting: decoded.waiting,
+              at: this.acks === undefined ? decoded.at : undefined,
+            });
           else listener({ type: 'behind', token, ttl: decoded.ttl });
         },
         status: (active) => listener({ type: active ? 'resumed' : 'interrupted' }),
@@ -375,7 +427,8 @@ export class RedisLockStore implements LockStore, QueueingStore, BatchExtendStor
     if (isReserved(key, this.clientPrefix)) return Promise.reject(reservedKeyError(key));
     if (!isStoreTtl(ttlMs)) return Promise.reject(storeTtlError(ttlMs));
     if (!Number.isSafeInteger(weight) || weight < 1) return Promise.reject(new LockOptionsError('weight', 'a positive safe integer', weight));
-    if (!Number.isSafeInteger(capacity) || capacity < weight) return Promise.reject(new LockOptionsError('capacity', `a safe integer from the weight (${weight})`, capacity));
+    if (!Number.isSafeInteger(capacity) || capacity < weight)
+      return Promise.reject(new LockOptionsError('capacity', `a safe integer from the weight (${weight})`, capacity));
     const args = [token, ttlMs, weight, capacity, this.placeTtl, place === 'leave' ? 'leave' : 'keep', this.inboxOf(key)];
     return runScript(this.client, 'acquireShared', this.sharedKeysOf(key), args).then((reply) => decodeAcquireShared(reply, ttlMs, this.placeTtl));
   }

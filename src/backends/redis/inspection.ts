@@ -30,7 +30,12 @@ export async function inspectLock(client: RedisClient, keys: LockKeys): Promise<
 export function decodeInspection(replies: RedisReplies): LockInfo | null {
   if (replies === null) throw new Error('rxjs-lock: the inspection transaction was discarded');
   for (const [error] of replies) if (error !== null) throw error;
-  const [token, pttl, placeMap, time] = replies.map(([, reply]) => reply) as [string | null, number, Record<string, string> | string[] | null, [string, string]];
+  const [token, pttl, placeMap, time] = replies.map(([, reply]) => reply) as [
+    string | null,
+    number,
+    Record<string, string> | string[] | null,
+    [string, string],
+  ];
   if (token === null || pttl === -2) return null;
   const now = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
   const fields = toRecord(placeMap);

@@ -53,7 +53,13 @@ export async function* scanSharedLocks(client: ScanningClient, options: ScanLock
         const lockKey = lockKeyOfHelper(redisKey.slice(clientPrefix.length), 'shared-holders', clientPrefix);
         if (lockKey === undefined || !lockKey.startsWith(keyPrefix) || !globMatch(pattern, lockKey.slice(keyPrefix.length))) continue;
         // (as the store's client names them, with that client's prefix in front)
-        const [holders, permits, line, places, fence] = sharedKeys(lockKey, clientPrefix).map((name) => clientPrefix + name) as [string, string, string, string, string];
+        const [holders, permits, line, places, fence] = sharedKeys(lockKey, clientPrefix).map((name) => clientPrefix + name) as [
+          string,
+          string,
+          string,
+          string,
+          string,
+        ];
         const info = await inspectSharedLock(client, [holders, permits, line, places, fence]);
         if (info !== null) yield { key: lockKey.slice(keyPrefix.length), redisKey, ...info };
       }

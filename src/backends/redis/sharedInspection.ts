@@ -30,7 +30,12 @@ export async function inspectSharedLock(client: RedisClient, keys: SharedKeys): 
 export function decodeSharedInspection(replies: RedisReplies): SharedLockInfo | null {
   if (replies === null) throw new Error('rxjs-lock: the inspection transaction was discarded');
   for (const [error] of replies) if (error !== null) throw error;
-  const [ends, permitMap, placeMap, time] = replies.map(([, reply]) => reply) as [string[], Record<string, string> | string[] | null, Record<string, string> | string[] | null, [string, string]];
+  const [ends, permitMap, placeMap, time] = replies.map(([, reply]) => reply) as [
+    string[],
+    Record<string, string> | string[] | null,
+    Record<string, string> | string[] | null,
+    [string, string],
+  ];
   const now = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
   const weights = toRecord(permitMap);
   const holders: SharedHolderInfo[] = [];

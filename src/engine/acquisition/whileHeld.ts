@@ -26,7 +26,12 @@ export type WorkScope<G, L extends GuardedLease> = () => (granted: G, start: (le
  * (see {@link whileHeld}). Unsubscribing while waiting leaves the line; while holding, stops the
  * work and releases.
  */
-export function runWhileHeld<T, G, L extends GuardedLease>(granted$: Observable<G>, work: (lease: L) => Observable<T>, onLost: OnLost, scope: WorkScope<G, L>): Observable<T> {
+export function runWhileHeld<T, G, L extends GuardedLease>(
+  granted$: Observable<G>,
+  work: (lease: L) => Observable<T>,
+  onLost: OnLost,
+  scope: WorkScope<G, L>,
+): Observable<T> {
   return new Observable<T>((subscriber) => {
     let held: Subscription | undefined;
     const enter = scope();

@@ -45,7 +45,7 @@ export class CallDeadlines {
   settle(call: Tracked): void {
     call.settled = true;
     let head = this.head;
-    while (head !== undefined && head.settled) head = this.unlink(head);
+    while (head?.settled) head = this.unlink(head);
     this.head = head;
     if (head === undefined) this.tail = undefined;
   }

@@ -26,12 +26,22 @@ export class EventReporter {
   }
 
   acquired(holder: HolderFacts, waitedMs: number, attempts: number, passed: boolean): void {
-    if (this.subject.observed) this.subject.next({ type: 'acquired', key: holder.key, token: holder.token, id: holder.id, fence: holder.fence, waitedMs, attempts, passed });
+    if (this.subject.observed)
+      this.subject.next({ type: 'acquired', key: holder.key, token: holder.token, id: holder.id, fence: holder.fence, waitedMs, attempts, passed });
   }
 
   /** `releasedAt`: `performance.now()` when the holder released. */
   released(holder: HolderFacts, releasedAt: number, outcome: ReleasedEvent['outcome']): void {
-    if (this.subject.observed) this.subject.next({ type: 'released', key: holder.key, token: holder.token, id: holder.id, fence: holder.fence, heldMs: releasedAt - holder.acquiredAt, outcome });
+    if (this.subject.observed)
+      this.subject.next({
+        type: 'released',
+        key: holder.key,
+        token: holder.token,
+        id: holder.id,
+        fence: holder.fence,
+        heldMs: releasedAt - holder.acquiredAt,
+        outcome,
+      });
   }
 
   releaseFailed(key: string, token: string, error: LockStoreError): void {
@@ -63,7 +73,8 @@ export class EventReporter {
   }
 
   lost(holder: HolderFacts, error: LockLostError): void {
-    if (this.subject.observed) this.subject.next({ type: 'lost', key: holder.key, token: holder.token, id: holder.id, fence: holder.fence, reason: error.reason, error });
+    if (this.subject.observed)
+      this.subject.next({ type: 'lost', key: holder.key, token: holder.token, id: holder.id, fence: holder.fence, reason: error.reason, error });
   }
 
   closed(key: string, error: LockerClosedError): void {

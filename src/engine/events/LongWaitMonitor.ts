@@ -128,7 +128,12 @@ export class LongWaitMonitor implements LongWaitWatch {
     });
   }
 
-  private report(gate: WaitedKey, waiter: WatchedWaiter, heldHere: boolean, look: { info?: LockInfo | null; error?: LockStoreError; storeReadMs?: number }): void {
+  private report(
+    gate: WaitedKey,
+    waiter: WatchedWaiter,
+    heldHere: boolean,
+    look: { info?: LockInfo | null; error?: LockStoreError; storeReadMs?: number },
+  ): void {
     const mark = this.marks.get(waiter);
     // Granted, failed or gone while the store answered: its own event tells how the wait ended.
     if (mark === undefined || waiter.done) return;

@@ -116,7 +116,17 @@ export class KeyGate implements SessionOwner, HolderOwner {
     // (now: after the store's answer reached us, as the release must be told)
     const now = performance.now();
     const answered = { fence: grant.fence, fences: grant.fences, answeredAt: now };
-    const storeLease = ctx.leases.open(this.key, this.storeKey, state.session.token, grant.ttl, grant.sentAt, settings.ttl, settings.renew, answered, grant.validity);
+    const storeLease = ctx.leases.open(
+      this.key,
+      this.storeKey,
+      state.session.token,
+      grant.ttl,
+      grant.sentAt,
+      settings.ttl,
+      settings.renew,
+      answered,
+      grant.validity,
+    );
     if (head === undefined) {
       // Nobody wants it any more.
       this.giveBack(storeLease, undefined);

@@ -99,10 +99,15 @@ export class KeyInspector {
         subscriber.complete();
         return;
       }
-      const call = this.look(key, storeKey, (look) => {
-        subscriber.next(look.held);
-        subscriber.complete();
-      }, (error) => subscriber.error(error));
+      const call = this.look(
+        key,
+        storeKey,
+        (look) => {
+          subscriber.next(look.held);
+          subscriber.complete();
+        },
+        (error) => subscriber.error(error),
+      );
       return () => call.abandon();
     });
   }

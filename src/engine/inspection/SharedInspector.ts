@@ -112,10 +112,15 @@ export class SharedInspector {
 
   inspect(key: string, storeKey: string): Observable<LockerPermitsInfo | null> {
     return new Observable<LockerPermitsInfo | null>((subscriber) => {
-      const call = this.look(key, storeKey, (info) => {
-        subscriber.next(info === null ? null : this.withLocalSide(info, storeKey));
-        subscriber.complete();
-      }, (error) => subscriber.error(error));
+      const call = this.look(
+        key,
+        storeKey,
+        (info) => {
+          subscriber.next(info === null ? null : this.withLocalSide(info, storeKey));
+          subscriber.complete();
+        },
+        (error) => subscriber.error(error),
+      );
       return () => call?.abandon();
     });
   }
@@ -123,10 +128,15 @@ export class SharedInspector {
   /** Does a holder of `kind` hold the key now? */
   isHeld(key: string, storeKey: string, kind: HolderKind): Observable<boolean> {
     return new Observable<boolean>((subscriber) => {
-      const call = this.look(key, storeKey, (info) => {
-        subscriber.next(holdersOf(info, kind).length > 0);
-        subscriber.complete();
-      }, (error) => subscriber.error(error));
+      const call = this.look(
+        key,
+        storeKey,
+        (info) => {
+          subscriber.next(holdersOf(info, kind).length > 0);
+          subscriber.complete();
+        },
+        (error) => subscriber.error(error),
+      );
       return () => call?.abandon();
     });
   }
@@ -134,11 +144,16 @@ export class SharedInspector {
   /** Emits once no holder of `kind` holds the key. */
   waitUntilFree(key: string, storeKey: string, settings: AcquireSettings, kind: HolderKind): Observable<void> {
     return pollUntilFree(key, settings, this.ctx.clock, (answer, fail) =>
-      this.look(key, storeKey, (info) => {
-        const holding = holdersOf(info, kind);
-        // (holders come first to expire first: the first one's TTL is when the next look may differ)
-        answer(holding.length === 0 ? { free: true } : { free: false, holderTtl: holding[0]!.ttl });
-      }, fail),
+      this.look(
+        key,
+        storeKey,
+        (info) => {
+          const holding = holdersOf(info, kind);
+          // (holders come first to expire first: the first one's TTL is when the next look may differ)
+          answer(holding.length === 0 ? { free: true } : { free: false, holderTtl: holding[0]!.ttl });
+        },
+        fail,
+      ),
     );
   }
 

@@ -36,7 +36,17 @@ export class LeaseKeeper implements StoreLeaseOwner {
    * The store lease a session won: its validity counts from `sentAt`, with the key's `ttl`;
    * `grant` is the grant as the store answered it; `validity`, the one the store measured, if it did.
    */
-  open(key: string, storeKey: string, token: string, ttl: number, sentAt: number, wantedTtl: number, renew: RenewSetting, grant?: ReleasedGrant, validity?: number): StoreLease {
+  open(
+    key: string,
+    storeKey: string,
+    token: string,
+    ttl: number,
+    sentAt: number,
+    wantedTtl: number,
+    renew: RenewSetting,
+    grant?: ReleasedGrant,
+    validity?: number,
+  ): StoreLease {
     return new StoreLease(this, key, storeKey, token, ttl, sentAt, wantedTtl, renew, grant, validity);
   }
 

@@ -177,8 +177,8 @@ export class StoreLease implements Scheduled {
     const now = performance.now();
     if (!this.checkValid(now)) return false;
     this.renewPending = false;
-    if (outcome === 'gone') return this.lose('expired'), false;
-    if (outcome === 'taken') return this.lose('taken-over'), false;
+    if (outcome === 'gone') return (this.lose('expired'), false);
+    if (outcome === 'taken') return (this.lose('taken-over'), false);
     // Replies come in the order the calls were sent, so the last answered call sets the TTL.
     this.currentTtl = ttl;
     this.wantedTtl = ttl;
@@ -293,7 +293,8 @@ export class StoreLease implements Scheduled {
     const error = new LockLostError(this.key, this.token, reason, cause);
     // Passes made before the loss were not confirmed: the key was gone or taken, or nobody knows.
     // (A lease lost to the locker closing is released next: that answer settles them.)
-    if (reason === 'store-unreachable') this.settlePasses(this.lastRenewError ?? new LockStoreError(this.key, 'extend', 'no answer before the lease deadline'), Infinity);
+    if (reason === 'store-unreachable')
+      this.settlePasses(this.lastRenewError ?? new LockStoreError(this.key, 'extend', 'no answer before the lease deadline'), Infinity);
     else if (reason !== 'locker-closed') this.settlePasses('gone', Infinity);
     this.onLost?.(error);
   }

@@ -159,36 +159,42 @@ export class StoreSession {
     const sentAt = performance.now();
     this.queueing = mode === 'keep';
     this.unsettled++;
-    this.call = ctx.access.call('acquire', owner.key, run, {
-      value: (result) => {
-        this.call = undefined;
-        if (this.closed) return;
-        if (result.acquired) {
-          this.won(result.fence, result.fences ?? fences, sentAt, result.ttl ?? ttl, result.waiting, result.validity);
-          return;
-        }
-        this.refused(result, sentAt, mode, ttl, fences, refresh);
+    this.call = ctx.access.call(
+      'acquire',
+      owner.key,
+      run,
+      {
+        value: (result) => {
+          this.call = undefined;
+          if (this.closed) return;
+          if (result.acquired) {
+            this.won(result.fence, result.fences ?? fences, sentAt, result.ttl ?? ttl, result.waiting, result.validity);
+            return;
+          }
+          this.refused(result, sentAt, mode, ttl, fences, refresh);
+        },
+        error: (error) => {
+          this.call = undefined;
+          // Failed or timed out: the store may have run it all the same (its answer lost with the
+          // connection, or still to come). A direct attempt leaves no place to leave, so once the
+          // store settled it the key is given back by token (harmless if it is not ours).
+          if (mode === 'try') this.giveBackWhenSettled = true;
+          if (this.closed) return;
+          this.fail(error);
+        },
+        late: (result) => {
+          if (!result.acquired) return;
+          this.lateGrant = true;
+          ctx.giveBack(owner.key, storeKey, token);
+        },
+        settled: () => {
+          if (this.giveBackWhenSettled && !this.lateGrant) ctx.giveBack(owner.key, storeKey, token, true);
+          this.giveBackWhenSettled = false;
+          this.callSettled();
+        },
       },
-      error: (error) => {
-        this.call = undefined;
-        // Failed or timed out: the store may have run it all the same (its answer lost with the
-        // connection, or still to come). A direct attempt leaves no place to leave, so once the
-        // store settled it the key is given back by token (harmless if it is not ours).
-        if (mode === 'try') this.giveBackWhenSettled = true;
-        if (this.closed) return;
-        this.fail(error);
-      },
-      late: (result) => {
-        if (!result.acquired) return;
-        this.lateGrant = true;
-        ctx.giveBack(owner.key, storeKey, token);
-      },
-      settled: () => {
-        if (this.giveBackWhenSettled && !this.lateGrant) ctx.giveBack(owner.key, storeKey, token, true);
-        this.giveBackWhenSettled = false;
-        this.callSettled();
-      },
-    }, sentAt);
+      sentAt,
+    );
   }
 
   private refused(result: NotAcquired, sentAt: number, mode: Mode, ttl: number, fences: number, refresh: boolean): void {
@@ -264,7 +270,13 @@ export class StoreSession {
       const slowRefresh = woken && place !== undefined && typeof policy !== 'function';
       this.slowSleep = slowRefresh;
       const notifier = slowRefresh
-        ? backoff({ minDelay: jitteredDelay(place.placeTtl / 4, place.placeTtl / 12, clock.random), jitter: 0 }, attempt, Math.max(0, cap), clock.random, clock.scheduler)
+        ? backoff(
+            { minDelay: jitteredDelay(place.placeTtl / 4, place.placeTtl / 12, clock.random), jitter: 0 },
+            attempt,
+            Math.max(0, cap),
+            clock.random,
+            clock.scheduler,
+          )
         : backoff(policy, attempt, Math.max(0, cap), clock.random, clock.scheduler);
       current.add(
         notifier.subscribe({
@@ -375,10 +387,14 @@ export class StoreSession {
     this.cancelRefresh();
     const clock = this.ctx.clock;
     const delay = Math.max(1, Math.floor(place.placeTtl / 3));
-    this.refreshTimer = (clock.scheduler ?? asyncScheduler).schedule(function (this: SchedulerAction<StoreSession>, session) {
-      session!.refreshTimer = undefined;
-      if (session!.call === undefined && !session!.closed) session!.attemptNow(true);
-    }, delay, this);
+    this.refreshTimer = (clock.scheduler ?? asyncScheduler).schedule(
+      function (this: SchedulerAction<StoreSession>, session) {
+        session!.refreshTimer = undefined;
+        if (session!.call === undefined && !session!.closed) session!.attemptNow(true);
+      },
+      delay,
+      this,
+    );
   }
 
   private cancelRefresh(): void {

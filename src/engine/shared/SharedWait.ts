@@ -182,27 +182,33 @@ export class SharedWait {
     const heard = this.watch?.active === true;
     this.sent = true;
     this.unsettled++;
-    this.call = ctx.access.call('acquire', this.key, () => ctx.store.tryAcquireShared(storeKey, token, settings.ttl, weight, capacity, place), {
-      value: (result: AcquireResult) => {
-        this.call = undefined;
-        if (this.state !== 'attempting') return;
-        if (!result.acquired) this.refused(result, place, sentAt, heard);
-        else {
-          const grant = { fence: result.fence, ttl: result.ttl ?? settings.ttl, sentAt };
-          if (this.answeredTooLate(grant)) this.returnLate(place);
-          else this.won(grant);
-        }
+    this.call = ctx.access.call(
+      'acquire',
+      this.key,
+      () => ctx.store.tryAcquireShared(storeKey, token, settings.ttl, weight, capacity, place),
+      {
+        value: (result: AcquireResult) => {
+          this.call = undefined;
+          if (this.state !== 'attempting') return;
+          if (!result.acquired) this.refused(result, place, sentAt, heard);
+          else {
+            const grant = { fence: result.fence, ttl: result.ttl ?? settings.ttl, sentAt };
+            if (this.answeredTooLate(grant)) this.returnLate(place);
+            else this.won(grant);
+          }
+        },
+        error: (error: LockStoreError) => {
+          this.call = undefined;
+          if (this.state !== 'attempting') return;
+          this.ctx.events.acquireFailed(this.key, error, this.attempts);
+          this.fail(error);
+        },
+        settled: () => {
+          if (--this.unsettled === 0 && this.mustLeave) this.leave();
+        },
       },
-      error: (error: LockStoreError) => {
-        this.call = undefined;
-        if (this.state !== 'attempting') return;
-        this.ctx.events.acquireFailed(this.key, error, this.attempts);
-        this.fail(error);
-      },
-      settled: () => {
-        if (--this.unsettled === 0 && this.mustLeave) this.leave();
-      },
-    }, sentAt);
+      sentAt,
+    );
   };
 
   private won(grant: SharedGrant): void {
@@ -304,7 +310,11 @@ export class SharedWait {
       // unheard, so the policy's next attempt — sent with the channel live — looks first)
       const signalled = this.watch?.active === true && this.place?.heard === true && Number.isFinite(this.placeTtl) && typeof policy !== 'function';
       if (signalled) cap = Math.min(cap, jitteredDelay(this.placeTtl / 4, this.placeTtl / 12, clock.random));
-      const notifier = signalled ? (clock.scheduler ? timer(cap, clock.scheduler) : timer(cap)) : backoff(policy, this.attempts, cap, clock.random, clock.scheduler);
+      const notifier = signalled
+        ? clock.scheduler
+          ? timer(cap, clock.scheduler)
+          : timer(cap)
+        : backoff(policy, this.attempts, cap, clock.random, clock.scheduler);
       sleep.add(
         notifier.subscribe({
           next: () => {

@@ -2,14 +2,7 @@
  * How lock failures reach a client: HTTP exceptions for controllers, `RpcException`s for
  * microservice handlers. Without this, Nest answers every `LockTimeoutError` with a 500.
  */
-import {
-  ConflictException,
-  HttpException,
-  HttpStatus,
-  InternalServerErrorException,
-  ServiceUnavailableException,
-  type ExecutionContext,
-} from '@nestjs/common';
+import { ConflictException, HttpException, HttpStatus, InternalServerErrorException, ServiceUnavailableException, type ExecutionContext } from '@nestjs/common';
 import { isLockError, LockOptionsError, type LockError } from '../../errors/errors.js';
 import { MissingKeyValueError } from './lockKey.js';
 
@@ -125,7 +118,12 @@ export function classify(error: unknown, options: LockErrorOptions): LockFailure
     case 'LockStoreError':
     case 'ReplicaAckError':
     case 'LockerClosedError':
-      return { status: HttpStatus.SERVICE_UNAVAILABLE, code: 'LOCK_STORE_UNAVAILABLE', message: `The lock service is unavailable: ${error.message}`, retryAfter };
+      return {
+        status: HttpStatus.SERVICE_UNAVAILABLE,
+        code: 'LOCK_STORE_UNAVAILABLE',
+        message: `The lock service is unavailable: ${error.message}`,
+        retryAfter,
+      };
     case 'LockLostError':
       return {
         status: HttpStatus.INTERNAL_SERVER_ERROR,

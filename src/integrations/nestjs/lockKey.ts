@@ -77,11 +77,7 @@ function parseTemplate(template: string): Part[] {
     const path = text.split('.');
     const root = path.shift()!;
     if (!ROOTS.includes(root) || path.some((name) => name.length === 0)) {
-      throw new LockOptionsError(
-        'key',
-        `placeholders of the form {root.path} with root one of ${ROOTS.join(', ')} (e.g. 'order:{params.id}')`,
-        template,
-      );
+      throw new LockOptionsError('key', `placeholders of the form {root.path} with root one of ${ROOTS.join(', ')} (e.g. 'order:{params.id}')`, template);
     }
     parts.push({ root, path, text });
   }
@@ -113,7 +109,14 @@ function rootOf(template: string, root: string, context: ExecutionContext): unkn
   if (type === 'rpc' && root === 'data') return context.switchToRpc().getData();
   // A resolver is called with (parent, args, context, info): no need for @nestjs/graphql here.
   if (type === 'graphql' && root === 'args') return context.getArgByIndex(1);
-  const roots = type === 'http' ? HTTP_ROOTS.join(', ') : type === 'rpc' ? RPC_ROOTS.join(', ') : type === 'graphql' ? GRAPHQL_ROOTS.join(', ') : 'none (use a key function)';
+  const roots =
+    type === 'http'
+      ? HTTP_ROOTS.join(', ')
+      : type === 'rpc'
+        ? RPC_ROOTS.join(', ')
+        : type === 'graphql'
+          ? GRAPHQL_ROOTS.join(', ')
+          : 'none (use a key function)';
   throw new LockOptionsError('key', `placeholders a ${type} handler has: ${roots}`, template);
 }
 
@@ -122,7 +125,7 @@ function lookup(value: unknown, path: readonly string[]): unknown {
   for (const name of path) {
     if (current === null || typeof current !== 'object') return undefined;
     // Own properties only: a template must not reach `constructor` or `__proto__`.
-    if (!Object.prototype.hasOwnProperty.call(current, name)) return undefined;
+    if (!Object.hasOwn(current, name)) return undefined;
     current = (current as Record<string, unknown>)[name];
   }
   return current;

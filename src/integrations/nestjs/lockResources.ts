@@ -40,17 +40,25 @@ export async function openLockResources(options: LockModuleOptions): Promise<Loc
   }
   const sources = (['store', 'client', 'redis'] as const).filter((name) => options[name] !== undefined);
   if (sources.length !== 1) {
-    throw new LockOptionsError('LockModule options.store', 'exactly one of store, client or redis (connection options or a URL)', sources.length === 0 ? undefined : sources.join(' and '));
+    throw new LockOptionsError(
+      'LockModule options.store',
+      'exactly one of store, client or redis (connection options or a URL)',
+      sources.length === 0 ? undefined : sources.join(' and '),
+    );
   }
   if (options.redisStore !== undefined && options.store !== undefined) {
     throw new LockOptionsError('LockModule options.redisStore', 'only with client or redis (the module makes no store when given one)', options.redisStore);
   }
   if (options.locker !== undefined && (typeof options.locker !== 'object' || options.locker === null || 'store' in options.locker)) {
-    throw new LockOptionsError('LockModule options.locker', 'an object of createLocker options without store (give the store as options.store)', options.locker);
+    throw new LockOptionsError(
+      'LockModule options.locker',
+      'an object of createLocker options without store (give the store as options.store)',
+      options.locker,
+    );
   }
   const errors = checkErrorOptions(options.errors, 'LockModule options.errors');
 
-  let created: RedisClient & { quit(): Promise<unknown>; disconnect(): void } | undefined;
+  let created: (RedisClient & { quit(): Promise<unknown>; disconnect(): void }) | undefined;
   let client = options.client;
   if (options.redis !== undefined) {
     created = await connect(options.redis);
@@ -104,7 +112,11 @@ async function connect(redis: unknown): Promise<RedisClient & { quit(): Promise<
   try {
     ioredis = (await import('ioredis')) as unknown as typeof ioredis;
   } catch (cause) {
-    throw new LockOptionsError('LockModule options.redis', `connection options for ioredis, which is not installed (npm install ioredis): ${String(cause)}`, redis);
+    throw new LockOptionsError(
+      'LockModule options.redis',
+      `connection options for ioredis, which is not installed (npm install ioredis): ${String(cause)}`,
+      redis,
+    );
   }
   const Redis = (ioredis.Redis ?? ioredis.default)!;
   const client = typeof redis === 'string' ? new Redis(redis) : new Redis(redis as import('ioredis').RedisOptions);

@@ -35,7 +35,10 @@ export function lockOperator<T>(spec: LockSpec, locker: Locker, context: Executi
     case 'lock':
       return locker.withLock(target.key(context), acquire);
     case 'locks':
-      return locker.withLocks(target.keys.map((key) => key(context)), acquire);
+      return locker.withLocks(
+        target.keys.map((key) => key(context)),
+        acquire,
+      );
     case 'permit':
       return locker.withPermit(target.key(context), { ...acquire, limit: target.limit, ...(target.permits === undefined ? {} : { permits: target.permits }) });
     case 'read':

@@ -86,15 +86,23 @@ export function instrumentLocker(locker: Locker, options: InstrumentLockerOption
   if (typeof locker !== 'object' || locker === null || typeof (locker as Partial<Locker>).events$?.subscribe !== 'function') {
     throw new LockOptionsError('locker', 'a Locker (from createLocker)', locker);
   }
-  if (typeof options !== 'object' || options === null || Array.isArray(options)) throw new LockOptionsError('options', `an object of instrumentLocker options (${OPTION_NAMES.join(', ')})`, options);
+  if (typeof options !== 'object' || options === null || Array.isArray(options))
+    throw new LockOptionsError('options', `an object of instrumentLocker options (${OPTION_NAMES.join(', ')})`, options);
   const unknown = Object.keys(options).find((name) => !OPTION_NAMES.includes(name));
-  if (unknown !== undefined) throw new LockOptionsError(`options.${unknown}`, `one of the known instrumentLocker options: ${OPTION_NAMES.join(', ')}`, (options as Record<string, unknown>)[unknown]);
+  if (unknown !== undefined)
+    throw new LockOptionsError(
+      `options.${unknown}`,
+      `one of the known instrumentLocker options: ${OPTION_NAMES.join(', ')}`,
+      (options as Record<string, unknown>)[unknown],
+    );
   const { meterProvider, tracerProvider, metrics: withMetrics = true, spans: withSpans = true, keyGroup } = options;
   if (typeof withMetrics !== 'boolean') throw new LockOptionsError('metrics', 'true or false', withMetrics);
   if (typeof withSpans !== 'boolean') throw new LockOptionsError('spans', 'true or false', withSpans);
   if (keyGroup !== undefined && typeof keyGroup !== 'function') throw new LockOptionsError('keyGroup', 'a function (key) => string | undefined', keyGroup);
-  if (meterProvider !== undefined && typeof meterProvider?.getMeter !== 'function') throw new LockOptionsError('meterProvider', 'an OpenTelemetry MeterProvider', meterProvider);
-  if (tracerProvider !== undefined && typeof tracerProvider?.getTracer !== 'function') throw new LockOptionsError('tracerProvider', 'an OpenTelemetry TracerProvider', tracerProvider);
+  if (meterProvider !== undefined && typeof meterProvider?.getMeter !== 'function')
+    throw new LockOptionsError('meterProvider', 'an OpenTelemetry MeterProvider', meterProvider);
+  if (tracerProvider !== undefined && typeof tracerProvider?.getTracer !== 'function')
+    throw new LockOptionsError('tracerProvider', 'an OpenTelemetry TracerProvider', tracerProvider);
 
   const groupOf = (key: string): Attributes => {
     if (keyGroup === undefined) return {};

@@ -33,7 +33,8 @@ export class LockMetrics {
     private readonly keyAttributes: (key: string) => Attributes,
   ) {
     this.acquisitions = meter.createCounter('rxjs_lock.acquisitions', {
-      description: 'Acquisitions that ended, by outcome (acquired, timed_out, skipped, failed, closed) and, when acquired, whether the lock came from a local holder (handoff)',
+      description:
+        'Acquisitions that ended, by outcome (acquired, timed_out, skipped, failed, closed) and, when acquired, whether the lock came from a local holder (handoff)',
     });
     this.waitTime = meter.createHistogram('rxjs_lock.acquire.wait_time', {
       description: 'Time from subscribing to the end of the wait (the lock held, or given up), by outcome',
@@ -43,11 +44,18 @@ export class LockMetrics {
       description: 'Time from the grant to the release (or the loss) of a lease, by outcome',
       unit: 'ms',
     });
-    this.renewals = meter.createCounter('rxjs_lock.renewals', { description: 'Lease renewals, by outcome (renewed, failed: retried while the lease is valid)' });
-    this.losses = meter.createCounter('rxjs_lock.losses', { description: 'Leases lost while held, by reason (expired, taken-over, store-unreachable, locker-closed, …)' });
-    this.releases = meter.createCounter('rxjs_lock.releases', { description: 'Holds that ended without a loss, by outcome (released, passed, gone, failed, abandoned)' });
+    this.renewals = meter.createCounter('rxjs_lock.renewals', {
+      description: 'Lease renewals, by outcome (renewed, failed: retried while the lease is valid)',
+    });
+    this.losses = meter.createCounter('rxjs_lock.losses', {
+      description: 'Leases lost while held, by reason (expired, taken-over, store-unreachable, locker-closed, …)',
+    });
+    this.releases = meter.createCounter('rxjs_lock.releases', {
+      description: 'Holds that ended without a loss, by outcome (released, passed, gone, failed, abandoned)',
+    });
     this.longWaits = meter.createCounter('rxjs_lock.long_waits', {
-      description: 'Reports of acquisitions still waiting after longWait (one per longWait of waiting), by what the wait was behind (held_here, held, free, store_failed, unknown)',
+      description:
+        'Reports of acquisitions still waiting after longWait (one per longWait of waiting), by what the wait was behind (held_here, held, free, store_failed, unknown)',
     });
     this.longWaitReadTime = meter.createHistogram('rxjs_lock.long_wait.store_read_time', {
       description: 'How long the store read of a long-wait report took: a slow store shows here, a long holder does not',
@@ -97,7 +105,15 @@ export class LockMetrics {
         return;
       case 'long-wait': {
         const cause: LongWaitCause =
-          event.error !== undefined ? 'store_failed' : event.heldHere ? 'held_here' : event.holder === null ? 'free' : event.holder === undefined ? 'unknown' : 'held';
+          event.error !== undefined
+            ? 'store_failed'
+            : event.heldHere
+              ? 'held_here'
+              : event.holder === null
+                ? 'free'
+                : event.holder === undefined
+                  ? 'unknown'
+                  : 'held';
         this.longWaits.add(1, { ...key, 'rxjs_lock.cause': cause });
         if (event.storeReadMs !== undefined) this.longWaitReadTime.record(event.storeReadMs, { ...key, 'rxjs_lock.cause': cause });
         return;

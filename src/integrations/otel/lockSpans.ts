@@ -39,21 +39,37 @@ export class LockSpans {
     const now = Date.now();
     switch (event.type) {
       case 'acquired': {
-        const attributes = { ...this.keyAttributes(event.key), 'rxjs_lock.fence': event.fence, 'rxjs_lock.attempts': event.attempts, 'rxjs_lock.handoff': event.passed };
+        const attributes = {
+          ...this.keyAttributes(event.key),
+          'rxjs_lock.fence': event.fence,
+          'rxjs_lock.attempts': event.attempts,
+          'rxjs_lock.handoff': event.passed,
+        };
         this.waitSpan(now, event.waitedMs, attributes).end(now);
-        const span = this.tracer.startSpan('rxjs_lock.hold', { kind: SpanKind.INTERNAL, startTime: now, attributes: { ...attributes, 'rxjs_lock.lease_id': event.id } });
+        const span = this.tracer.startSpan('rxjs_lock.hold', {
+          kind: SpanKind.INTERNAL,
+          startTime: now,
+          attributes: { ...attributes, 'rxjs_lock.lease_id': event.id },
+        });
         this.open({ id: event.id, span, key: event.key, token: event.token, grantedAt: now });
         return;
       }
       case 'timed-out': {
-        const span = this.waitSpan(now, event.waitedMs, { ...this.keyAttributes(event.key), 'rxjs_lock.attempts': event.attempts, 'rxjs_lock.skipped': event.skipped });
+        const span = this.waitSpan(now, event.waitedMs, {
+          ...this.keyAttributes(event.key),
+          'rxjs_lock.attempts': event.attempts,
+          'rxjs_lock.skipped': event.skipped,
+        });
         span.setStatus({ code: SpanStatusCode.ERROR, message: event.skipped ? 'skipped: the lock was held' : 'timed out waiting for the lock' });
         span.end(now);
         return;
       }
       case 'acquire-failed':
       case 'closed': {
-        const span = this.waitSpan(now, 0, { ...this.keyAttributes(event.key), ...(event.type === 'acquire-failed' ? { 'rxjs_lock.attempts': event.attempts } : {}) });
+        const span = this.waitSpan(now, 0, {
+          ...this.keyAttributes(event.key),
+          ...(event.type === 'acquire-failed' ? { 'rxjs_lock.attempts': event.attempts } : {}),
+        });
         span.recordException(event.error);
         span.setStatus({ code: SpanStatusCode.ERROR, message: event.error.message });
         span.end(now);

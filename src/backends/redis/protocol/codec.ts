@@ -7,7 +7,12 @@ import { NOT_ACQUIRED, type AcquireResult, type ExtendOutcome, type ReleasedGran
 import type { RedisReplies } from '../RedisClient.js';
 
 /** Arguments of the acquire script; `line` only for a caller waiting in line. */
-export function acquireArgs(token: string, ttlMs: number, fences: number, line?: { placeTtl: number; place: 'keep' | 'leave'; inbox: string }): Array<string | number> {
+export function acquireArgs(
+  token: string,
+  ttlMs: number,
+  fences: number,
+  line?: { placeTtl: number; place: 'keep' | 'leave'; inbox: string },
+): Array<string | number> {
   return line === undefined ? [token, ttlMs, fences] : [token, ttlMs, fences, line.placeTtl, line.place, line.inbox];
 }
 

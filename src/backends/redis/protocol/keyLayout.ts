@@ -62,7 +62,10 @@ export function lockKeyOfHelper(helper: string, kind: HelperKind, clientPrefix =
   if (!helper.startsWith(head)) return undefined;
   const rest = helper.slice(head.length);
   // untagged: '{<clientPrefix + lock key>}'; tagged: '{<tag>}:<lock key>' (a tag holds no '}')
-  const candidates = [rest.endsWith('}') && rest.slice(0, -1).startsWith(clientPrefix) ? rest.slice(clientPrefix.length, -1) : undefined, rest.includes('}:') ? rest.slice(rest.indexOf('}:') + 2) : undefined];
+  const candidates = [
+    rest.endsWith('}') && rest.slice(0, -1).startsWith(clientPrefix) ? rest.slice(clientPrefix.length, -1) : undefined,
+    rest.includes('}:') ? rest.slice(rest.indexOf('}:') + 2) : undefined,
+  ];
   return candidates.find((lockKey) => lockKey !== undefined && helperKey(lockKey, kind, clientPrefix) === helper);
 }
 

@@ -11,7 +11,12 @@ import calculateSlot from 'cluster-key-slot';
  * as Redis sees the key) in `slots` (an ioredis Cluster's slot table), keeping their indexes.
  * Items whose slot the table does not know yet form groups of one.
  */
-export function groupByNode<T>(items: readonly T[], keyOf: (item: T) => string, slots: ReadonlyArray<readonly string[] | undefined>, clientPrefix: string): Array<Array<{ item: T; index: number }>> {
+export function groupByNode<T>(
+  items: readonly T[],
+  keyOf: (item: T) => string,
+  slots: ReadonlyArray<readonly string[] | undefined>,
+  clientPrefix: string,
+): Array<Array<{ item: T; index: number }>> {
   const groups = new Map<string, Array<{ item: T; index: number }>>();
   const alone: Array<Array<{ item: T; index: number }>> = [];
   items.forEach((item, index) => {

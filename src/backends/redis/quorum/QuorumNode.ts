@@ -63,13 +63,19 @@ export class QuorumNode {
     private readonly timeoutMs: number,
     index: number,
   ) {
-    if (client.isCluster === true) throw new LockOptionsError(`clients[${index}]`, 'an ioredis Redis client of one independent master (not a Cluster: its masters are not independent)', client);
+    if (client.isCluster === true)
+      throw new LockOptionsError(
+        `clients[${index}]`,
+        'an ioredis Redis client of one independent master (not a Cluster: its masters are not independent)',
+        client,
+      );
     this.name = nodeName(client);
     // No wake-up (the quorum store has no line), so the node store opens no connection of its own.
     try {
       this.store = new RedisLockStore(client, { wakeUp: false });
     } catch (error) {
-      if (error instanceof LockOptionsError) throw new LockOptionsError(`clients[${index}]${error.option === 'client' ? '' : ` (${error.option})`}`, error.allowed, error.received);
+      if (error instanceof LockOptionsError)
+        throw new LockOptionsError(`clients[${index}]${error.option === 'client' ? '' : ` (${error.option})`}`, error.allowed, error.received);
       throw error;
     }
     this.clientPrefix = client.options?.keyPrefix ?? '';

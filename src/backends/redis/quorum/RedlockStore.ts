@@ -100,10 +100,17 @@ export class RedlockStore implements LockStore, KeyCheckingStore, ClosableStore 
     if (!Number.isSafeInteger(fences) || fences < 1) throw new LockOptionsError('fences', 'an integer from 1 (a grant reserves at most 1,024)', fences);
     const start = performance.now();
     const quorum = this.quorum;
-    const replies = await round(this.nodes, (node) => node.store.tryAcquire(key, token, ttlMs, fences), (rs) => decided(tally(rs, granted), quorum));
+    const replies = await round(
+      this.nodes,
+      (node) => node.store.tryAcquire(key, token, ttlMs, fences),
+      (rs) => decided(tally(rs, granted), quorum),
+    );
     let votes = votesOf(replies);
     if (votes.winners.length >= quorum) {
-      let block = quorumFences(votes.winners.map(({ grant }) => ({ fence: grant.fence, fences: grant.fences ?? fences })), quorum);
+      let block = quorumFences(
+        votes.winners.map(({ grant }) => ({ fence: grant.fence, fences: grant.fences ?? fences })),
+        quorum,
+      );
       let raised = await this.raise(key, votes.winners, block.last);
       if (tally(raised, () => true).yes < quorum) {
         // The round was decided on the first winners to answer. If a minority of them has fences
@@ -112,7 +119,10 @@ export class RedlockStore implements LockStore, KeyCheckingStore, ClosableStore 
         // wait is bounded by nodeTimeout, and paid only when the raise failed).
         await Promise.all(replies.map(({ settled }) => settled));
         votes = votesOf(replies);
-        const lower = quorumFences(votes.winners.map(({ grant }) => ({ fence: grant.fence, fences: grant.fences ?? fences })), quorum);
+        const lower = quorumFences(
+          votes.winners.map(({ grant }) => ({ fence: grant.fence, fences: grant.fences ?? fences })),
+          quorum,
+        );
         if (lower.last < block.last) {
           block = lower;
           raised = await this.raise(key, votes.winners, block.last);
@@ -151,7 +161,11 @@ export class RedlockStore implements LockStore, KeyCheckingStore, ClosableStore 
     if (!Number.isInteger(ttlMs) || ttlMs < 1 || ttlMs > MAX_MS) throw new LockOptionsError('ttlMs', `an integer from 1 to ${MAX_MS} (ms)`, ttlMs);
     const start = performance.now();
     const quorum = this.quorum;
-    const replies = await round(this.nodes, (node) => node.store.extend(key, token, ttlMs), (rs) => decided(tally(rs, isExtended), quorum));
+    const replies = await round(
+      this.nodes,
+      (node) => node.store.extend(key, token, ttlMs),
+      (rs) => decided(tally(rs, isExtended), quorum),
+    );
     const { yes, answered } = tally(replies, isExtended);
     if (yes >= quorum && validityOf(ttlMs, performance.now() - start, this.settings) > 0) return 'extended';
     if (answered < quorum) throw this.unreachable(key, 'extend', failures(replies), answered);
@@ -166,10 +180,14 @@ export class RedlockStore implements LockStore, KeyCheckingStore, ClosableStore 
    */
   async release(key: string, token: string, grant?: ReleasedGrant): Promise<boolean> {
     const quorum = this.quorum;
-    const replies = await round(this.nodes, (node) => node.store.release(key, token, grant), (rs) => {
-      const { answered, pending } = tally(rs, Boolean);
-      return answered >= quorum || pending === 0;
-    });
+    const replies = await round(
+      this.nodes,
+      (node) => node.store.release(key, token, grant),
+      (rs) => {
+        const { answered, pending } = tally(rs, Boolean);
+        return answered >= quorum || pending === 0;
+      },
+    );
     return tally(replies, Boolean).yes > 0;
   }
 
@@ -192,7 +210,11 @@ export class RedlockStore implements LockStore, KeyCheckingStore, ClosableStore 
     return round(
       winners.map(({ node }) => node),
       (node) => node.raiseFence(key, last),
-      (rs) => decided(tally(rs, () => true), quorum),
+      (rs) =>
+        decided(
+          tally(rs, () => true),
+          quorum,
+        ),
     );
   }
 
@@ -205,7 +227,8 @@ export class RedlockStore implements LockStore, KeyCheckingStore, ClosableStore 
     await Promise.all(
       replies.map(({ node, answer, answeredAt }) => {
         if (answer?.ok === true && !answer.value.acquired) return undefined;
-        const grant = answer?.ok === true && answer.value.acquired ? { fence: answer.value.fence, fences: answer.value.fences ?? fences, answeredAt } : undefined;
+        const grant =
+          answer?.ok === true && answer.value.acquired ? { fence: answer.value.fence, fences: answer.value.fences ?? fences, answeredAt } : undefined;
         return node.call(() => node.store.release(key, token, grant));
       }),
     );
@@ -227,7 +250,11 @@ function nodeOf(clients: readonly QuorumClient[], before: readonly QuorumNode[],
   const twin = before.findIndex((other) => other.name === node.name);
   if (twin >= 0) {
     node.close();
-    throw new LockOptionsError(`clients[${i}]`, `a client of another Redis server than clients[${twin}] (both ${node.name}: one server's databases are not independent nodes)`, client);
+    throw new LockOptionsError(
+      `clients[${i}]`,
+      `a client of another Redis server than clients[${twin}] (both ${node.name}: one server's databases are not independent nodes)`,
+      client,
+    );
   }
   return node;
 }

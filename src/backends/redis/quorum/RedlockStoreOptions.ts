@@ -78,11 +78,19 @@ export function resolveRedlockOptions(options: unknown): RedlockSettings {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw new LockOptionsError('options', `an object of RedlockStore options (${OPTION_NAMES})`, options);
   }
-  const { nodeTimeout = REDLOCK_DEFAULTS.nodeTimeout, driftFactor = REDLOCK_DEFAULTS.driftFactor, drift = REDLOCK_DEFAULTS.drift, ...unknown } = options as RedlockStoreOptions;
+  const {
+    nodeTimeout = REDLOCK_DEFAULTS.nodeTimeout,
+    driftFactor = REDLOCK_DEFAULTS.driftFactor,
+    drift = REDLOCK_DEFAULTS.drift,
+    ...unknown
+  } = options as RedlockStoreOptions;
   const extra = Object.keys(unknown)[0];
-  if (extra !== undefined) throw new LockOptionsError(`options.${extra}`, `one of the known RedlockStore options: ${OPTION_NAMES}`, (unknown as Record<string, unknown>)[extra]);
-  if (!Number.isInteger(nodeTimeout) || nodeTimeout < 1 || nodeTimeout > MAX_MS) throw new LockOptionsError('nodeTimeout', `an integer from 1 to ${MAX_MS} (ms)`, nodeTimeout);
-  if (typeof driftFactor !== 'number' || !(driftFactor >= 0 && driftFactor < 1)) throw new LockOptionsError('driftFactor', 'a number from 0 to less than 1', driftFactor);
+  if (extra !== undefined)
+    throw new LockOptionsError(`options.${extra}`, `one of the known RedlockStore options: ${OPTION_NAMES}`, (unknown as Record<string, unknown>)[extra]);
+  if (!Number.isInteger(nodeTimeout) || nodeTimeout < 1 || nodeTimeout > MAX_MS)
+    throw new LockOptionsError('nodeTimeout', `an integer from 1 to ${MAX_MS} (ms)`, nodeTimeout);
+  if (typeof driftFactor !== 'number' || !(driftFactor >= 0 && driftFactor < 1))
+    throw new LockOptionsError('driftFactor', 'a number from 0 to less than 1', driftFactor);
   if (typeof drift !== 'number' || !(drift >= 0 && drift <= MAX_MS)) throw new LockOptionsError('drift', `a number from 0 to ${MAX_MS} (ms)`, drift);
   return { nodeTimeout, driftFactor, drift };
 }

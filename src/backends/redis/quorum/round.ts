@@ -49,7 +49,11 @@ export function decided({ yes, answered, pending }: Tally, quorum: number): bool
 }
 
 /** Sends `run` to every node; resolves with the replies once `done` says the round is decided. */
-export function round<T>(nodes: readonly QuorumNode[], run: (node: QuorumNode) => Promise<T>, done: (replies: ReadonlyArray<NodeReply<T>>) => boolean): Promise<Array<NodeReply<T>>> {
+export function round<T>(
+  nodes: readonly QuorumNode[],
+  run: (node: QuorumNode) => Promise<T>,
+  done: (replies: ReadonlyArray<NodeReply<T>>) => boolean,
+): Promise<Array<NodeReply<T>>> {
   return new Promise((resolve) => {
     let resolved = false;
     const replies: Array<NodeReply<T>> = nodes.map((node) => {
@@ -60,14 +64,16 @@ export function round<T>(nodes: readonly QuorumNode[], run: (node: QuorumNode) =
         settled: Promise.resolve(),
       };
       // (call() never rejects)
-      reply.settled = node.call(() => run(node)).then((answer) => {
-        reply.answer = answer;
-        reply.answeredAt = performance.now();
-        if (!resolved && done(replies)) {
-          resolved = true;
-          resolve(replies);
-        }
-      });
+      reply.settled = node
+        .call(() => run(node))
+        .then((answer) => {
+          reply.answer = answer;
+          reply.answeredAt = performance.now();
+          if (!resolved && done(replies)) {
+            resolved = true;
+            resolve(replies);
+          }
+        });
       return reply;
     });
   });
