@@ -65,7 +65,7 @@ describe('a late grant signal of a lapsed grant of permits', () => {
       cLease = lease;
     });
     await eventually(async () => (await suite.admin.zcard(line)) === 2, 3_000);
-    const bToken = (await suite.admin.zrange(line, 0, 0))[0]!;
+    const bToken = (await suite.admin.zrange(line, '0', '0'))[0]!;
     const before = await suite.admin.hget(places, bToken);
     await eventually(async () => (await suite.admin.hget(places, bToken)) !== before, 3_000, 1);
 

@@ -275,7 +275,7 @@ export class RedisLockStore
     const acks = this.acks;
     if (acks === undefined || !result.acquired) return result;
     const write: GrantWrite = typeof reply === 'number' ? { epoch } : { touch: () => this.extend(key, token, Math.max(1, (result as Acquired).ttl ?? ttlMs)) };
-    return acks.confirm(key, token, 'acquire', write, () => this.release(key, token)).then(() => result);
+    return acks.confirm(key, 'acquire', write, () => this.release(key, token)).then(() => result);
   }
 
   release(key: string, token: string, grant?: ReleasedGrant): Promise<boolean> {
@@ -305,7 +305,7 @@ export class RedisLockStore
     }
     if (left.granted && this.acks !== undefined) {
       const touch = () => this.extend(key, token, Math.max(1, left.ttl));
-      await this.acks.confirm(key, token, 'leave', { touch }, () => this.release(key, token));
+      await this.acks.confirm(key, 'leave', { touch }, () => this.release(key, token));
     }
     return left;
   }
@@ -450,7 +450,7 @@ export class RedisLockStore
     const left = result.ttl ?? ttlMs;
     // (one ms more than it has left, so that the touch changes the lease's end and replicates)
     const write: GrantWrite = (reply as unknown[])[4] === 1 ? { epoch } : { touch: () => this.extendShared(key, token, Math.max(1, left) + 1) };
-    return acks.confirm(key, token, 'acquire', write, () => this.releaseShared(key, token)).then(() => result);
+    return acks.confirm(key, 'acquire', write, () => this.releaseShared(key, token)).then(() => result);
   }
 
   extendShared(key: string, token: string, ttlMs: number): Promise<ExtendOutcome> {

@@ -112,12 +112,12 @@ export class ReplicaAcks {
   }
 
   /**
-   * Resolves once `options.replicas` replicas acknowledged the grant of `key` to `token`.
+   * Resolves once `options.replicas` replicas acknowledged the grant of `key` (its write, or `write.touch`'s).
    * Otherwise gives the key back (`giveBack`, awaited, its failure ignored: the key then lapses
    * with its TTL) and rejects: `ReplicaAckError` when too few acknowledged, the failure itself
    * when a call failed or the connection changed.
    */
-  async confirm(key: string, token: string, operation: StoreOperation, write: GrantWrite, giveBack: () => Promise<unknown>): Promise<void> {
+  async confirm(key: string, operation: StoreOperation, write: GrantWrite, giveBack: () => Promise<unknown>): Promise<void> {
     const { replicas, timeout } = this.options;
     try {
       let epoch: number;
