@@ -274,8 +274,8 @@ export class RedisLockStore
     const result = decodeAcquire(reply, ttlMs, this.placeTtl);
     const acks = this.acks;
     if (acks === undefined || !result.acquired) return result;
-    const write: GrantWrite = typeof reply === 'number' ? { epoch } : { touch: (result as Acquired).ttl ?? ttlMs };
-    return acks.confirm(key, token, 'acquire', write, () => this.release(key, token)).then(() => result);
+    const write: GrantWrite = typeof reply === 'number' ? { epoch } : { touch: () => this.extend(key, token, Math.max(1, (result as Acquired).ttl ?? ttlMs)) };
+    return acks.confirm(key, 'acquire', write, () => this.release(key, token)).then(() => result);
   }
 
   release(key: string, token: string, grant?: ReleasedGrant): Promise<boolean> {
@@ -303,7 +303,10 @@ export class RedisLockStore
       await this.release(key, token);
       return { granted: false };
     }
-    if (left.granted && this.acks !== undefined) await this.acks.confirm(key, token, 'leave', { touch: left.ttl }, () => this.release(key, token));
+    if (left.granted && this.acks !== undefined) {
+      const touch = () => this.extend(key, token, Math.max(1, left.ttl));
+      await this.acks.confirm(key, 'leave', { touch }, () => this.release(key, token));
+    }
     return left;
   }
 
@@ -430,7 +433,24 @@ export class RedisLockStore
     if (!Number.isSafeInteger(capacity) || capacity < weight)
       return Promise.reject(new LockOptionsError('capacity', `a safe integer from the weight (${weight})`, capacity));
     const args = [token, ttlMs, weight, capacity, this.placeTtl, place === 'leave' ? 'leave' : 'keep', this.inboxOf(key)];
-    return runScript(this.client, 'acquireShared', this.sharedKeysOf(key), args).then((reply) => decodeAcquireShared(reply, ttlMs, this.placeTtl));
+    const epoch = this.acks?.epoch ?? 0;
+    return runScript(this.client, 'acquireShared', this.sharedKeysOf(key), args).then((reply) => this.grantedShared(key, token, reply, ttlMs, epoch));
+  }
+
+  /**
+   * The acquireShared script's answer; with `replicaAcks`, permits only once replicas acknowledged
+   * their grant, as for a mutex ({@link RedisLockStore.granted}): a grant this very call wrote
+   * (the script says so) is covered by `WAIT`; any other (granted from the line by another
+   * client's release or leave, or announced by pub/sub and asked for) is touched first.
+   */
+  private grantedShared(key: string, token: string, reply: unknown, ttlMs: number, epoch: number): AcquireResult | Promise<AcquireResult> {
+    const result = decodeAcquireShared(reply, ttlMs, this.placeTtl);
+    const acks = this.acks;
+    if (acks === undefined || !result.acquired) return result;
+    const left = result.ttl ?? ttlMs;
+    // (one ms more than it has left, so that the touch changes the lease's end and replicates)
+    const write: GrantWrite = (reply as unknown[])[4] === 1 ? { epoch } : { touch: () => this.extendShared(key, token, Math.max(1, left) + 1) };
+    return acks.confirm(key, 'acquire', write, () => this.releaseShared(key, token)).then(() => result);
   }
 
   extendShared(key: string, token: string, ttlMs: number): Promise<ExtendOutcome> {

@@ -11,7 +11,9 @@
  *   re-sends a script the server lost (NOSCRIPT) only after that answer, so a pipelined `WAIT`
  *   could run before the grant's write;
  * - a key found already handed over (by a later attempt, or by `leave`) is first "touched": an
- *   owner-checked PEXPIRE to the TTL it has left (the extend script), a write that replicates;
+ *   owner-checked write of the TTL it has left (the extend script's PEXPIRE; for permits of a
+ *   shared lock, extendShared with one ms more, so that its ZADD changes the score: Redis does not
+ *   propagate a ZADD that changes nothing, and `WAIT` would then count an older write);
  * - a connection that closed between the grant's call and `WAIT`'s answer voids the answer (a
  *   `WAIT` on a new connection counts nothing of ours and answers at once): the grant is given
  *   back as if unacknowledged;
@@ -25,8 +27,7 @@
  */
 import { LockOptionsError, ReplicaAckError, type StoreOperation } from '../../errors/errors.js';
 import { MAX_MS } from '../../options/limits.js';
-import { decodeExtend } from './protocol/codec.js';
-import { runScript } from './protocol/commands.js';
+import type { ExtendOutcome } from '../../store/LockStore.js';
 import type { RedisClient } from './RedisClient.js';
 
 /**
@@ -79,8 +80,12 @@ export function checkReplicaAcks(value: unknown, client: RedisClient): ReplicaAc
   return { replicas, timeout };
 }
 
-/** How a grant reached this connection: written by the call sent at `epoch`, or found handed over (`touch`: the TTL it has left). */
-export type GrantWrite = { readonly epoch: number } | { readonly touch: number };
+/**
+ * How a grant reached this connection: written by the call sent at `epoch`, or found handed over
+ * (`touch`: an owner-checked write that replicates, keeping the grant's TTL or lengthening it a
+ * little).
+ */
+export type GrantWrite = { readonly epoch: number } | { readonly touch: () => Promise<ExtendOutcome> };
 
 /** Confirms grants on one client's connection (see the module comment). */
 export class ReplicaAcks {
@@ -107,19 +112,19 @@ export class ReplicaAcks {
   }
 
   /**
-   * Resolves once `options.replicas` replicas acknowledged the grant of `key` to `token`.
+   * Resolves once `options.replicas` replicas acknowledged the grant of `key` (its write, or `write.touch`'s).
    * Otherwise gives the key back (`giveBack`, awaited, its failure ignored: the key then lapses
    * with its TTL) and rejects: `ReplicaAckError` when too few acknowledged, the failure itself
    * when a call failed or the connection changed.
    */
-  async confirm(key: string, token: string, operation: StoreOperation, write: GrantWrite, giveBack: () => Promise<unknown>): Promise<void> {
+  async confirm(key: string, operation: StoreOperation, write: GrantWrite, giveBack: () => Promise<unknown>): Promise<void> {
     const { replicas, timeout } = this.options;
     try {
       let epoch: number;
       if ('epoch' in write) epoch = write.epoch;
       else {
         epoch = this.closes;
-        const touched = decodeExtend(await runScript(this.client, 'extend', [key], [token, Math.max(1, write.touch)]));
+        const touched = await write.touch();
         if (touched !== 'extended') throw new Error(`the key handed over was ${touched} before its replication could be confirmed`);
       }
       const acknowledged = await this.covering();

@@ -6,8 +6,9 @@
 -- refresh the place when refused) or 'leave' (give it up when refused: the last attempt); ARGV[7]
 -- the caller's inbox channel ('' for none).
 --
--- Returns {1, fence, ttl left, waiting} when the caller holds permits (granted now, or earlier
--- while it waited in line, or by an earlier run of this very call); else {0, ms until the first
+-- Returns {1, fence, ttl left, waiting, by this run (1/0)} when the caller holds permits (granted
+-- now by this very run — a write of the caller's connection — or earlier while it waited in line,
+-- or by an earlier run of this very call); else {0, ms until the first
 -- holder's lease ends (-1: no holder), queued (1/0)[, the server clock's seed when queued]}: a
 -- 'granted' signal dated after that seed is of a grant made after this call kept the place.
 --@include lib/numbers.lua
@@ -44,14 +45,14 @@ if held then
     left = math.max(0, tonumber(redis.call('ZSCORE', holders, token)) - now)
   end
   keepHolders(holders, permits, used, now, stored, grew)
-  return {1, tonumber(string.match(held, ' (%d+)$')), left, redis.call('ZCARD', line)}
+  return {1, tonumber(string.match(held, ' (%d+)$')), left, redis.call('ZCARD', line), granted[token] and 1 or 0}
 end
 
 if not queued and used + weight <= capacity then
   -- (nobody live in line: promote emptied it of lapsed places and granted those that fit)
   local fence = grantShared(holders, permits, fenceKey, token, weight, now + ttl, seed)
   keepHolders(holders, permits, used + weight, now, stored, true)
-  return {1, fence, ttl, 0}
+  return {1, fence, ttl, 0, 1}
 end
 
 if ARGV[6] == 'leave' then
