@@ -7,7 +7,17 @@ import { LockOptionsError } from '../errors/errors.js';
 import type { LockOperatorOptions } from '../options/LockerOptions.js';
 import { checkOperatorOptions, OPERATOR_KEYS, validateKey, validateKeys } from '../options/validate.js';
 
-/** Options of the free {@link withLock} and {@link usingLock}: an acquisition's options plus the locker to use. */
+/**
+ * Options of the free {@link withLock} and {@link usingLock}: an acquisition's options plus the locker to use.
+ *
+ * @example
+ * ```ts
+ * import { withLock, type WithLockOptions } from 'rxjs-lock';
+ *
+ * const options: WithLockOptions = { locker, ttl: 10_000, waitTimeout: 2_000 };
+ * rebuildIndex$.pipe(withLock('search:index', options)).subscribe();
+ * ```
+ */
 export interface WithLockOptions extends LockOperatorOptions {
   /**
    * The locker to take the lock with.

@@ -10,7 +10,17 @@ import { validateKey } from '../options/validate.js';
 import { checkPermitOptions } from '../options/validatePermits.js';
 import { defaultLockerForOperators } from './defaultLocker.js';
 
-/** Options of the free {@link withPermit}: the permit options plus the locker to use. */
+/**
+ * Options of the free {@link withPermit}: the permit options plus the locker to use.
+ *
+ * @example
+ * ```ts
+ * import { withPermit, type WithPermitOptions } from 'rxjs-lock';
+ *
+ * const options: WithPermitOptions = { limit: 3, locker, waitTimeout: 30_000 }; // at most 3 renders at once
+ * render(job).pipe(withPermit('renderer', options)).subscribe();
+ * ```
+ */
 export interface WithPermitOptions extends PermitOptions {
   /**
    * The locker to take the permits with.

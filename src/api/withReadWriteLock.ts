@@ -10,7 +10,17 @@ import { validateKey } from '../options/validate.js';
 import { checkReadWriteOptions } from '../options/validatePermits.js';
 import { defaultLockerForOperators } from './defaultLocker.js';
 
-/** Options of the free {@link withReadLock} and {@link withWriteLock}: plus the locker to use. */
+/**
+ * Options of the free {@link withReadLock} and {@link withWriteLock}: plus the locker to use.
+ *
+ * @example
+ * ```ts
+ * import { withWriteLock, type WithReadWriteLockOptions } from 'rxjs-lock';
+ *
+ * const options: WithReadWriteLockOptions = { locker, ttl: 10_000, waitTimeout: 5_000 };
+ * saveCatalog(catalog).pipe(withWriteLock('catalog', options)).subscribe();
+ * ```
+ */
 export interface WithReadWriteLockOptions extends ReadWriteLockOptions {
   /**
    * The locker to take the lock with.

@@ -8,6 +8,12 @@ import type { LockStore } from '../store/LockStore.js';
 /**
  * Jittered back-off between attempts on a held lock: each sleep is drawn uniformly from
  * `[minDelay, minDelay + jitter)` milliseconds, and never exceeds what is left of `waitTimeout`.
+ *
+ * @example
+ * ```ts
+ * const retry: RetryOptions = { minDelay: 50, jitter: 100 }; // sleeps of 50–150 ms between attempts
+ * report$.pipe(locker.withLock('report:daily', { retry })).subscribe();
+ * ```
  */
 export interface RetryOptions {
   /**
@@ -40,6 +46,12 @@ export type RetryDelay = (attempt: number) => ObservableInput<unknown>;
  * Lease renewal (the watchdog): while a lease is held, it is extended every `interval` ms by an
  * owner-checked script, so work that outlives the TTL keeps the lock. Renewals of many leases of
  * one locker that fall due close together share one round trip (a pipeline).
+ *
+ * @example
+ * ```ts
+ * const renew: RenewOptions = { interval: 2_000 }; // extend the 10 s lease every 2 s
+ * const lease = await firstValueFrom(locker.acquire('import:catalog', { ttl: 10_000, renew }));
+ * ```
  */
 export interface RenewOptions {
   /**
@@ -55,10 +67,24 @@ export interface RenewOptions {
  * renewed before its deadline because the store was unreachable):
  * - `'error'`: unsubscribe the work and error with `LockLostError` at once;
  * - `'notify'`: keep the work running; the loss is reported on `lease.lost$` and `events$` only.
+ *
+ * @example
+ * ```ts
+ * const onLost: OnLost = 'notify'; // the work keeps running; the loss is only reported
+ * indexing$.pipe(locker.withLock('search:index', { onLost })).subscribe();
+ * ```
  */
 export type OnLost = 'error' | 'notify';
 
-/** Options of one acquisition; each overrides the locker's value of the same name. */
+/**
+ * Options of one acquisition; each overrides the locker's value of the same name.
+ *
+ * @example
+ * ```ts
+ * const options: AcquireOptions = { ttl: 5_000, waitTimeout: 1_000, retry: { minDelay: 20, jitter: 40 } };
+ * const lease = await firstValueFrom(locker.acquire('invoice:42', options));
+ * ```
+ */
 export interface AcquireOptions {
   /**
    * Lease length in ms: how long the store keeps the lock if its holder never releases it
@@ -149,6 +175,12 @@ export type OnBusy = 'wait' | 'skip';
 /**
  * Options of `withLock` and `using` (the operators that run work under the lock): an acquisition's
  * options plus what to do when the lock is busy.
+ *
+ * @example
+ * ```ts
+ * const options: LockOperatorOptions = { ttl: 60_000, waitTimeout: 0, onBusy: 'skip' };
+ * nightlyCleanup$.pipe(locker.withLock('job:cleanup', options)).subscribe(); // one instance runs it, the others skip
+ * ```
  */
 export interface LockOperatorOptions extends AcquireOptions {
   /**
@@ -167,7 +199,15 @@ export interface LockOperatorOptions extends AcquireOptions {
   onBusy?: OnBusy;
 }
 
-/** Bounds of the cohort hand-off (see {@link LockerOptions.cohort}). */
+/**
+ * Bounds of the cohort hand-off (see {@link LockerOptions.cohort}).
+ *
+ * @example
+ * ```ts
+ * // hand the hot key between local waiters for at most 5 ms or 32 passes per store grant
+ * const locker = createLocker({ store, cohort: { maxPasses: 32, maxMs: 5, roundMs: 10 } });
+ * ```
+ */
 export interface CohortOptions {
   /**
    * Most local hand-offs per store acquisition (an integer from 0 to 1023). A store grant reserves
@@ -189,7 +229,19 @@ export interface CohortOptions {
   roundMs?: number;
 }
 
-/** Options of {@link createLocker}. */
+/**
+ * Options of {@link createLocker}.
+ *
+ * @example
+ * ```ts
+ * import { Redis } from 'ioredis';
+ * import { createLocker, type LockerOptions } from 'rxjs-lock';
+ * import { RedisLockStore } from 'rxjs-lock/redis';
+ *
+ * const options: LockerOptions = { store: new RedisLockStore(new Redis()), keyPrefix: 'billing:lock:', ttl: 15_000, commandTimeout: 500 };
+ * const locker = createLocker(options);
+ * ```
+ */
 export interface LockerOptions extends AcquireOptions {
   /**
    * Where locks live. Use `RedisLockStore` (from `rxjs-lock/redis`) to exclude across processes.

@@ -5,7 +5,16 @@
  */
 import type { AcquireOptions, LockOperatorOptions } from './LockerOptions.js';
 
-/** What a semaphore acquisition asks for: how many permits, out of how many. */
+/**
+ * What a semaphore acquisition asks for: how many permits, out of how many.
+ *
+ * @example
+ * ```ts
+ * // at most 4 exports at once; a full export takes 2 of the 4 permits
+ * const count: PermitCount = { limit: 4, permits: 2 };
+ * fullExport$.pipe(locker.withPermit('exports', count)).subscribe();
+ * ```
+ */
 export interface PermitCount {
   /**
    * How many holders' permits the semaphore allows at once: a positive safe integer (1 to

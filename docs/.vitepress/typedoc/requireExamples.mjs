@@ -3,7 +3,8 @@
 // warning, and the docs build treats warnings as errors.
 import { Application, ReflectionKind } from 'typedoc';
 
-const NEEDS_EXAMPLE = ReflectionKind.Function | ReflectionKind.Class | ReflectionKind.Variable;
+const NEEDS_EXAMPLE =
+  ReflectionKind.Function | ReflectionKind.Class | ReflectionKind.Variable | ReflectionKind.Interface | ReflectionKind.TypeAlias;
 
 const hasExample = (comment) => comment?.blockTags.some((tag) => tag.tag === '@example') ?? false;
 

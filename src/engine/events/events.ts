@@ -10,7 +10,16 @@
  */
 import type { LockerClosedError, LockLostError, LockLostReason, LockStoreError } from '../../errors/errors.js';
 
-/** A lease was taken. */
+/**
+ * A lease was taken.
+ *
+ * @example
+ * ```ts
+ * locker.events$.pipe(filter((e): e is AcquiredEvent => e.type === 'acquired')).subscribe((e) => {
+ *   metrics.histogram('lock.wait_ms', e.waitedMs, { key: e.key, passed: String(e.passed) });
+ * });
+ * ```
+ */
 export interface AcquiredEvent {
   /** Always `'acquired'`: tells this event apart from the others of {@link LockEvent}. */
   readonly type: 'acquired';
@@ -34,6 +43,13 @@ export interface AcquiredEvent {
  * An acquisition gave up: the lock stayed held for the whole `waitTimeout` (or its retry policy
  * stopped) — or, with `skipped: true`, an `onBusy: 'skip'` operator found it held at its one
  * attempt and completed without running its work (not a failure).
+ *
+ * @example
+ * ```ts
+ * locker.events$.pipe(filter((e): e is TimedOutEvent => e.type === 'timed-out')).subscribe((e) => {
+ *   if (!e.skipped) log.warn({ key: e.key, waitedMs: e.waitedMs, attempts: e.attempts }, 'gave up waiting for a lock');
+ * });
+ * ```
  */
 export interface TimedOutEvent {
   /** Always `'timed-out'`: tells this event apart from the others of {@link LockEvent}. */
@@ -48,7 +64,16 @@ export interface TimedOutEvent {
   readonly skipped: boolean;
 }
 
-/** An acquisition failed because the store failed or timed out. */
+/**
+ * An acquisition failed because the store failed or timed out.
+ *
+ * @example
+ * ```ts
+ * locker.events$.pipe(filter((e): e is AcquireFailedEvent => e.type === 'acquire-failed')).subscribe((e) => {
+ *   log.error({ key: e.key, err: e.error }, 'lock store failed while acquiring');
+ * });
+ * ```
+ */
 export interface AcquireFailedEvent {
   /** Always `'acquire-failed'`: tells this event apart from the others of {@link LockEvent}. */
   readonly type: 'acquire-failed';
@@ -70,6 +95,13 @@ export interface AcquireFailedEvent {
  *   its data): the hold was not protected until its end.
  * A release the store could not confirm (unreachable) is a `release-failed` event instead. A holder
  * whose lease was lost gets neither: its `lost` event told how its hold ended.
+ *
+ * @example
+ * ```ts
+ * locker.events$.pipe(filter((e): e is ReleasedEvent => e.type === 'released')).subscribe((e) => {
+ *   if (e.outcome === 'gone') log.warn({ key: e.key, id: e.id, heldMs: e.heldMs }, 'lock had expired before its release');
+ * });
+ * ```
  */
 export interface ReleasedEvent {
   /** Always `'released'`: tells this event apart from the others of {@link LockEvent}. */
@@ -88,7 +120,16 @@ export interface ReleasedEvent {
   readonly outcome: 'released' | 'passed' | 'gone';
 }
 
-/** A release could not be confirmed (store down or slow); the key expires with its TTL. */
+/**
+ * A release could not be confirmed (store down or slow); the key expires with its TTL.
+ *
+ * @example
+ * ```ts
+ * locker.events$.pipe(filter((e): e is ReleaseFailedEvent => e.type === 'release-failed')).subscribe((e) => {
+ *   log.warn({ key: e.key, err: e.error }, 'release not confirmed: the key expires with its TTL');
+ * });
+ * ```
+ */
 export interface ReleaseFailedEvent {
   /** Always `'release-failed'`: tells this event apart from the others of {@link LockEvent}. */
   readonly type: 'release-failed';
@@ -104,6 +145,13 @@ export interface ReleaseFailedEvent {
  * A store call granted the lock after nobody wanted it any more (the subscriber unsubscribed while
  * it was in flight, the call had timed out, or a hand-off reached a waiter that was leaving), and
  * the lock was given back. `deleted` is false when that release could not delete it.
+ *
+ * @example
+ * ```ts
+ * locker.events$.pipe(filter((e): e is AbandonedReleasedEvent => e.type === 'abandoned-released')).subscribe((e) => {
+ *   if (!e.deleted) log.warn({ key: e.key }, 'an unwanted grant could not be given back: it expires with its TTL');
+ * });
+ * ```
  */
 export interface AbandonedReleasedEvent {
   /** Always `'abandoned-released'`: tells this event apart from the others of {@link LockEvent}. */
@@ -116,7 +164,16 @@ export interface AbandonedReleasedEvent {
   readonly deleted: boolean;
 }
 
-/** A held lease was extended (by renewal or `lease.extend()`). */
+/**
+ * A held lease was extended (by renewal or `lease.extend()`).
+ *
+ * @example
+ * ```ts
+ * locker.events$.pipe(filter((e): e is RenewedEvent => e.type === 'renewed')).subscribe((e) => {
+ *   log.debug({ key: e.key, validForMs: e.validForMs }, 'lease renewed');
+ * });
+ * ```
+ */
 export interface RenewedEvent {
   /** Always `'renewed'`: tells this event apart from the others of {@link LockEvent}. */
   readonly type: 'renewed';
@@ -128,7 +185,16 @@ export interface RenewedEvent {
   readonly validForMs: number;
 }
 
-/** A renewal call failed; it is retried while the lease is still valid. */
+/**
+ * A renewal call failed; it is retried while the lease is still valid.
+ *
+ * @example
+ * ```ts
+ * locker.events$.pipe(filter((e): e is RenewFailedEvent => e.type === 'renew-failed')).subscribe((e) => {
+ *   log.warn({ key: e.key, err: e.error, validForMs: e.validForMs }, 'renewal failed, retrying while the lease is valid');
+ * });
+ * ```
+ */
 export interface RenewFailedEvent {
   /** Always `'renew-failed'`: tells this event apart from the others of {@link LockEvent}. */
   readonly type: 'renew-failed';
@@ -146,6 +212,13 @@ export interface RenewFailedEvent {
  * A held lease stopped protecting its holder: it expired, another owner took the key, it could
  * not be renewed before its deadline, or the locker was closed. `withLock`/`using` streams error
  * with `error` (unless `onLost: 'notify'`, which is ignored for `'locker-closed'`).
+ *
+ * @example
+ * ```ts
+ * locker.events$.pipe(filter((e): e is LostEvent => e.type === 'lost')).subscribe((e) => {
+ *   log.error({ key: e.key, id: e.id, fence: e.fence, reason: e.reason }, 'lock lost while held');
+ * });
+ * ```
  */
 export interface LostEvent {
   /** Always `'lost'`: tells this event apart from the others of {@link LockEvent}. */
@@ -220,7 +293,16 @@ export interface LongWaitEvent {
   readonly error?: LockStoreError;
 }
 
-/** `locker.close()` ended an acquisition that was still waiting. */
+/**
+ * `locker.close()` ended an acquisition that was still waiting.
+ *
+ * @example
+ * ```ts
+ * locker.events$.pipe(filter((e): e is ClosedEvent => e.type === 'closed')).subscribe((e) => {
+ *   log.info({ key: e.key }, 'acquisition ended by locker.close()');
+ * });
+ * ```
+ */
 export interface ClosedEvent {
   /** Always `'closed'`: tells this event apart from the others of {@link LockEvent}. */
   readonly type: 'closed';
@@ -230,7 +312,20 @@ export interface ClosedEvent {
   readonly error: LockerClosedError;
 }
 
-/** Every event a locker reports on `events$`. */
+/**
+ * Every event a locker reports on `events$`.
+ *
+ * @example
+ * ```ts
+ * locker.events$.subscribe((e: LockEvent) => {
+ *   switch (e.type) {
+ *     case 'acquired': return metrics.increment('lock.acquired', { key: e.key });
+ *     case 'lost': return log.error({ key: e.key, reason: e.reason }, 'lock lost');
+ *     case 'release-failed': return log.warn({ key: e.key, err: e.error }, 'release not confirmed');
+ *   }
+ * });
+ * ```
+ */
 export type LockEvent =
   | AcquiredEvent
   | TimedOutEvent
