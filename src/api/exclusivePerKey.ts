@@ -12,7 +12,15 @@ import { ACQUIRE_KEYS } from '../options/validate.js';
 import { defaultLockerForOperators } from './defaultLocker.js';
 import { splitLocker } from './lockerChoice.js';
 
-/** Options of {@link exclusivePerKey}: an acquisition's options, the locker, and the concurrency. */
+/**
+ * Options of {@link exclusivePerKey}: an acquisition's options, the locker, and the concurrency.
+ *
+ * @example
+ * ```ts
+ * const options: ExclusivePerKeyOptions = { locker, concurrency: 8, ttl: 10_000 };
+ * orders$.pipe(exclusivePerKey((o) => `customer:${o.customerId}`, (o, lease) => applyOrder(o, lease.fence), options)).subscribe();
+ * ```
+ */
 export interface ExclusivePerKeyOptions extends AcquireOptions {
   /**
    * Most messages processed at the same time by this subscription, over all keys (an integer of

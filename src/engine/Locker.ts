@@ -26,7 +26,18 @@ import type { Lease } from './lease/Lease.js';
  */
 export type LockedSetWork<R> = (locks: LeaseSet, signal: AbortSignal) => ObservableInput<R>;
 
-/** Takes and gives back locks on one store. Create one with `createLocker()`. */
+/**
+ * Takes and gives back locks on one store. Create one with `createLocker()`.
+ *
+ * @example
+ * ```ts
+ * import { createLocker, type Locker } from 'rxjs-lock';
+ *
+ * const locker: Locker = createLocker({ store }); // a RedisLockStore to exclude across processes
+ * sendInvoice$(42).pipe(locker.withLock('invoice:42', { ttl: 5_000 })).subscribe();
+ * process.on('SIGTERM', () => void locker.close());
+ * ```
+ */
 export interface Locker {
   /**
    * Every acquisition, release, time-out and failure, as typed {@link LockEvent}s. Hot: only

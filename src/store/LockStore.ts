@@ -9,6 +9,16 @@
  * Keys reach the store already prefixed. Tokens are unique per store session (the engine's UUIDs).
  * Every operation is atomic with respect to every other operation on the same key, and a key whose
  * TTL has passed behaves as absent.
+ *
+ * @example
+ * ```ts
+ * const store: LockStore = new MemoryLockStore();
+ * const grant = await store.tryAcquire('lock:report', 'token-1', 5_000);
+ * if (grant.acquired) {
+ *   await store.extend('lock:report', 'token-1', 5_000); // 'extended'
+ *   await store.release('lock:report', 'token-1'); // true
+ * }
+ * ```
  */
 export interface LockStore {
   /**
@@ -50,7 +60,18 @@ export interface LockStore {
   release(key: string, token: string, grant?: ReleasedGrant): Promise<boolean>;
 }
 
-/** The grant a release gives up, as its holder knows it (see {@link LockStore.release}). */
+/**
+ * The grant a release gives up, as its holder knows it (see {@link LockStore.release}).
+ *
+ * @example
+ * ```ts
+ * // a custom store's release: the grant says which fences the holder was given
+ * async release(key: string, token: string, grant?: ReleasedGrant): Promise<boolean> {
+ *   const lastFence = grant === undefined ? undefined : grant.fence + grant.fences - 1;
+ *   return this.db.deleteIfOwner(key, token, lastFence);
+ * }
+ * ```
+ */
 export interface ReleasedGrant {
   /** The first fence the grant reserved. */
   readonly fence: number;
@@ -60,10 +81,30 @@ export interface ReleasedGrant {
   readonly answeredAt: number;
 }
 
-/** Outcome of {@link LockStore.tryAcquire}. */
+/**
+ * Outcome of {@link LockStore.tryAcquire}.
+ *
+ * @example
+ * ```ts
+ * const result: AcquireResult = await store.tryAcquire('lock:report', 'token-1', 5_000);
+ * if (result.acquired) console.log('fence', result.fence);
+ * else console.log('held by another token for', result.holderTtl ?? 'unknown', 'ms');
+ * ```
+ */
 export type AcquireResult = Acquired | NotAcquired;
 
-/** The store granted the key: {@link AcquireResult} of a successful {@link LockStore.tryAcquire}. */
+/**
+ * The store granted the key: {@link AcquireResult} of a successful {@link LockStore.tryAcquire}.
+ *
+ * @example
+ * ```ts
+ * const result = await store.tryAcquire('lock:report', 'token-1', 5_000, 4);
+ * if (result.acquired) {
+ *   const granted: Acquired = result;
+ *   console.log(`fences ${granted.fence} to ${granted.fence + (granted.fences ?? 4) - 1}`);
+ * }
+ * ```
+ */
 export interface Acquired {
   /** Always `true`: the key is now the caller's. */
   readonly acquired: true;
@@ -91,7 +132,18 @@ export interface Acquired {
   readonly validity?: number;
 }
 
-/** The key is held by someone else: {@link AcquireResult} of a {@link LockStore.tryAcquire} that did not get it. */
+/**
+ * The key is held by someone else: {@link AcquireResult} of a {@link LockStore.tryAcquire} that did not get it.
+ *
+ * @example
+ * ```ts
+ * const result = await store.tryAcquire('lock:report', 'token-2', 5_000);
+ * if (!result.acquired) {
+ *   const busy: NotAcquired = result;
+ *   await sleep(Math.min(busy.holderTtl ?? 50, 50)); // no use sleeping past the holder's TTL
+ * }
+ * ```
+ */
 export interface NotAcquired {
   /** Always `false`: the key is held by someone else. */
   readonly acquired: false;
@@ -109,7 +161,15 @@ export interface NotAcquired {
   readonly at?: number;
 }
 
-/** Outcome of {@link LockStore.extend}: extended, key absent, or key held by another token. */
+/**
+ * Outcome of {@link LockStore.extend}: extended, key absent, or key held by another token.
+ *
+ * @example
+ * ```ts
+ * const outcome: ExtendOutcome = await store.extend('lock:report', 'token-1', 5_000);
+ * if (outcome !== 'extended') log.warn(`lease on lock:report is ${outcome === 'gone' ? 'expired' : 'taken by another token'}`);
+ * ```
+ */
 export type ExtendOutcome = 'extended' | 'gone' | 'taken';
 
 /** Shared, frozen result so the hot path allocates nothing when a key is busy. */

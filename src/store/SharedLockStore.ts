@@ -23,7 +23,15 @@
 import type { ExtendRequest } from './capabilities.js';
 import type { AcquireResult, ExtendOutcome } from './LockStore.js';
 
-/** Place handling of {@link SharedLockStore.tryAcquireShared}, as for a mutex's line. */
+/**
+ * Place handling of {@link SharedLockStore.tryAcquireShared}, as for a mutex's line.
+ *
+ * @example
+ * ```ts
+ * const place: SharedPlace = lastAttempt ? 'leave' : 'keep'; // the last attempt gives its place up
+ * const grant = await store.tryAcquireShared('lock:renderer', token, 30_000, 1, 4, place);
+ * ```
+ */
 export type SharedPlace = 'keep' | 'leave';
 
 /**
@@ -101,7 +109,18 @@ export interface SharedLockInfo {
   readonly waiting: number;
 }
 
-/** One holder of a shared lock, in {@link SharedLockInfo.holders}. */
+/**
+ * One holder of a shared lock, in {@link SharedLockInfo.holders}.
+ *
+ * @example
+ * ```ts
+ * const info = await store.inspectShared('lock:renderer');
+ * for (const holder of info?.holders ?? []) {
+ *   const h: SharedHolderInfo = holder;
+ *   console.log(`${h.token} holds ${h.weight} permit(s), fence ${h.fence}, ${h.ttl} ms left`);
+ * }
+ * ```
+ */
 export interface SharedHolderInfo {
   /** The holder's token (one per acquisition: its lease's `token`). */
   readonly token: string;

@@ -10,6 +10,17 @@ import type { AcquireResult, ExtendOutcome, LockStore } from './LockStore.js';
  * A line of waiters per key with direct hand-off: a release with waiters in line does not free the
  * key but hands it to the first live waiter (a new fence, a TTL of its own), so a hot key goes
  * round the processes in arrival order.
+ *
+ * @example
+ * ```ts
+ * const store: LockStore & QueueingStore = new RedisLockStore(redis);
+ * const answer = await store.tryAcquireInLine('lock:hot', 'token-1', 5_000, 1, 'keep');
+ * if (!answer.acquired && answer.queued) {
+ *   // waiting in line: a release hands the key to token-1; giving up the place instead:
+ *   const left = await store.leave('lock:hot', 'token-1');
+ *   if (left.granted) await store.release('lock:hot', 'token-1'); // handed over meanwhile
+ * }
+ * ```
  */
 export interface QueueingStore {
   /**
@@ -38,13 +49,33 @@ export interface QueueingStore {
   leave(key: string, token: string): Promise<LeaveResult>;
 }
 
-/** Outcome of {@link QueueingStore.leave}. */
+/**
+ * Outcome of {@link QueueingStore.leave}.
+ *
+ * @example
+ * ```ts
+ * const left: LeaveResult = await store.leave('lock:hot', 'token-1');
+ * if (left.granted) await store.release('lock:hot', 'token-1', { fence: left.fence, fences: left.fences, answeredAt: performance.now() });
+ * ```
+ */
 export type LeaveResult =
   | { readonly granted: false }
   /** The key is `token`'s: its fences start at `fence` (`fences` of them), and it has `ttl` ms left. */
   | { readonly granted: true; readonly fence: number; readonly fences: number; readonly ttl: number };
 
-/** Wake-up signals for waiters in a {@link QueueingStore}'s line. */
+/**
+ * Wake-up signals for waiters in a {@link QueueingStore}'s line.
+ *
+ * @example
+ * ```ts
+ * const store: LockStore & QueueingStore & WakeUpStore = new RedisLockStore(redis);
+ * const watch = store.watch('lock:hot', 'token-1', (signal) => {
+ *   if (signal.type === 'granted') console.log('lock:hot is ours, fence', signal.fence);
+ * });
+ * await watch.ready;
+ * await store.tryAcquireInLine('lock:hot', 'token-1', 5_000, 1, 'keep');
+ * ```
+ */
 export interface WakeUpStore {
   /**
    * Calls `listener` when the store hands `key` to `token` (queued by `tryAcquireInLine`), and
@@ -55,7 +86,21 @@ export interface WakeUpStore {
   watch(key: string, token: string, listener: (signal: WakeSignal) => void): StoreWatch;
 }
 
-/** What {@link WakeUpStore.watch} reports. */
+/**
+ * What {@link WakeUpStore.watch} reports.
+ *
+ * @example
+ * ```ts
+ * const onSignal = (signal: WakeSignal): void => {
+ *   switch (signal.type) {
+ *     case 'granted': return grantArrived(signal.fence, signal.fences);
+ *     case 'behind': return lookAgainIn(signal.ttl);
+ *     case 'interrupted': return pollInstead();
+ *     case 'resumed': return lookAgainIn(0); // grants made while it was down were not signalled
+ *   }
+ * };
+ * ```
+ */
 export type WakeSignal =
   /**
    * The key was handed to `token`: `fences` fences from `fence` are its; `waiting` others are still
@@ -81,7 +126,17 @@ export type WakeSignal =
   /** The channel is back (`active` again); grants made while it was down were not signalled. */
   | { readonly type: 'resumed' };
 
-/** A watch started by {@link WakeUpStore.watch}. */
+/**
+ * A watch started by {@link WakeUpStore.watch}.
+ *
+ * @example
+ * ```ts
+ * const watch: StoreWatch = store.watch('lock:hot', 'token-1', onSignal);
+ * await watch.ready; // from now on no grant to token-1 goes unsignalled while watch.active
+ * // … wait in line …
+ * watch.stop();
+ * ```
+ */
 export interface StoreWatch {
   /** True while signals are flowing: a token queued now cannot miss its grant signal. */
   readonly active: boolean;
@@ -91,7 +146,18 @@ export interface StoreWatch {
   stop(): void;
 }
 
-/** Extension of many leases in one round trip, used by lease renewal. */
+/**
+ * Extension of many leases in one round trip, used by lease renewal.
+ *
+ * @example
+ * ```ts
+ * const store: LockStore & BatchExtendStore = new RedisLockStore(redis);
+ * const outcomes = await store.extendMany([
+ *   { key: 'lock:a', token: 'token-1', ttlMs: 30_000 },
+ *   { key: 'lock:b', token: 'token-2', ttlMs: 30_000 },
+ * ]); // e.g. ['extended', 'gone']: one round trip
+ * ```
+ */
 export interface BatchExtendStore {
   /**
    * {@link LockStore.extend} for each request, answered in order: its outcome, or the Error of
@@ -100,7 +166,15 @@ export interface BatchExtendStore {
   extendMany(requests: readonly ExtendRequest[]): Promise<Array<ExtendOutcome | Error>>;
 }
 
-/** One lease to extend in {@link BatchExtendStore.extendMany}. */
+/**
+ * One lease to extend in {@link BatchExtendStore.extendMany}.
+ *
+ * @example
+ * ```ts
+ * const request: ExtendRequest = { key: 'lock:invoice:42', token: lease.token, ttlMs: 30_000 };
+ * const [outcome] = await store.extendMany([request]);
+ * ```
+ */
 export interface ExtendRequest {
   /** The lock's key in the store (with the locker's `keyPrefix`). */
   readonly key: string;
@@ -110,13 +184,37 @@ export interface ExtendRequest {
   readonly ttlMs: number;
 }
 
-/** A check of a (prefixed) key before anything is sent, for keys this store cannot keep. */
+/**
+ * A check of a (prefixed) key before anything is sent, for keys this store cannot keep.
+ *
+ * @example
+ * ```ts
+ * // a custom store over a database whose key column holds 255 characters
+ * class PgLockStore implements LockStore, KeyCheckingStore {
+ *   checkKey(key: string): void {
+ *     if (key.length > 255) throw new LockOptionsError('key', 'at most 255 characters with its prefix', key);
+ *   }
+ *   // … tryAcquire, extend, release …
+ * }
+ * ```
+ */
 export interface KeyCheckingStore {
   /** Throws `LockOptionsError` for a key the store cannot keep (naming the rule). */
   checkKey(key: string): void;
 }
 
-/** A store holding resources of its own (timers, connections it opened). */
+/**
+ * A store holding resources of its own (timers, connections it opened).
+ *
+ * @example
+ * ```ts
+ * const store: LockStore & ClosableStore = new MemoryLockStore(); // its sweep timer
+ * const locker = createLocker({ store });
+ * // at shutdown: the locker first (it gives its locks back), then the store
+ * await locker.close();
+ * await store.close();
+ * ```
+ */
 export interface ClosableStore {
   /** Frees them; the store's owner calls it once nothing uses the store any more. */
   close(): Promise<void> | void;

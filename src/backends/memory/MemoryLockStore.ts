@@ -10,7 +10,19 @@ import type { AcquireResult, ExtendOutcome, LockStore } from '../../store/LockSt
 import type { BatchExtendSharedStore, InspectableSharedStore, SharedLockInfo, SharedLockStore, SharedPlace } from '../../store/SharedLockStore.js';
 import { SharedPermits } from './SharedPermits.js';
 
-/** Options of {@link MemoryLockStore}. */
+/**
+ * Options of {@link MemoryLockStore}.
+ *
+ * @example
+ * ```ts
+ * // a test on a virtual clock: expiry follows `now`, not the wall clock
+ * let now = 0;
+ * const options: MemoryLockStoreOptions = { clock: () => now, sweepInterval: 60_000 };
+ * const store = new MemoryLockStore(options);
+ * await store.tryAcquire('lock:a', 'token-1', 1_000);
+ * now += 1_001; // lock:a has expired
+ * ```
+ */
 export interface MemoryLockStoreOptions {
   /**
    * Monotonic clock in milliseconds used for expiry. Inject one to control time in tests.

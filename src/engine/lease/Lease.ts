@@ -4,7 +4,17 @@
 import type { Observable } from 'rxjs';
 import type { LockLostError } from '../../errors/errors.js';
 
-/** A held lock. `withLock` and `using` release it for you. */
+/**
+ * A held lock. `withLock` and `using` release it for you.
+ *
+ * @example
+ * ```ts
+ * locker.using('ledger:7', async (lease: Lease) => {
+ *   lease.lost$.subscribe((err) => log.error({ id: lease.id, reason: err.reason }, 'lost the ledger lock'));
+ *   await ledger.write(lease.fence, entry); // the ledger refuses writes with a fence lower than its last
+ * }).subscribe();
+ * ```
+ */
 export interface Lease {
   /** The key as the caller named it (without the locker's `keyPrefix`). */
   readonly key: string;

@@ -6,7 +6,19 @@ import type { Observable } from 'rxjs';
 import type { LockLostError } from '../../errors/errors.js';
 import type { Lease } from '../lease/Lease.js';
 
-/** Locks on several keys, held together. `withLocks` and `usingLocks` release them for you. */
+/**
+ * Locks on several keys, held together. `withLocks` and `usingLocks` release them for you.
+ *
+ * @example
+ * ```ts
+ * const locks: LeaseSet = await firstValueFrom(locker.acquireLocks(['account:1', 'account:2'], { ttl: 5_000 }));
+ * try {
+ *   await ledger.transfer('account:1', 'account:2', 100, { fences: locks.fences });
+ * } finally {
+ *   await locks.release();
+ * }
+ * ```
+ */
 export interface LeaseSet {
   /**
    * The distinct keys, as the caller named them, in the order they were taken: sorted by the key
