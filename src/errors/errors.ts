@@ -9,7 +9,17 @@
 
 const BRAND = Symbol.for('rxjs-lock/error');
 
-/** Names of the errors rxjs-lock raises. */
+/**
+ * Names of the errors rxjs-lock raises.
+ *
+ * @example
+ * ```ts
+ * const retryable: ReadonlySet<LockErrorName> = new Set(['LockTimeoutError', 'LockStoreError']);
+ * work$.pipe(locker.withLock('report')).subscribe({
+ *   error: (e) => (isLockError(e) && retryable.has(e.name) ? scheduleRetry() : log.error(e)),
+ * });
+ * ```
+ */
 export type LockErrorName =
   | 'LockTimeoutError'
   | 'LockStoreError'
@@ -36,7 +46,17 @@ export abstract class LockError extends Error {
   readonly [BRAND] = true;
 }
 
-/** What a store call was doing when it failed. */
+/**
+ * What a store call was doing when it failed.
+ *
+ * @example
+ * ```ts
+ * const operation: StoreOperation = 'acquire';
+ * work$.pipe(locker.withLock('report')).subscribe({
+ *   error: (e) => isLockStoreError(e) && e.operation === operation && metrics.increment('lock.store_down_on_acquire'),
+ * });
+ * ```
+ */
 export type StoreOperation = 'acquire' | 'release' | 'extend' | 'leave' | 'inspect';
 
 /**
@@ -209,6 +229,17 @@ export function storeFailure(key: string, operation: StoreOperation, error: unkn
  * - `'taken-over'`: another owner holds the key;
  * - `'store-unreachable'`: renewals failed or went unanswered until the lease's deadline;
  * - `'locker-closed'`: `locker.close()` gave the lock back while the work still ran.
+ *
+ * @example
+ * ```ts
+ * indexing$.pipe(locker.withLock('search:index')).subscribe({
+ *   error: (e) => {
+ *     if (!isLockLostError(e)) return;
+ *     const reason: LockLostReason = e.reason;
+ *     if (reason === 'store-unreachable') alertOps(`lock store unreachable, ${e.key} given up`);
+ *   },
+ * });
+ * ```
  */
 export type LockLostReason = 'expired' | 'taken-over' | 'store-unreachable' | 'locker-closed';
 

@@ -11,7 +11,16 @@ import { defineCommands, runScript } from './protocol/commands.js';
 import { isReserved, reservedKeyError } from './protocol/keyLayout.js';
 import type { RedisClient } from './RedisClient.js';
 
-/** Outcome of {@link FencedResource.write}. */
+/**
+ * Outcome of {@link FencedResource.write}.
+ *
+ * @example
+ * ```ts
+ * const ledger = new FencedResource(redis, 'ledger:7');
+ * const result: FencedWriteResult = await ledger.write(lease.fence, JSON.stringify(entry));
+ * if (!result.accepted) log.warn(`write refused: holder with fence ${result.highestFence} wrote already`);
+ * ```
+ */
 export type FencedWriteResult =
   /** Written; `fence` is now the highest token accepted. */
   | {

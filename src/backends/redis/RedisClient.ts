@@ -1,6 +1,16 @@
 /**
  * The parts of an ioredis client (a `Redis` or a `Cluster`, ioredis 5 or 6) that the Redis store
  * uses. Declared structurally so the core never imports ioredis at run time.
+ *
+ * @example
+ * ```ts
+ * import { Cluster, Redis } from 'ioredis';
+ *
+ * // an ioredis Redis or Cluster is a RedisClient as it is: nothing to adapt
+ * const client: RedisClient = new Redis({ host: 'redis.internal' });
+ * const clustered: RedisClient = new Cluster([{ host: 'redis-0.internal', port: 6379 }]);
+ * const store = new RedisLockStore(client);
+ * ```
  */
 export interface RedisClient {
   /**
@@ -35,15 +45,39 @@ export interface RedisClient {
   readonly slots?: ReadonlyArray<readonly string[] | undefined>;
 }
 
-/** Answers of a pipeline or transaction: one `[error, reply]` pair per command, in order. */
+/**
+ * Answers of a pipeline or transaction: one `[error, reply]` pair per command, in order.
+ *
+ * @example
+ * ```ts
+ * const replies: RedisReplies = await redis.pipeline().get('a').pttl('a').exec();
+ * for (const [error, reply] of replies ?? []) if (error) console.error(error); else console.log(reply);
+ * ```
+ */
 export type RedisReplies = Array<[Error | null, unknown]> | null;
 
-/** The part of an ioredis pipeline the store uses (the scripts it defined are on it too). */
+/**
+ * The part of an ioredis pipeline the store uses (the scripts it defined are on it too).
+ *
+ * @example
+ * ```ts
+ * const pipeline: RedisPipeline = new Redis().pipeline(); // ioredis' pipeline is one
+ * const replies = await pipeline.exec();
+ * ```
+ */
 export interface RedisPipeline {
   exec(): Promise<RedisReplies>;
 }
 
-/** The commands of a MULTI the store sends: plain commands, never scripts (see leave). */
+/**
+ * The commands of a MULTI the store sends: plain commands, never scripts (see leave).
+ *
+ * @example
+ * ```ts
+ * const tx: RedisTransaction = new Redis().multi(); // ioredis' MULTI is one
+ * const replies = await tx.get('lock:a').pttl('lock:a').exec(); // [[null, 'token-1'], [null, 4200]]
+ * ```
+ */
 export interface RedisTransaction {
   zrem(key: string, member: string): RedisTransaction;
   hdel(key: string, field: string): RedisTransaction;
@@ -53,7 +87,16 @@ export interface RedisTransaction {
   exec(): Promise<RedisReplies>;
 }
 
-/** The part of an ioredis connection used to receive wake-up signals (pub/sub). */
+/**
+ * The part of an ioredis connection used to receive wake-up signals (pub/sub).
+ *
+ * @example
+ * ```ts
+ * const redis = new Redis();
+ * const subscriber: RedisSubscriber = redis.duplicate(); // a connection of its own, for pub/sub only
+ * const store = new RedisLockStore(redis, { subscriber });
+ * ```
+ */
 export interface RedisSubscriber {
   subscribe(...channels: string[]): Promise<unknown>;
   unsubscribe(...channels: string[]): Promise<unknown>;

@@ -45,7 +45,19 @@ import { WakeInbox, type InboxWatch } from './WakeInbox.js';
 /** Prefix of the stores' inbox channels (see ./WakeInbox.ts). */
 export const INBOX_PREFIX = 'rxjs-lock:inbox:';
 
-/** Options of {@link RedisLockStore}. */
+/**
+ * Options of {@link RedisLockStore}.
+ *
+ * @example
+ * ```ts
+ * import { Redis } from 'ioredis';
+ * import { RedisLockStore, type RedisLockStoreOptions } from 'rxjs-lock/redis';
+ *
+ * const redis = new Redis();
+ * const options: RedisLockStoreOptions = { subscriber: redis.duplicate(), placeTtl: 5_000 };
+ * const locker = createLocker({ store: new RedisLockStore(redis, options) });
+ * ```
+ */
 export interface RedisLockStoreOptions {
   /**
    * Wake waiters by pub/sub when a release hands them the key. Turn it off for a Redis without

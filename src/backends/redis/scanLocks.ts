@@ -10,14 +10,33 @@ import { inspectLock } from './inspection.js';
 import { lockKeys, RESERVED_PREFIX, type LockKeys } from './protocol/keyLayout.js';
 import type { RedisClient } from './RedisClient.js';
 
-/** The parts of an ioredis `Redis` or `Cluster` that listing uses. */
+/**
+ * The parts of an ioredis `Redis` or `Cluster` that listing uses.
+ *
+ * @example
+ * ```ts
+ * import { Cluster } from 'ioredis';
+ *
+ * // an ioredis Redis or Cluster is one as it is: on a Cluster every master is scanned
+ * const client: ScanningClient = new Cluster([{ host: 'redis-0.internal', port: 6379 }]);
+ * for await (const lock of scanLocks(client)) console.log(lock.key, lock.ttl);
+ * ```
+ */
 export interface ScanningClient extends RedisClient {
   scan(cursor: string, ...args: Array<string | number>): Promise<[cursor: string, keys: string[]]>;
   /** A Cluster's nodes (ioredis `Cluster.nodes('master')`). */
   nodes?(role: 'master'): ScanningClient[];
 }
 
-/** Options of {@link scanLocks}. */
+/**
+ * Options of {@link scanLocks}.
+ *
+ * @example
+ * ```ts
+ * const options: ScanLocksOptions = { pattern: 'invoice:*', keyPrefix: 'billing:lock:', count: 1_000 };
+ * for await (const lock of scanLocks(new Redis(), options)) console.log(lock.key, lock.token, lock.ttl);
+ * ```
+ */
 export interface ScanLocksOptions {
   /**
    * A Redis glob (`*`, `?`, `[…]`) on the key as the locker names it, after `keyPrefix`.
@@ -51,7 +70,17 @@ export interface ScanLocksOptions {
   count?: number;
 }
 
-/** A held lock found by {@link scanLocks}. */
+/**
+ * A held lock found by {@link scanLocks}.
+ *
+ * @example
+ * ```ts
+ * for await (const lock of scanLocks(new Redis())) {
+ *   const listed: ListedLock = lock;
+ *   if (listed.waiting > 10) console.warn(`${listed.key} (${listed.redisKey}): ${listed.waiting} waiting, held by ${listed.token}`);
+ * }
+ * ```
+ */
 export interface ListedLock extends LockInfo {
   /** The key as the locker names it (without `clientPrefix` and `keyPrefix`). */
   readonly key: string;

@@ -14,7 +14,17 @@ import { lockKeyOfHelper, RESERVED_PREFIX, sharedKeys } from './protocol/keyLayo
 import { escapeGlob, type ScanLocksOptions, type ScanningClient } from './scanLocks.js';
 import { inspectSharedLock } from './sharedInspection.js';
 
-/** A shared lock found by {@link scanSharedLocks}: it has live holders or waiters. */
+/**
+ * A shared lock found by {@link scanSharedLocks}: it has live holders or waiters.
+ *
+ * @example
+ * ```ts
+ * for await (const lock of scanSharedLocks(new Redis(), { pattern: 'renderer*' })) {
+ *   const listed: ListedSharedLock = lock;
+ *   console.log(`${listed.key}: ${listed.used} permit(s) used by ${listed.holders.length} holder(s), ${listed.waiting} waiting`);
+ * }
+ * ```
+ */
 export interface ListedSharedLock extends SharedLockInfo {
   /** The key as the locker names it (without `clientPrefix` and `keyPrefix`). */
   readonly key: string;
