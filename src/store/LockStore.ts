@@ -65,10 +65,13 @@ export interface LockStore {
  *
  * @example
  * ```ts
- * // a custom store's release: the grant says which fences the holder was given
- * async release(key: string, token: string, grant?: ReleasedGrant): Promise<boolean> {
- *   const lastFence = grant === undefined ? undefined : grant.fence + grant.fences - 1;
- *   return this.db.deleteIfOwner(key, token, lastFence);
+ * // a custom store's release: the grant says which fences its holder was given
+ * class PgLockStore implements LockStore {
+ *   async release(key: string, token: string, grant?: ReleasedGrant): Promise<boolean> {
+ *     const lastFence = grant === undefined ? undefined : grant.fence + grant.fences - 1;
+ *     return this.db.deleteIfOwner(key, token, lastFence); // keeps the next grant's fences above lastFence
+ *   }
+ *   // … tryAcquire, extend …
  * }
  * ```
  */

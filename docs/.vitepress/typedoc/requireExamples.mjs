@@ -1,10 +1,9 @@
-// TypeDoc plugin: every exported function, class and constant of an entry point needs an
-// `@example` in its TSDoc (on the declaration or on one of its signatures). A missing one is a
-// warning, and the docs build treats warnings as errors.
+// TypeDoc plugin: every exported function, class, constant, interface and type alias of an entry
+// point needs an `@example` in its TSDoc (on the declaration or on one of its signatures). A
+// missing one is a warning, and the docs build treats warnings as errors.
 import { Application, ReflectionKind } from 'typedoc';
 
-const NEEDS_EXAMPLE =
-  ReflectionKind.Function | ReflectionKind.Class | ReflectionKind.Variable | ReflectionKind.Interface | ReflectionKind.TypeAlias;
+const NEEDS_EXAMPLE = ReflectionKind.Function | ReflectionKind.Class | ReflectionKind.Variable | ReflectionKind.Interface | ReflectionKind.TypeAlias;
 
 const hasExample = (comment) => comment?.blockTags.some((tag) => tag.tag === '@example') ?? false;
 

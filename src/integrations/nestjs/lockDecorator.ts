@@ -12,7 +12,18 @@ import { LockInterceptor } from './LockInterceptor.js';
 import type { LockSpec, LockTarget } from './lockSpec.js';
 import { WITH_LOCK_METADATA } from './tokens.js';
 
-/** The options every lock decorator takes beside the acquisition's. */
+/**
+ * The options every lock decorator takes beside the acquisition's.
+ *
+ * @example
+ * ```ts
+ * const handler: HandlerLockOptions = { errors: { busyStatus: 503, retryAfter: 10 }, onDisconnect: 'finish' };
+ *
+ * @Post(':id/export')
+ * @WithLock('export:{params.id}', { waitTimeout: 0, ...handler }) // busy: 503 + Retry-After: 10; runs to its end if the client leaves
+ * export(@Param('id') id: string) { return this.exports.run(id); }
+ * ```
+ */
 export interface HandlerLockOptions {
   /**
    * How lock failures of this handler are answered; each field overrides the module's `errors`.

@@ -7,7 +7,18 @@ import { LockOptionsError } from '../../errors/errors.js';
 import { LockMetrics } from './lockMetrics.js';
 import { LockSpans } from './lockSpans.js';
 
-/** Options of {@link instrumentLocker}. */
+/**
+ * Options of {@link instrumentLocker}.
+ *
+ * @example
+ * ```ts
+ * import { instrumentLocker, type InstrumentLockerOptions } from 'rxjs-lock/otel';
+ *
+ * // metrics only, grouped by the key's first segment ('invoice:42' -> 'invoice')
+ * const options: InstrumentLockerOptions = { spans: false, keyGroup: (key) => key.split(':')[0] };
+ * instrumentLocker(locker, options);
+ * ```
+ */
 export interface InstrumentLockerOptions {
   /**
    * Where the metrics go.
@@ -33,7 +44,16 @@ export interface InstrumentLockerOptions {
   keyGroup?: (key: string) => string | undefined;
 }
 
-/** What {@link instrumentLocker} returns. */
+/**
+ * What {@link instrumentLocker} returns.
+ *
+ * @example
+ * ```ts
+ * const instrumentation: LockerInstrumentation = instrumentLocker(locker);
+ * // later, to stop recording while the locker goes on (closing the locker stops it too):
+ * instrumentation.stop();
+ * ```
+ */
 export interface LockerInstrumentation {
   /** Stops recording and ends the hold spans still open. It stops by itself when the locker closes. */
   stop(): void;

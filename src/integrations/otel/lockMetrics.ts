@@ -5,9 +5,27 @@
 import type { Attributes, Counter, Histogram, Meter } from '@opentelemetry/api';
 import type { LockEvent } from '../../engine/events/events.js';
 
-/** How an acquisition ended, as the `rxjs_lock.outcome` attribute of `rxjs_lock.acquisitions`. */
+/**
+ * How an acquisition ended, as the `rxjs_lock.outcome` attribute of `rxjs_lock.acquisitions`.
+ *
+ * @example
+ * ```ts
+ * // a View or query on `rxjs_lock.acquisitions`, by outcome
+ * const failures: AcquisitionOutcome[] = ['timed_out', 'failed'];
+ * const query = `sum(rate(rxjs_lock_acquisitions_total{rxjs_lock_outcome=~"${failures.join('|')}"}[5m]))`;
+ * ```
+ */
 export type AcquisitionOutcome = 'acquired' | 'timed_out' | 'skipped' | 'failed' | 'closed';
-/** How a hold ended, as the `rxjs_lock.outcome` attribute of `rxjs_lock.releases`. */
+/**
+ * How a hold ended, as the `rxjs_lock.outcome` attribute of `rxjs_lock.releases`.
+ *
+ * @example
+ * ```ts
+ * // releases whose hold was not protected until its end, or not confirmed
+ * const unsafe: ReleaseOutcome[] = ['gone', 'failed'];
+ * const query = `sum(rate(rxjs_lock_releases_total{rxjs_lock_outcome=~"${unsafe.join('|')}"}[5m]))`;
+ * ```
+ */
 export type ReleaseOutcome = 'released' | 'passed' | 'gone' | 'failed' | 'abandoned';
 /**
  * What a long wait was behind, as the `rxjs_lock.cause` attribute of `rxjs_lock.long_waits`: a
