@@ -57,6 +57,17 @@ function roundRange(r: ResultRow, method: string): string {
 }
 
 /** The table layout of a scenario: the quorum scenarios are laid out as their one-server models. */
+/** One column of a scenario table: its header, and its cell for a row that ran. */
+type Column = readonly [header: string, cell: (r: ResultRow) => string];
+
+/** A table of `rs`, one row each: the columns' cells, or what stopped a row that did not run. */
+function columnsTable(rs: readonly ResultRow[], columns: readonly Column[]): string {
+  return table(
+    columns.map(([header]) => header),
+    rs.map((r) => (r.status !== 'ok' ? notRun(r, columns.length) : columns.map(([, cell]) => cell(r)))),
+  );
+}
+
 function layoutOf(scenario: string): string {
   if (/^uncontended-\d+-nodes$/.test(scenario)) return 'uncontended';
   if (/^hot-key-\d+-nodes$/.test(scenario)) return 'hot-key-1ms';
@@ -70,51 +81,26 @@ function busPerHandoff(r: ResultRow): number | null {
 }
 
 /** The hot-key table, with `extra` columns (header, cell) at the end. */
-function hotKeyTable(rs: readonly ResultRow[], best: ResultRow | undefined, extra: ReadonlyArray<readonly [string, (r: ResultRow) => string]>): string {
+function hotKeyTable(rs: readonly ResultRow[], best: ResultRow | undefined, extra: readonly Column[]): string {
   const cut = rs.find((r) => r.warmupCutSec !== null)?.warmupCutSec ?? 1;
-  const h = [
-    'library',
-    'acq/s',
-    '÷ best peer',
-    'round trips/acq',
-    'server cmds/acq',
-    'wait p50 ms',
-    'wait p99 ms',
-    `wait max ms after ${cut} s`,
-    'wait max ms whole run',
-    'Jain',
-    'min–max per loop',
-    'timeouts',
-    'overlaps',
-    'handoff p50 ms',
-    'same loop re-acquires',
-    ...extra.map(([header]) => header),
-  ];
-  return table(
-    h,
-    rs.map((r) =>
-      r.status !== 'ok'
-        ? notRun(r, h.length)
-        : [
-            labelCell(r),
-            int(r.acquisitionsPerSec),
-            ratio(r.acquisitionsPerSec, best?.acquisitionsPerSec),
-            num(r.roundTripsPerAcquisition),
-            num(r.serverCommandsPerAcquisition),
-            num(r.waitP50Ms, 2),
-            num(r.waitP99Ms, 1),
-            num(r.waitMaxAfterWarmupMs, 1),
-            num(r.waitMaxMs, 1),
-            num(r.jain, 3),
-            `${int(r.perLoopMin)}–${int(r.perLoopMax)}`,
-            int(r.timeouts),
-            int(r.overlaps),
-            num(r.handoffP50Ms, 3),
-            r.sameLoopReacquirePct === null ? dash : `${r.sameLoopReacquirePct.toFixed(1)}%`,
-            ...extra.map(([, cell]) => cell(r)),
-          ],
-    ),
-  );
+  return columnsTable(rs, [
+    ['library', labelCell],
+    ['acq/s', (r) => int(r.acquisitionsPerSec)],
+    ['÷ best peer', (r) => ratio(r.acquisitionsPerSec, best?.acquisitionsPerSec)],
+    ['round trips/acq', (r) => num(r.roundTripsPerAcquisition)],
+    ['server cmds/acq', (r) => num(r.serverCommandsPerAcquisition)],
+    ['wait p50 ms', (r) => num(r.waitP50Ms, 2)],
+    ['wait p99 ms', (r) => num(r.waitP99Ms, 1)],
+    [`wait max ms after ${cut} s`, (r) => num(r.waitMaxAfterWarmupMs, 1)],
+    ['wait max ms whole run', (r) => num(r.waitMaxMs, 1)],
+    ['Jain', (r) => num(r.jain, 3)],
+    ['min–max per loop', (r) => `${int(r.perLoopMin)}–${int(r.perLoopMax)}`],
+    ['timeouts', (r) => int(r.timeouts)],
+    ['overlaps', (r) => int(r.overlaps)],
+    ['handoff p50 ms', (r) => num(r.handoffP50Ms, 3)],
+    ['same loop re-acquires', (r) => (r.sameLoopReacquirePct === null ? dash : `${r.sameLoopReacquirePct.toFixed(1)}%`)],
+    ...extra,
+  ]);
 }
 
 function scenarioTable(scenario: string, rows: readonly ResultRow[]): string {
@@ -122,62 +108,32 @@ function scenarioTable(scenario: string, rows: readonly ResultRow[]): string {
   const base = rs.find((r) => r.library === 'baseline' && r.status === 'ok');
   const best = bestPeer(rows, scenario);
   switch (layoutOf(scenario)) {
-    case 'uncontended': {
-      const h = ['library', 'pair p50 µs', 'pair p99 µs', '÷ baseline p50', 'acq/s', 'round trips/acq', 'server cmds/acq', 'server CPU µs/acq', 'wait p50 ms'];
-      return table(
-        h,
-        rs.map((r) =>
-          r.status !== 'ok'
-            ? notRun(r, h.length)
-            : [
-                labelCell(r),
-                us(r.pairP50Ms),
-                us(r.pairP99Ms),
-                ratio(r.pairP50Ms, base?.pairP50Ms),
-                int(r.acquisitionsPerSec),
-                num(r.roundTripsPerAcquisition),
-                num(r.serverCommandsPerAcquisition),
-                num(r.serverCpuUsPerAcquisition),
-                num(r.waitP50Ms, 3),
-              ],
-        ),
-      );
-    }
-    case 'many-keys': {
-      const h = [
-        'library',
-        'acq/s',
-        '÷ baseline',
-        'round trips/acq',
-        'server cmds/acq',
-        'server CPU µs/acq',
-        'wait p50 ms',
-        'wait p99 ms',
-        'wait max ms',
-        'Jain',
-        'overlaps',
-      ];
-      return table(
-        h,
-        rs.map((r) =>
-          r.status !== 'ok'
-            ? notRun(r, h.length)
-            : [
-                labelCell(r),
-                int(r.acquisitionsPerSec),
-                ratio(r.acquisitionsPerSec, base?.acquisitionsPerSec),
-                num(r.roundTripsPerAcquisition),
-                num(r.serverCommandsPerAcquisition),
-                num(r.serverCpuUsPerAcquisition),
-                num(r.waitP50Ms, 3),
-                num(r.waitP99Ms, 3),
-                num(r.waitMaxMs, 1),
-                num(r.jain, 3),
-                int(r.overlaps),
-              ],
-        ),
-      );
-    }
+    case 'uncontended':
+      return columnsTable(rs, [
+        ['library', labelCell],
+        ['pair p50 µs', (r) => us(r.pairP50Ms)],
+        ['pair p99 µs', (r) => us(r.pairP99Ms)],
+        ['÷ baseline p50', (r) => ratio(r.pairP50Ms, base?.pairP50Ms)],
+        ['acq/s', (r) => int(r.acquisitionsPerSec)],
+        ['round trips/acq', (r) => num(r.roundTripsPerAcquisition)],
+        ['server cmds/acq', (r) => num(r.serverCommandsPerAcquisition)],
+        ['server CPU µs/acq', (r) => num(r.serverCpuUsPerAcquisition)],
+        ['wait p50 ms', (r) => num(r.waitP50Ms, 3)],
+      ]);
+    case 'many-keys':
+      return columnsTable(rs, [
+        ['library', labelCell],
+        ['acq/s', (r) => int(r.acquisitionsPerSec)],
+        ['÷ baseline', (r) => ratio(r.acquisitionsPerSec, base?.acquisitionsPerSec)],
+        ['round trips/acq', (r) => num(r.roundTripsPerAcquisition)],
+        ['server cmds/acq', (r) => num(r.serverCommandsPerAcquisition)],
+        ['server CPU µs/acq', (r) => num(r.serverCpuUsPerAcquisition)],
+        ['wait p50 ms', (r) => num(r.waitP50Ms, 3)],
+        ['wait p99 ms', (r) => num(r.waitP99Ms, 3)],
+        ['wait max ms', (r) => num(r.waitMaxMs, 1)],
+        ['Jain', (r) => num(r.jain, 3)],
+        ['overlaps', (r) => int(r.overlaps)],
+      ]);
     case 'hot-key-1ms':
     case 'hot-key-0ms':
       return hotKeyTable(rs, best, []);
@@ -190,93 +146,49 @@ function scenarioTable(scenario: string, rows: readonly ResultRow[]): string {
     case 'semaphore-hot': {
       const peer = rs.find((r) => r.library === 'redis-semaphore' && r.status === 'ok');
       const cut = rs.find((r) => r.warmupCutSec !== null)?.warmupCutSec ?? 1;
-      const h = [
-        'library',
-        'acq/s',
-        '÷ redis-semaphore',
-        'round trips/acq',
-        'server cmds/acq',
-        'server CPU µs/acq',
-        'wait p50 ms',
-        'wait p99 ms',
-        `wait max ms after ${cut} s`,
-        'wait max ms whole run',
-        'Jain',
-        'min–max per loop',
-        'timeouts',
-        'most holders at once (limit)',
-      ];
-      return table(
-        h,
-        rs.map((r) =>
-          r.status !== 'ok'
-            ? notRun(r, h.length)
-            : [
-                labelCell(r),
-                int(r.acquisitionsPerSec),
-                ratio(r.acquisitionsPerSec, peer?.acquisitionsPerSec),
-                num(r.roundTripsPerAcquisition),
-                num(r.serverCommandsPerAcquisition),
-                num(r.serverCpuUsPerAcquisition),
-                num(r.waitP50Ms, 2),
-                num(r.waitP99Ms, 1),
-                num(r.waitMaxAfterWarmupMs, 1),
-                num(r.waitMaxMs, 1),
-                num(r.jain, 3),
-                `${int(r.perLoopMin)}–${int(r.perLoopMax)}`,
-                int(r.timeouts),
-                `${int(r.maxHolders)} (${int(r.permitLimit)})`,
-              ],
-        ),
-      );
+      return columnsTable(rs, [
+        ['library', labelCell],
+        ['acq/s', (r) => int(r.acquisitionsPerSec)],
+        ['÷ redis-semaphore', (r) => ratio(r.acquisitionsPerSec, peer?.acquisitionsPerSec)],
+        ['round trips/acq', (r) => num(r.roundTripsPerAcquisition)],
+        ['server cmds/acq', (r) => num(r.serverCommandsPerAcquisition)],
+        ['server CPU µs/acq', (r) => num(r.serverCpuUsPerAcquisition)],
+        ['wait p50 ms', (r) => num(r.waitP50Ms, 2)],
+        ['wait p99 ms', (r) => num(r.waitP99Ms, 1)],
+        [`wait max ms after ${cut} s`, (r) => num(r.waitMaxAfterWarmupMs, 1)],
+        ['wait max ms whole run', (r) => num(r.waitMaxMs, 1)],
+        ['Jain', (r) => num(r.jain, 3)],
+        ['min–max per loop', (r) => `${int(r.perLoopMin)}–${int(r.perLoopMax)}`],
+        ['timeouts', (r) => int(r.timeouts)],
+        ['most holders at once (limit)', (r) => `${int(r.maxHolders)} (${int(r.permitLimit)})`],
+      ]);
     }
     case 'read-mostly': {
       const mutex = rs.find((r) => r.library === 'rxjs-lock' && r.variant === 'mutex' && r.status === 'ok');
-      const h = [
-        'run',
-        'acq/s',
-        '÷ mutex',
-        'reads / writes',
-        'round trips/acq',
-        'server cmds/acq',
-        'wait p50 ms',
-        'wait p99 ms',
-        'read wait p50 / p99 ms',
-        'write wait p50 / p99 ms',
-        'wait max ms',
-        'Jain',
-        'timeouts',
-        'most readers at once',
-        'most writers at once',
-        'writer overlaps',
-      ];
-      return table(
-        h,
-        rs.map((r) =>
-          r.status !== 'ok'
-            ? notRun(r, h.length)
-            : [
-                r.variant === 'mutex'
-                  ? '**rxjs-lock mutex** (`acquire`, reads and writes alike)'
-                  : '**rxjs-lock read-write lock** (`acquireReadLock` / `acquireWriteLock`)',
-                int(r.acquisitionsPerSec),
-                ratio(r.acquisitionsPerSec, mutex?.acquisitionsPerSec),
-                `${int(r.reads)} / ${int(r.writes)}`,
-                num(r.roundTripsPerAcquisition),
-                num(r.serverCommandsPerAcquisition),
-                num(r.waitP50Ms, 2),
-                num(r.waitP99Ms, 1),
-                `${num(r.readWaitP50Ms, 2)} / ${num(r.readWaitP99Ms, 1)}`,
-                `${num(r.writeWaitP50Ms, 2)} / ${num(r.writeWaitP99Ms, 1)}`,
-                num(r.waitMaxMs, 1),
-                num(r.jain, 3),
-                int(r.timeouts),
-                int(r.maxReaders),
-                int(r.maxWriters),
-                `**${int(r.writerOverlaps)}**`,
-              ],
-        ),
-      );
+      return columnsTable(rs, [
+        [
+          'run',
+          (r) =>
+            r.variant === 'mutex'
+              ? '**rxjs-lock mutex** (`acquire`, reads and writes alike)'
+              : '**rxjs-lock read-write lock** (`acquireReadLock` / `acquireWriteLock`)',
+        ],
+        ['acq/s', (r) => int(r.acquisitionsPerSec)],
+        ['÷ mutex', (r) => ratio(r.acquisitionsPerSec, mutex?.acquisitionsPerSec)],
+        ['reads / writes', (r) => `${int(r.reads)} / ${int(r.writes)}`],
+        ['round trips/acq', (r) => num(r.roundTripsPerAcquisition)],
+        ['server cmds/acq', (r) => num(r.serverCommandsPerAcquisition)],
+        ['wait p50 ms', (r) => num(r.waitP50Ms, 2)],
+        ['wait p99 ms', (r) => num(r.waitP99Ms, 1)],
+        ['read wait p50 / p99 ms', (r) => `${num(r.readWaitP50Ms, 2)} / ${num(r.readWaitP99Ms, 1)}`],
+        ['write wait p50 / p99 ms', (r) => `${num(r.writeWaitP50Ms, 2)} / ${num(r.writeWaitP99Ms, 1)}`],
+        ['wait max ms', (r) => num(r.waitMaxMs, 1)],
+        ['Jain', (r) => num(r.jain, 3)],
+        ['timeouts', (r) => int(r.timeouts)],
+        ['most readers at once', (r) => int(r.maxReaders)],
+        ['most writers at once', (r) => int(r.maxWriters)],
+        ['writer overlaps', (r) => `**${int(r.writerOverlaps)}**`],
+      ]);
     }
     case 'engine-cpu': {
       const h = [
@@ -316,74 +228,33 @@ function scenarioTable(scenario: string, rows: readonly ResultRow[]): string {
         ]);
       return table(h, body);
     }
-    case 'seed-000': {
-      const h = [
-        'case',
-        'SET before',
-        'SET after',
-        'successes',
-        'failures',
-        'SET requests',
-        'round trips',
-        'server commands',
-        'round trips/acq',
-        'wait max ms',
-        'same loop re-acquires',
-        'overlaps',
-      ];
-      return table(
-        h,
-        rs.map((r) =>
-          r.status !== 'ok'
-            ? notRun(r, h.length)
-            : [
-                labelCell(r),
-                int(r.setBefore),
-                int(r.setAfter),
-                int(r.successes),
-                int(r.failures),
-                int(r.setCommands),
-                int(r.roundTrips),
-                int(r.serverCommands),
-                num(r.roundTripsPerAcquisition),
-                num(r.waitMaxMs, 1),
-                r.sameLoopReacquirePct === null ? dash : `${r.sameLoopReacquirePct.toFixed(1)}%`,
-                int(r.overlaps),
-              ],
-        ),
-      );
-    }
-    case 'cancel-storm': {
-      const h = [
-        'library',
-        'acquisitions started',
-        'held, then cancelled',
-        'cancelled while waiting',
-        'timeouts',
-        'orphaned keys',
-        'overlaps',
-        'round trips/held',
-        'server cmds/held',
-      ];
-      return table(
-        h,
-        rs.map((r) =>
-          r.status !== 'ok'
-            ? notRun(r, h.length)
-            : [
-                labelCell(r),
-                int(r.stormAttempts),
-                int(r.successes),
-                int(r.cancelledWhileWaiting),
-                int(r.timeouts),
-                `**${int(r.orphanedKeys)}**`,
-                int(r.overlaps),
-                num(r.roundTripsPerAcquisition),
-                num(r.serverCommandsPerAcquisition),
-              ],
-        ),
-      );
-    }
+    case 'seed-000':
+      return columnsTable(rs, [
+        ['case', labelCell],
+        ['SET before', (r) => int(r.setBefore)],
+        ['SET after', (r) => int(r.setAfter)],
+        ['successes', (r) => int(r.successes)],
+        ['failures', (r) => int(r.failures)],
+        ['SET requests', (r) => int(r.setCommands)],
+        ['round trips', (r) => int(r.roundTrips)],
+        ['server commands', (r) => int(r.serverCommands)],
+        ['round trips/acq', (r) => num(r.roundTripsPerAcquisition)],
+        ['wait max ms', (r) => num(r.waitMaxMs, 1)],
+        ['same loop re-acquires', (r) => (r.sameLoopReacquirePct === null ? dash : `${r.sameLoopReacquirePct.toFixed(1)}%`)],
+        ['overlaps', (r) => int(r.overlaps)],
+      ]);
+    case 'cancel-storm':
+      return columnsTable(rs, [
+        ['library', labelCell],
+        ['acquisitions started', (r) => int(r.stormAttempts)],
+        ['held, then cancelled', (r) => int(r.successes)],
+        ['cancelled while waiting', (r) => int(r.cancelledWhileWaiting)],
+        ['timeouts', (r) => int(r.timeouts)],
+        ['orphaned keys', (r) => `**${int(r.orphanedKeys)}**`],
+        ['overlaps', (r) => int(r.overlaps)],
+        ['round trips/held', (r) => num(r.roundTripsPerAcquisition)],
+        ['server cmds/held', (r) => num(r.serverCommandsPerAcquisition)],
+      ]);
     default:
       return table(
         ['library', 'acq/s'],
