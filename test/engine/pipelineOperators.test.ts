@@ -317,79 +317,26 @@ describe('exclusivePerKey', () => {
       }
       return 'none';
     };
-    expect(
+    const withOptions = (options: unknown) =>
       bad(() =>
         exclusivePerKey(
           (m: string) => m,
           () => of(1),
-          { concurrency: 0 },
+          options as never,
         ),
-      ),
-    ).toBe('concurrency');
-    expect(
-      bad(() =>
-        exclusivePerKey(
-          (m: string) => m,
-          () => of(1),
-          { concurrency: 1.5 },
-        ),
-      ),
-    ).toBe('concurrency');
-    expect(
-      bad(() =>
-        exclusivePerKey(
-          (m: string) => m,
-          () => of(1),
-          { concurrency: '2' as never },
-        ),
-      ),
-    ).toBe('concurrency');
-    expect(
-      bad(() =>
-        exclusivePerKey(
-          (m: string) => m,
-          () => of(1),
-          { concurrency: Infinity },
-        ),
-      ),
-    ).toBe('none');
-    expect(
-      bad(() =>
-        exclusivePerKey(
-          (m: string) => m,
-          () => of(1),
-          { ttl: -1 },
-        ),
-      ),
-    ).toBe('ttl');
-    expect(
-      bad(() =>
-        exclusivePerKey(
-          (m: string) => m,
-          () => of(1),
-          { onBusy: 'skip' } as never,
-        ),
-      ),
-    ).toBe('options.onBusy');
+      );
+    const cases: Array<[options: unknown, option: string]> = [
+      [{ concurrency: 0 }, 'concurrency'],
+      [{ concurrency: 1.5 }, 'concurrency'],
+      [{ concurrency: '2' }, 'concurrency'],
+      [{ concurrency: Infinity }, 'none'],
+      [{ ttl: -1 }, 'ttl'],
+      [{ onBusy: 'skip' }, 'options.onBusy'],
+      [5, 'options'],
+      [{ locker: {} }, 'locker'],
+    ];
+    for (const [options, option] of cases) expect({ options, option: withOptions(options) }).toEqual({ options, option });
     expect(bad(() => exclusivePerKey('k' as never, () => of(1)))).toBe('keyOf');
-    expect(
-      bad(() =>
-        exclusivePerKey(
-          (m: string) => m,
-          () => of(1),
-          5 as never,
-        ),
-      ),
-    ).toBe('options');
-    expect(
-      bad(() =>
-        exclusivePerKey(
-          (m: string) => m,
-          () => of(1),
-          { locker: {} as never },
-        ),
-      ),
-    ).toBe('locker');
     expect(bad(() => exclusivePerKey((m: string) => m, null as never))).toBe('project');
   });
 });
