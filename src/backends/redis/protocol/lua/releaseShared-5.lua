@@ -12,16 +12,4 @@
 local holders, permits, line, places, fenceKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local token = ARGV[1]
 local now, seed = serverClock()
-local used, stored = sweepHolders(holders, permits, now)
-local released = 0
-local held = redis.call('HGET', permits, 'h:' .. token)
-if held then
-  used = math.max(0, used - tonumber(string.match(held, '^(%d+)')))
-  redis.call('HDEL', permits, 'h:' .. token)
-  redis.call('ZREM', holders, token)
-  released = 1
-end
-local _, grew
-used, _, grew = promote(holders, permits, line, places, fenceKey, used, now, seed)
-keepHolders(holders, permits, used, now, stored, grew)
-return released
+return giveBackShared(holders, permits, line, places, fenceKey, token, now, seed)

@@ -162,3 +162,21 @@ local function firstEnd(holders, now)
   end
   return math.max(0, tonumber(first) - now)
 end
+
+-- Gives `token`'s permits back (if it holds any), then grants the waiters at the head of the line
+-- that fit now; returns 1 when it held permits, else 0. (releaseShared and leaveShared.)
+local function giveBackShared(holders, permits, line, places, fenceKey, token, now, seed)
+  local used, stored = sweepHolders(holders, permits, now)
+  local released = 0
+  local held = redis.call('HGET', permits, 'h:' .. token)
+  if held then
+    used = math.max(0, used - tonumber(string.match(held, '^(%d+)')))
+    redis.call('HDEL', permits, 'h:' .. token)
+    redis.call('ZREM', holders, token)
+    released = 1
+  end
+  local _, grew
+  used, _, grew = promote(holders, permits, line, places, fenceKey, used, now, seed)
+  keepHolders(holders, permits, used, now, stored, grew)
+  return released
+end
