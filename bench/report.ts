@@ -449,7 +449,7 @@ export function renderReport(rows: readonly ResultRow[]): string {
   out.push('');
   out.push('```sh');
   out.push('npm install');
-  out.push('npm run bench                  # every scenario × library, about 3 minutes; rewrites bench/results/ and this page');
+  out.push('npm run bench                  # every scenario × library, about 6 minutes; rewrites bench/results/ and this page');
   out.push('BENCH_QUICK=1 npm run bench    # smoke run, under a minute (numbers not comparable; this page is left alone)');
   out.push('npx tsx bench/report.ts        # regenerate this page and the chart from bench/results/latest.json');
   out.push('```');
@@ -492,7 +492,7 @@ export function renderReport(rows: readonly ResultRow[]): string {
   out.push('## Read this first: the machine');
   out.push('');
   out.push(
-    'The reference machine has **2 noisy vCPUs**. Absolute numbers move by 20–30% between runs; **compare ratios within one run**, never numbers across runs. Durations are short (10 s per hot-key run) to keep the whole bench at about three minutes.',
+    'The reference machine has **2 noisy vCPUs**. Absolute numbers move by 20–30% between runs; **compare ratios within one run**, never numbers across runs. Durations are short (10 s per hot-key run) to keep the whole bench at about six minutes.',
   );
   out.push('');
   out.push(
