@@ -4,29 +4,14 @@
  * keys) while no replica acknowledges, and that every refused grant is given back.
  */
 import { lastValueFrom } from 'rxjs';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLocker, isReplicaAckError, type Lease, type Locker } from '../../src/index.js';
 import { RedisLockStore, type RedisLockStoreOptions } from '../../src/redis.js';
-import { replicatedPair, type ReplicatedPair } from '../support/replicatedPair.js';
-import { unhandledRejections } from '../support/unhandled.js';
+import type { ReplicatedPair } from '../support/replicatedPair.js';
+import { replicatedPairSuite } from '../support/replicatedPairSuite.js';
 import type { EmbeddedRedis } from '../support/redis.js';
 
-const rejections = unhandledRejections();
-const closers: Array<() => unknown> = [];
-beforeAll(() => rejections.start());
-afterEach(async () => {
-  for (const close of closers.splice(0).reverse()) await close();
-});
-afterAll(() => {
-  rejections.stop();
-  expect(rejections.seen).toEqual([]);
-});
-
-async function pair(): Promise<ReplicatedPair> {
-  const servers = await replicatedPair();
-  closers.push(() => servers.stop());
-  return servers;
-}
+const { pair, closers } = replicatedPairSuite();
 
 function newProcess(servers: ReplicatedPair, server: EmbeddedRedis, options: RedisLockStoreOptions, ttl: number): { store: RedisLockStore; locker: Locker } {
   const store = new RedisLockStore(servers.client(server), options);

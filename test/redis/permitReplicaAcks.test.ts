@@ -7,33 +7,18 @@
  * acquisition fails with `ReplicaAckError`.
  */
 import { firstValueFrom } from 'rxjs';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLocker, ReplicaAckError } from '../../src/index.js';
 import { RedisLockStore, type RedisLockStoreOptions } from '../../src/redis.js';
 import { helperKey } from '../../src/backends/redis/protocol/keyLayout.js';
-import { replicatedPair, type ReplicatedPair } from '../support/replicatedPair.js';
+import type { ReplicatedPair } from '../support/replicatedPair.js';
+import { replicatedPairSuite } from '../support/replicatedPairSuite.js';
 import { eventually } from '../support/timing.js';
-import { unhandledRejections } from '../support/unhandled.js';
 
 /** A replica whose link is held back acknowledges nothing: 150 ms is enough to say so. */
 const HELD_LINK_ACKS = { replicas: 1, timeout: 150 };
 
-const rejections = unhandledRejections();
-rejections.start();
-const closers: Array<() => unknown> = [];
-afterEach(async () => {
-  for (const close of closers.splice(0).reverse()) await close();
-});
-afterAll(() => {
-  rejections.stop();
-  expect(rejections.seen).toEqual([]);
-});
-
-async function pair(): Promise<ReplicatedPair> {
-  const servers = await replicatedPair();
-  closers.push(() => servers.stop());
-  return servers;
-}
+const { pair, closers } = replicatedPairSuite();
 
 function newStore(servers: ReplicatedPair, options: RedisLockStoreOptions = {}): RedisLockStore {
   const store = new RedisLockStore(servers.client(servers.master), options);

@@ -9,41 +9,28 @@
  */
 import { Cluster, type Redis } from 'ioredis';
 import { lastValueFrom } from 'rxjs';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLocker, isLockStoreError, isReplicaAckError, LockOptionsError, ReplicaAckError, type Locker } from '../../src/index.js';
 import { FencedResource, RedisLockStore, type RedisLockStoreOptions } from '../../src/redis.js';
 import { helperKey } from '../../src/backends/redis/protocol/keyLayout.js';
 import { EPHEMERAL } from '../support/dataLossServers.js';
 import { connect, EmbeddedRedis } from '../support/redis.js';
-import { replicatedPair, type ReplicatedPair } from '../support/replicatedPair.js';
+import type { ReplicatedPair } from '../support/replicatedPair.js';
+import { replicatedPairSuite } from '../support/replicatedPairSuite.js';
 import { eventually } from '../support/timing.js';
 import { holdUntilReleased, type Holding } from '../support/holding.js';
-import { unhandledRejections } from '../support/unhandled.js';
 
 /** A replica whose link is held back acknowledges nothing: 150 ms is enough to say so. */
 const HELD_LINK_ACKS = { replicas: 1, timeout: 150 };
 
-const rejections = unhandledRejections();
+const { pair, closers } = replicatedPairSuite();
 let resourceServer: EmbeddedRedis;
-const closers: Array<() => unknown> = [];
 beforeAll(async () => {
-  rejections.start();
   resourceServer = await EmbeddedRedis.start({ args: EPHEMERAL });
 });
-afterEach(async () => {
-  for (const close of closers.splice(0).reverse()) await close();
-});
 afterAll(async () => {
-  rejections.stop();
   await resourceServer?.stop();
-  expect(rejections.seen).toEqual([]);
 });
-
-async function pair(): Promise<ReplicatedPair> {
-  const servers = await replicatedPair();
-  closers.push(() => servers.stop());
-  return servers;
-}
 
 /** A store on `server` and a locker on it (ttl 10 s: no lease lapses during a test), closed after the test. */
 function newProcess(servers: ReplicatedPair, server: EmbeddedRedis, options: RedisLockStoreOptions = {}): { store: RedisLockStore; locker: Locker } {

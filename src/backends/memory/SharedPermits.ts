@@ -72,23 +72,22 @@ export class SharedPermits {
   }
 
   release(key: string, token: string): boolean {
-    const now = this.clock();
-    const state = this.keys.get(key);
-    if (state === undefined) return false;
-    const holder = state.holders.get(token);
-    const held = holder !== undefined && holder.expiresAt >= now;
-    if (holder !== undefined) this.drop(state, token, holder);
-    this.dropExpired(state, now);
-    this.promote(state, now);
-    this.forgetIfEmpty(key, state);
-    return held;
+    return this.giveBack(key, token, false);
   }
 
   leave(key: string, token: string): boolean {
+    return this.giveBack(key, token, true);
+  }
+
+  /**
+   * Gives `token`'s permits back (and, `leaving`, its place in line), then grants the waiters at
+   * the head of the line that fit now; says whether it held live permits.
+   */
+  private giveBack(key: string, token: string, leaving: boolean): boolean {
     const now = this.clock();
     const state = this.keys.get(key);
     if (state === undefined) return false;
-    state.line.delete(token);
+    if (leaving) state.line.delete(token);
     const holder = state.holders.get(token);
     const held = holder !== undefined && holder.expiresAt >= now;
     if (holder !== undefined) this.drop(state, token, holder);

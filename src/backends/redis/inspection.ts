@@ -8,6 +8,7 @@
  */
 import type { LockInfo } from '../../store/capabilities.js';
 import type { LockKeys } from './protocol/keyLayout.js';
+import { hashRecord } from './protocol/codec.js';
 import type { RedisClient, RedisReplies } from './RedisClient.js';
 
 /** The read commands of the inspection's MULTI (ioredis names). */
@@ -38,7 +39,7 @@ export function decodeInspection(replies: RedisReplies): LockInfo | null {
   ];
   if (token === null || pttl === -2) return null;
   const now = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
-  const fields = toRecord(placeMap);
+  const fields = hashRecord(placeMap);
   let waiting = 0;
   for (const [field, value] of Object.entries(fields)) {
     if (!field.startsWith('w:')) continue;
@@ -50,13 +51,4 @@ export function decodeInspection(replies: RedisReplies): LockInfo | null {
   const grant = /^(.*) (\d+) (\d+)$/.exec(fields.grant ?? '');
   if (grant !== null && grant[1] === token) info.fence = Number(grant[2]);
   return info;
-}
-
-/** HGETALL answers an object in ioredis (a flat array with some reply transformers off). */
-function toRecord(reply: Record<string, string> | string[] | null): Record<string, string> {
-  if (reply === null) return {};
-  if (!Array.isArray(reply)) return reply;
-  const record: Record<string, string> = {};
-  for (let i = 0; i + 1 < reply.length; i += 2) record[reply[i]!] = reply[i + 1]!;
-  return record;
 }

@@ -9,6 +9,7 @@
  */
 import type { SharedHolderInfo, SharedLockInfo } from '../../store/SharedLockStore.js';
 import type { SharedKeys } from './protocol/keyLayout.js';
+import { hashRecord } from './protocol/codec.js';
 import type { RedisClient, RedisReplies } from './RedisClient.js';
 
 /** The read commands of the inspection's MULTI (ioredis names). */
@@ -37,7 +38,7 @@ export function decodeSharedInspection(replies: RedisReplies): SharedLockInfo | 
     [string, string],
   ];
   const now = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
-  const weights = toRecord(permitMap);
+  const weights = hashRecord(permitMap);
   const holders: SharedHolderInfo[] = [];
   // (sorted by lease end, first to end first; a lease that ended before `now` is swept by the next script)
   for (let i = 0; i + 1 < ends.length; i += 2) {
@@ -48,19 +49,10 @@ export function decodeSharedInspection(replies: RedisReplies): SharedLockInfo | 
     holders.push({ token, weight: Number(held[1]), fence: Number(held[2]), ttl: Math.max(0, endsAt - now) });
   }
   let waiting = 0;
-  for (const place of Object.values(toRecord(placeMap))) {
+  for (const place of Object.values(hashRecord(placeMap))) {
     const lapseAt = Number(place.slice(0, place.indexOf(' ')));
     if (lapseAt > now) waiting++;
   }
   if (holders.length === 0 && waiting === 0) return null;
   return { used: holders.reduce((sum, h) => sum + h.weight, 0), holders, waiting };
-}
-
-/** HGETALL answers an object in ioredis (a flat array with some reply transformers off). */
-function toRecord(reply: Record<string, string> | string[] | null): Record<string, string> {
-  if (reply === null) return {};
-  if (!Array.isArray(reply)) return reply;
-  const record: Record<string, string> = {};
-  for (let i = 0; i + 1 < reply.length; i += 2) record[reply[i]!] = reply[i + 1]!;
-  return record;
 }

@@ -16,7 +16,7 @@ import { LockerClosedError } from '../../errors/errors.js';
 import type { AcquireSettings } from '../../options/validate.js';
 import { Waiter } from '../gate/Waiter.js';
 import type { WorkLease } from '../lease/WorkLease.js';
-import { currentFrame, runInFrame } from '../reentrancy/frames.js';
+import { subscriberOutcome } from './subscriberOutcome.js';
 
 /** Where an acquisition waits: its key's gate. */
 export interface WaitingLine {
@@ -58,23 +58,7 @@ export function acquisition(ctx: AcquisitionContext, key: string, storeKey: stri
       return;
     }
     const line = ctx.lineFor(key, storeKey);
-    // The outcome arrives in a callback of whoever called the store or passed the lock — maybe the
-    // work of another stream, in its reentrancy frames: it is told in the subscriber's own frames,
-    // so that what the subscriber then subscribes cannot join the giver's other holds.
-    const frame = currentFrame();
-    const waiter = new Waiter(settings, startedAt ?? ctx.now(), {
-      granted: (lease) => {
-        if (subscriber.closed) {
-          void lease.release();
-          return;
-        }
-        runInFrame(frame, () => {
-          subscriber.next(lease);
-          subscriber.complete();
-        });
-      },
-      failed: (error) => runInFrame(frame, () => subscriber.error(error)),
-    });
+    const waiter = new Waiter(settings, startedAt ?? ctx.now(), subscriberOutcome(subscriber));
     line.enqueue(waiter);
     return () => line.leave(waiter);
   });

@@ -21,7 +21,7 @@ import { SharedInspector, type SharedLocalSide } from '../inspection/SharedInspe
 import { HeldLease, type HolderOwner } from '../lease/HeldLease.js';
 import { LeaseKeeper } from '../lease/LeaseKeeper.js';
 import type { WorkLease } from '../lease/WorkLease.js';
-import { currentFrame, runInFrame } from '../reentrancy/frames.js';
+import { subscriberOutcome } from '../acquisition/subscriberOutcome.js';
 import { ContentionMemory } from '../session/ContentionMemory.js';
 import type { Clock } from '../timing/Clock.js';
 import { sharedLeaseView } from './sharedLeaseView.js';
@@ -78,24 +78,15 @@ export class SharedLocks implements HolderOwner {
         subscriber.error(new LockerClosedError(key));
         return;
       }
-      // Told in the subscriber's reentrancy frames, not those of whoever called the store.
-      const frame = currentFrame();
+      const outcome = subscriberOutcome(subscriber);
       const wait: SharedWait = new SharedWait(this.ctx, key, storeKey, settings, weight, capacity, this.clock.now(), {
         granted: (grant) => {
           this.waits.delete(wait);
-          const lease = this.hold(wait, grant);
-          if (subscriber.closed) {
-            void lease.release();
-            return;
-          }
-          runInFrame(frame, () => {
-            subscriber.next(lease);
-            subscriber.complete();
-          });
+          outcome.granted(this.hold(wait, grant));
         },
         failed: (error) => {
           this.waits.delete(wait);
-          runInFrame(frame, () => subscriber.error(error));
+          outcome.failed(error);
         },
       });
       this.waits.add(wait);

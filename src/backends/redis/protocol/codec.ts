@@ -143,3 +143,12 @@ export function decodeInboxMessage(message: string): ({ kind: 'granted' } & Gran
 export function grantRecipient(message: string): string | undefined {
   return message.split(' ', 2)[1];
 }
+
+/** An HGETALL reply as a record: ioredis answers an object (a flat array with some reply transformers off). */
+export function hashRecord(reply: Record<string, string> | string[] | null): Record<string, string> {
+  if (reply === null) return {};
+  if (!Array.isArray(reply)) return reply;
+  const record: Record<string, string> = {};
+  for (let i = 0; i + 1 < reply.length; i += 2) record[reply[i]!] = reply[i + 1]!;
+  return record;
+}
