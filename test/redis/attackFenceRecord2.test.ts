@@ -18,7 +18,7 @@ import { createLocker, type LockEvent } from '../../src/index.js';
 import { FencedResource, RedisLockStore } from '../../src/redis.js';
 import type { AcquireResult, LockStore, ReleasedGrant } from '../../src/store/LockStore.js';
 import { coreOnly } from '../../src/store/capabilities.js';
-import { CLOCK_MARGIN_US, FENCES_PER_MICROSECOND, releaseArgs } from '../../src/backends/redis/protocol/codec.js';
+import { passedAfterUs, releaseArgs } from '../../src/backends/redis/protocol/codec.js';
 import { lockKeys } from '../../src/backends/redis/protocol/keyLayout.js';
 import { connect } from '../support/redis.js';
 import { redisSuite } from '../support/redisSuite.js';
@@ -43,17 +43,17 @@ function spinUntil(since: number, us: number): void {
 }
 
 /** The µs after which codec.ts says 'passed' for a block of `fences`. */
-const threshold = (fences: number) => fences / FENCES_PER_MICROSECOND + CLOCK_MARGIN_US;
+const threshold = passedAfterUs;
 
 describe("'passed' at the edge of the rule", () => {
-  it("common-path grant, release right at the 'passed' threshold (±), next grant pipelined behind: above the block (fences 1, 16, 1024; 600 rounds)", async () => {
+  it("common-path grant, release right at the 'passed' threshold (±), next grant pipelined behind: above the block (fences 1, 4, 5, 16, 1024 — 4 is the most one µs of the clock spans, 5 the least that spans two; 600 rounds)", async () => {
     const { store } = storeOn(suite);
     await warmScripts(store);
     const key = 'edge';
     const blocks: Block[] = [];
     let passedCount = 0;
     for (let i = 0; i < 600; i++) {
-      const n = [1, 16, 1024][i % 3]!;
+      const n = [1, 4, 5, 16, 1024][i % 5]!;
       const a = await grant(store.tryAcquire(key, `A${i}`, 30_000, n), `A${i}`, n);
       blocks.push(a.block);
       // just below / at / just above the threshold
@@ -476,7 +476,7 @@ describe('the engine: three lockers on three connections (one core-only), hammer
         const got = performance.now();
         const written = await resources.get(key)!.write(lease.fence, `${w}`);
         if (!written.accepted) refused.push({ key, fence: lease.fence, highest: written.highestFence });
-        // release near the 'passed' thresholds (9 µs for 16 fences, 261 µs for 1,024), or at once
+        // release near the 'passed' thresholds (5 µs for 16 fences, 257 µs for 1,024), or at once
         const r = Math.random();
         if (r < 0.3) spinUntil(got, Math.random() * 300);
         else if (r < 0.4) await sleep(0);

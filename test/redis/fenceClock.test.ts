@@ -251,6 +251,39 @@ describe('fences of a grant nobody else waits for (the common path records no co
     }
   });
 
+  it('the common-path fence is the server clock seed + 1 (acquire-4.lua computes the seed of lib/clock.lua inline), between TIME read before and after', async () => {
+    const admin = client(servers.lockServer);
+    const store = newStore();
+    await warm(store);
+    for (const asked of [1, 16, 1024, 5000]) {
+      const key = `common:seed:${asked}`;
+      const before = await seedOf(admin);
+      const got = await store.tryAcquire(key, 'A', 30_000, asked);
+      const after = await seedOf(admin);
+      if (!got.acquired) throw new Error('refused');
+      expect(got.fence).toBeGreaterThan(before);
+      expect(got.fence).toBeLessThanOrEqual(after + 1);
+      expect(got.fences ?? asked).toBe(Math.min(asked, 1024));
+      await store.release(key, 'A');
+    }
+  });
+
+  it('a release that says a last fence the clock has passed reads the clock and nothing else: no counter read or written', async () => {
+    const admin = client(servers.lockServer);
+    const store = newStore();
+    await warm(store);
+    const key = 'common:said-passed-by-the-server';
+    const got = await store.tryAcquire(key, 'A', 30_000, 16);
+    await sleep(2); // the clock passes A's 16 fences in 4 µs
+    await admin.config('RESETSTAT');
+    // (answered "1 s from now": the store sends the block's last fence, the script finds it passed)
+    expect(await store.release(key, 'A', held(got, 16, -1000))).toBe(true);
+    expect(await calls('time'), 'TIME run by the release').toBe(1);
+    expect(await calls('get'), 'GETs: the lock key only').toBe(1);
+    expect(await calls('set'), 'SETs: none').toBe(0);
+    expect(await admin.keys(`*${key}*`)).toEqual([]);
+  });
+
   it('a release that does not say what its grant reserved is taken to have reserved the most a grant can (1,024 fences)', async () => {
     const store = newStore();
     await warm(store);

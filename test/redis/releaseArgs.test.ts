@@ -7,7 +7,7 @@
  * (fenceClock.test.ts, attackFenceRecord.test.ts) show what the script does with each.
  */
 import { describe, expect, it } from 'vitest';
-import { CLOCK_MARGIN_US, FENCES_PER_MICROSECOND, releaseArgs } from '../../src/backends/redis/protocol/codec.js';
+import { CLOCK_MARGIN_US, FENCES_PER_MICROSECOND, passedAfterUs, releaseArgs } from '../../src/backends/redis/protocol/codec.js';
 
 describe('releaseArgs', () => {
   const grant = (fences: number, answeredAt = 1000) => ({ fence: 5_000, fences, answeredAt });
@@ -15,14 +15,17 @@ describe('releaseArgs', () => {
   const answeredPlus = (us: number, answeredAt = 1000) => answeredAt + us / 1000;
 
   it('says the last fence until the block has surely passed on the server clock, then says passed', () => {
-    for (const fences of [1, 16, 1024]) {
-      const span = fences / FENCES_PER_MICROSECOND + CLOCK_MARGIN_US;
+    for (const fences of [1, 3, 4, 5, 16, 1024]) {
+      const span = passedAfterUs(fences);
       expect(releaseArgs('t', grant(fences), answeredPlus(span - 1))).toEqual(['t', 5_000 + fences - 1]);
       expect(releaseArgs('t', grant(fences), answeredPlus(span + 0.01))).toEqual(['t', 'passed']);
       expect(releaseArgs('t', grant(fences), answeredPlus(10_000_000))).toEqual(['t', 'passed']);
     }
     // exactly at the span (4 fences: 1 µs + the margin), the block counts as passed
     expect(releaseArgs('t', grant(4, 0), (1 + CLOCK_MARGIN_US) / 1000)).toEqual(['t', 'passed']);
+    // a block spans whole µs of the clock (TIME has 1 µs resolution): 1 to 4 fences alike, 5 one more
+    expect(passedAfterUs(1)).toBe(passedAfterUs(4));
+    expect(passedAfterUs(5)).toBe(passedAfterUs(4) + 1);
     // fence 0 is a fence (a store may start there)
     expect(releaseArgs('t', { fence: 0, fences: 2, answeredAt: 0 }, 0)).toEqual(['t', 1]);
     // a release at the very moment of the answer (or a clock read before it) says the end
@@ -45,8 +48,9 @@ describe('releaseArgs', () => {
       expect(releaseArgs('t', bad, 1e9), JSON.stringify(bad)).toEqual(['t']);
   });
 
-  it('keeps the margin within what two clocks can drift apart over a block (NTP slews by at most 500 ppm)', () => {
-    expect(CLOCK_MARGIN_US).toBeGreaterThanOrEqual(2);
+  it('keeps a margin over the bound (⌈fences / 4⌉ µs) far above what two clocks drift apart over a block (NTP slews by at most 500 ppm: 0.13 µs over 256 µs)', () => {
+    expect(CLOCK_MARGIN_US).toBeGreaterThanOrEqual(1);
+    for (const fences of [1, 16, 1024]) expect(passedAfterUs(fences)).toBeGreaterThanOrEqual(Math.ceil(fences / 4) + 1);
     expect(FENCES_PER_MICROSECOND).toBe(4); // lua/lib/clock.lua: the seed grows by 4 a µs
   });
 });

@@ -52,14 +52,22 @@ export function decodeAcquireShared(reply: unknown, ttlMs: number, placeTtl: num
 export const FENCES_PER_MICROSECOND = 4;
 
 /**
- * Time added to a block's span before the caller may say the server's clock has passed it, in
- * µs. The grant's answer left the server after its clock was read, and the release leaves the
- * caller after `now`, so the server's clock has gone on by at least the caller's elapsed time, give
- * or take the two clocks' rates (NTP slews by at most 500 ppm: 0.15 µs over a 256 µs block) and
- * TIME's 1 µs resolution: 5 µs covers both several times over. Assumes, as the fences do, that the
- * server's clock is not set back.
+ * Time added to the least a block can span before the caller may say the server's clock has passed
+ * it, in µs. The bound: the grant read the clock at t (µs, TIME truncates it: the seed is
+ * 4·⌊t⌋) and reserved seed + 1 … seed + n; the grant's answer left the server after that read,
+ * and the release leaves the caller `e` µs (its own clock) after the answer came, so the release
+ * and every later grant read t' ≥ t + e on the server's clock, whose seed is 4·⌊t'⌋ ≥ 4·(⌊t⌋ + ⌊e⌋):
+ * at least the block's last fence as soon as ⌊e⌋ ≥ ⌈n / 4⌉ — e ≥ ⌈n / 4⌉ µs. What the margin covers
+ * besides: the two clocks' rates (NTP slews by at most 500 ppm: 0.13 µs over a 256 µs block) and
+ * `performance.now()`'s rounding, several times over. Assumes, as the fences do, that the server's
+ * clock is not set back.
  */
-export const CLOCK_MARGIN_US = 5;
+export const CLOCK_MARGIN_US = 1;
+
+/** µs after a grant's answer from which the server's clock has passed its block of `fences` (see {@link CLOCK_MARGIN_US}). */
+export function passedAfterUs(fences: number): number {
+  return Math.ceil(fences / FENCES_PER_MICROSECOND) + CLOCK_MARGIN_US;
+}
 
 /**
  * Arguments of the release script: the token, and what the caller knows of its grant's fences —
@@ -77,7 +85,7 @@ export function releaseArgs(token: string, grant: ReleasedGrant | undefined, now
   // (an answer time that is no time at all says nothing: the block is taken as not passed)
   if (!Number.isFinite(answeredAt)) return [token, last];
   const elapsedUs = (now - answeredAt) * 1000;
-  return elapsedUs >= fences / FENCES_PER_MICROSECOND + CLOCK_MARGIN_US ? [token, 'passed'] : [token, last];
+  return elapsedUs >= passedAfterUs(fences) ? [token, 'passed'] : [token, last];
 }
 
 /** The release script's reply: 2 handed over, 1 deleted, 0 not ours. */

@@ -14,29 +14,36 @@
 -- got; a release handed it over while it waited, and ttl is what the key has left; or it was first
 -- in line for a free key); else {0, holder's pttl, queued (1/0)[, the server clock's seed when
 -- queued]}.
---@include lib/clock.lua
 --@include lib/maxBlock.lua
 
 local lock, fenceKey, line, places = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local token, ttl, fences = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local placeTtl = tonumber(ARGV[4] or '0')
-local inLine = placeTtl > 0
+local token = ARGV[1]
 
 -- The common case: nobody in line, no record of fences or of a hand-off beside the key, and the
 -- key free. Its block starts at the clock and is not recorded: the key is held, so the next grant
 -- comes after its release, which records the block if the clock has not passed it by then, or
 -- after its TTL (≥ 1 ms: the clock has passed any block). See lib/fences.lua.
-if not inLine and redis.call('EXISTS', line, places, fenceKey) == 0 and redis.call('SET', lock, token, 'NX', 'PX', ttl) then
-  local _, seed = serverClock()
-  local count = math.max(1, math.min(fences, MAX_BLOCK))
-  if count == fences then
+-- Written for the server's time: every statement here runs on every uncontended acquire, so the
+-- arguments are read only as far as the path needs them (a caller in line sends ARGV[4]), and the
+-- seed of lib/clock.lua is computed inline (a function would cost a closure on every call; Lua
+-- turns TIME's strings into numbers by itself).
+if (ARGV[4] == nil or tonumber(ARGV[4]) <= 0) and redis.call('EXISTS', line, places, fenceKey) == 0 and redis.call('SET', lock, token, 'NX', 'PX', ARGV[2]) then
+  local t = redis.call('TIME')
+  local seed = (t[1] - 1735689600) * 4000000 + t[2] * 4
+  local fences = tonumber(ARGV[3])
+  if fences >= 1 and fences <= MAX_BLOCK then
     return seed + 1
   end
-  return {1, seed + 1, ttl, 0, count}
+  return {1, seed + 1, tonumber(ARGV[2]), 0, math.max(1, math.min(fences, MAX_BLOCK))}
 end
+
+local ttl, fences = tonumber(ARGV[2]), tonumber(ARGV[3])
+local placeTtl = tonumber(ARGV[4] or '0')
+local inLine = placeTtl > 0
 
 -- The rest comes after the common path, which does not need it: a script runs its
 -- `local function` statements on every call, and each costs the server a closure.
+--@include lib/clock.lua
 --@include lib/numbers.lua
 --@include lib/fences.lua
 --@include lib/line.lua

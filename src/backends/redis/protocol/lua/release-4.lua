@@ -28,10 +28,25 @@ if redis.call('GET', lock) ~= token then
   return 0
 end
 local said = ARGV[2]
-local queued = redis.call('EXISTS', line) == 1
-if not queued and said == 'passed' then
-  -- Nobody in line, and the clock has passed the caller's fences: nothing to record. (The places
-  -- hold at most the record of the hand-off to the caller.)
+if redis.call('EXISTS', line) == 0 then
+  -- Nobody in line: delete the key (and the places, which hold at most the record of the
+  -- hand-off to the caller). This runs on every uncontended release, so it reads no clock when
+  -- the caller says its fences are passed, and otherwise defines no function unless the block
+  -- may have to be recorded (a script runs its `local function` statements on every call, and
+  -- each costs the server a closure); the seed of lib/clock.lua is computed inline.
+  if said ~= 'passed' then
+    local t = redis.call('TIME')
+    local seed = (t[1] - 1735689600) * 4000000 + t[2] * 4
+    local last = tonumber(said or '')
+    if not (last and last >= 0 and last <= seed) then
+      -- The clock may not have passed the caller's block: the next grant must start above it
+      -- (see lib/fences.lua).
+--@include lib/numbers.lua
+--@include lib/maxBlock.lua
+--@include lib/recordBlock.lua
+      recordBlock(fenceKey, reservedBy(said, seed), seed)
+    end
+  end
   redis.call('DEL', lock, places)
   return 1
 end
@@ -44,12 +59,6 @@ end
 local now, seed = serverClock()
 -- The caller's block ends here: the next grant must start above it (see lib/fences.lua).
 local reserved = said == 'passed' and 0 or reservedBy(said, seed)
-
-if not queued then
-  redis.call('DEL', lock, places)
-  recordBlock(fenceKey, reserved, seed)
-  return 1
-end
 
 -- The line's pieces come after the common path, which does not need them: a script runs its
 -- `local function` statements on every call, and each costs the server a closure.
