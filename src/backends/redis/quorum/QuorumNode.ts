@@ -5,8 +5,10 @@
  * rejection, so a dead node cannot fail a round that a quorum can decide.
  */
 import { LockOptionsError } from '../../../errors/errors.js';
+import type { ReleasedGrant } from '../../../store/LockStore.js';
+import { releaseArgs } from '../protocol/codec.js';
 import { runScript } from '../protocol/commands.js';
-import { lockKeys } from '../protocol/keyLayout.js';
+import { helperKey } from '../protocol/keyLayout.js';
 import type { RedisClient } from '../RedisClient.js';
 import { RedisLockStore } from '../RedisLockStore.js';
 
@@ -39,6 +41,14 @@ export interface QuorumClient extends RedisClient {
   listenerCount?(event: 'error'): number;
 }
 
+/**
+ * A node's answer to a quorum acquire (../protocol/lua/quorumAcquire-2.lua): its block of fences,
+ * its clock's seed when it granted, and what the key has left; or the holder's TTL when refused.
+ */
+export type NodeAcquire =
+  | { readonly acquired: true; readonly fence: number; readonly fences: number; readonly seed: number; readonly ttl: number }
+  | { readonly acquired: false; readonly holderTtl?: number };
+
 /** A node's answer to one call: its value, or why it gave none in time. */
 export type NodeAnswer<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly reason: string };
 
@@ -61,7 +71,8 @@ export class QuorumNode {
   constructor(
     readonly client: QuorumClient,
     private readonly timeoutMs: number,
-    index: number,
+    /** The node's place in the store's list of clients. */
+    readonly index: number,
   ) {
     if (client.isCluster === true)
       throw new LockOptionsError(
@@ -136,11 +147,28 @@ export class QuorumNode {
   }
 
   /**
+   * Sets `key` for `token` on this node if it is free, with a block of `fences` fences starting at
+   * `floor` or above (../protocol/lua/quorumAcquire-2.lua; 0: no floor).
+   */
+  acquire(key: string, token: string, ttlMs: number, fences: number, floor: number): Promise<NodeAcquire> {
+    return runScript(this.client, 'quorumAcquire', [key, this.fenceKey(key)], [token, ttlMs, fences, floor]).then(decodeNodeAcquire);
+  }
+
+  /** Gives `key` up on this node if `token` holds it (../protocol/lua/quorumRelease-2.lua); true when it did. */
+  release(key: string, token: string, grant?: ReleasedGrant): Promise<boolean> {
+    return runScript(this.client, 'quorumRelease', [key, this.fenceKey(key)], releaseArgs(token, grant, performance.now())).then((reply) => reply === 1);
+  }
+
+  /**
    * Raises the fence record of `key` on this node to `last` (see ../protocol/lua/raiseFence-1.lua):
    * rejects when the node refuses a value too far ahead of its clock.
    */
   raiseFence(key: string, last: number): Promise<unknown> {
-    return runScript(this.client, 'raiseFence', [lockKeys(key, this.clientPrefix)[1]], [String(last)]);
+    return runScript(this.client, 'raiseFence', [this.fenceKey(key)], [String(last)]);
+  }
+
+  private fenceKey(key: string): string {
+    return helperKey(key, 'fence', this.clientPrefix);
   }
 
   /** Stops listening to the client's connection errors. */
@@ -154,4 +182,10 @@ export class QuorumNode {
     if (status === undefined || status === 'ready') return '';
     return ` (connection ${status}${this.lastError === undefined ? '' : `: ${this.lastError}`})`;
   }
+}
+
+function decodeNodeAcquire(reply: unknown): NodeAcquire {
+  const r = reply as number[];
+  if (r[0] === 0) return r[1]! >= 0 ? { acquired: false, holderTtl: r[1]! } : { acquired: false };
+  return { acquired: true, fence: r[0]!, fences: r[1]!, seed: r[2]!, ttl: Math.max(0, r[3]!) };
 }
