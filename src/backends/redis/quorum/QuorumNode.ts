@@ -52,6 +52,15 @@ export type NodeAcquire =
 /** A node's answer to one call: its value, or why it gave none in time. */
 export type NodeAnswer<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly reason: string };
 
+/**
+ * Runs `then` once `timeoutMs` passed and the I/O of that turn of the event loop was read
+ * (setImmediate runs after it): after a stall of this process longer than the timeout (a GC pause,
+ * a long task), an answer that arrived meanwhile is read before the timer could call a node silent.
+ */
+export function afterTimeout(timeoutMs: number, then: () => void): ReturnType<typeof setTimeout> {
+  return setTimeout(() => setImmediate(then), timeoutMs);
+}
+
 /** How a node is named in errors: `host:port`, the socket path, or the Sentinel master's name. */
 export function nodeName(client: QuorumClient): string {
   const options = client.options ?? {};
@@ -113,37 +122,37 @@ export class QuorumNode {
   call<T>(run: () => Promise<T>): Promise<NodeAnswer<T>> {
     return new Promise((resolve) => {
       let done = false;
-      // The verdict waits for the I/O of this turn of the event loop (setImmediate runs after it):
-      // after a stall of this process longer than the timeout (a GC pause, a long task), an answer
-      // that arrived meanwhile is read before the timer could call the node silent.
-      const timer = setTimeout(() => {
-        setImmediate(() => {
-          if (done) return;
-          done = true;
-          resolve({ ok: false, reason: `gave no answer within ${this.timeoutMs} ms${this.connectionState()}` });
-        });
-      }, this.timeoutMs);
-      let promise: Promise<T>;
-      try {
-        promise = Promise.resolve(run());
-      } catch (error) {
-        promise = Promise.reject(error);
-      }
-      promise.then(
-        (value) => {
-          if (done) return;
-          done = true;
-          clearTimeout(timer);
-          resolve({ ok: true, value });
-        },
-        (error: unknown) => {
-          if (done) return;
-          done = true;
-          clearTimeout(timer);
-          resolve({ ok: false, reason: `failed: ${error instanceof Error ? error.message : String(error)}${this.connectionState()}` });
-        },
-      );
+      const timer = afterTimeout(this.timeoutMs, () => {
+        if (done) return;
+        done = true;
+        resolve(this.silence());
+      });
+      void this.answer(run).then((answer) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        resolve(answer);
+      });
     });
+  }
+
+  /** `run()` on this node, its value or why it failed, with no timeout of its own (see round.ts); never rejects. */
+  answer<T>(run: () => Promise<T>): Promise<NodeAnswer<T>> {
+    let promise: Promise<T>;
+    try {
+      promise = Promise.resolve(run());
+    } catch (error) {
+      promise = Promise.reject(error);
+    }
+    return promise.then(
+      (value): NodeAnswer<T> => ({ ok: true, value }),
+      (error: unknown): NodeAnswer<T> => ({ ok: false, reason: `failed: ${error instanceof Error ? error.message : String(error)}${this.connectionState()}` }),
+    );
+  }
+
+  /** The answer of a node that gave none within the timeout. */
+  silence(): NodeAnswer<never> {
+    return { ok: false, reason: `gave no answer within ${this.timeoutMs} ms${this.connectionState()}` };
   }
 
   /**

@@ -106,6 +106,7 @@ export class RedlockStore implements LockStore, KeyCheckingStore, ClosableStore 
     const floor = this.floor.at(start);
     const replies = await round(
       this.nodes,
+      this.settings.nodeTimeout,
       (node) =>
         node.acquire(key, token, ttlMs, fences, floor).then((answer) => {
           if (answer.acquired) this.floor.learn(node.index, answer.seed, start);
@@ -166,6 +167,7 @@ export class RedlockStore implements LockStore, KeyCheckingStore, ClosableStore 
     const quorum = this.quorum;
     const replies = await round(
       this.nodes,
+      this.settings.nodeTimeout,
       (node) => node.store.extend(key, token, ttlMs),
       (rs) => decided(tally(rs, isExtended), quorum),
     );
@@ -185,6 +187,7 @@ export class RedlockStore implements LockStore, KeyCheckingStore, ClosableStore 
     const quorum = this.quorum;
     const replies = await round(
       this.nodes,
+      this.settings.nodeTimeout,
       (node) => node.release(key, token, grant),
       (rs) => {
         const { answered, pending } = tally(rs, Boolean);
@@ -216,6 +219,7 @@ export class RedlockStore implements LockStore, KeyCheckingStore, ClosableStore 
     if (needed <= 0) return { on: covered, raised: [] };
     const raised = await round(
       behind.map(({ node }) => node),
+      this.settings.nodeTimeout,
       (node) => node.raiseFence(key, block.last),
       (rs) =>
         decided(
