@@ -23,7 +23,7 @@ const SEEDS_PER_MS = 4_000;
  * and is how far a grant's fences may lead the nodes' clocks (docs/redlock.md: a node restarted
  * empty must stay down longer than that plus the clocks' difference).
  */
-export const FLOOR_MARGIN_MS = 1;
+export const FLOOR_MARGIN_MS = 2;
 
 export class FenceFloor {
   /** Per node: the latest upper bound of its seed's offset from `SEEDS_PER_MS × performance.now()`. */

@@ -1,6 +1,7 @@
 /**
- * One node of a quorum store: an independent Redis master seen through a single-node
- * {@link RedisLockStore} (the same keys, reserved namespace and data-loss-safe fences), every call
+ * One node of a quorum store: an independent Redis master, with the keys, reserved namespace and
+ * data-loss-safe fences of a single-node {@link RedisLockStore} (through which it extends and checks
+ * keys), its own scripts for acquire and release (no line: ../protocol/lua/quorumAcquire-2.lua), every call
  * bounded by the per-node timeout and answered as a value or as the reason it failed — never a
  * rejection, so a dead node cannot fail a round that a quorum can decide.
  */

@@ -39,12 +39,15 @@ import { resolveRedlockOptions, type RedlockSettings, type RedlockStoreOptions }
  *
  * **Fences.** A single node's fence is not safe across nodes. A grant's fences are the highest
  * first fence and the smallest block among the quorum of its winners with the lowest first fences
- * (so a minority of nodes whose clocks run far ahead neither sets nor blocks them), and before the grant is answered a
- * second round raises each winner's fence record to the block's last fence; the grant holds only
- * if a quorum took the raise. Any later quorum shares a node with that quorum, so fences strictly
- * increase across grants — provided no node's clock steps back, and a node restarted without its
- * data stays down longer than the nodes' clocks differ (docs/redlock.md). The raise costs one more
- * round trip per acquisition; a node more than 60 s behind the fence refuses it (see quorumFences.ts).
+ * (so a minority of nodes whose clocks run far ahead neither sets nor blocks them), and the grant
+ * holds only once a quorum of nodes make sure their next grants start above its block. The acquire
+ * sends each node a fence floor (FenceFloor.ts: the clocks learnt from earlier grants, plus 2 ms);
+ * nodes start their blocks there and record them, so usually the winners answer the same block and
+ * that is all. When they disagree, a second round raises the record of each winner that does not
+ * cover the block yet (one more round trip); a node more than 60 s behind the fence refuses it.
+ * Any later quorum shares a node with that quorum, so fences strictly increase across grants —
+ * provided no node's clock steps back, and a node restarted without its data stays down longer than
+ * the nodes' clocks differ plus 2 ms (docs/redlock.md, quorumFences.ts).
  *
  * **Extend** needs a quorum of nodes to extend (and validity left); otherwise it answers `'taken'`
  * if a node has another holder, else `'gone'`, or rejects with the quorum error when fewer than a
