@@ -1,6 +1,6 @@
 /**
  * Attacks on the quorum store's validity (RedlockStore over 3 private Redis servers): a fence-raise
- * round held back on every node (the raise command dispatched late to a real server) must shorten
+ * round (needed when the nodes' blocks disagree: here no fence floor is sent) held back on every node (the raise command dispatched late to a real server) must shorten
  * the lease's deadline by the time it took, or refuse the grant when nothing is left; and the
  * engine's deadline never passes the validity the store measured.
  */
@@ -22,7 +22,11 @@ let n = 0;
 const fresh = (what: string) => `attack-validity:${what}:${++n}`;
 const holders = (key: string) => Promise.all(nodes.admins.map((admin) => admin.get(key)));
 
-/** `client`, with its fence-raise script sent to the server `delayMs` late. */
+/**
+ * `client`, with its fence-raise script sent to the server `delayMs` late, and its acquires sent
+ * without the fence floor (as by a store that has not learnt the nodes' clocks yet), so that every
+ * grant needs the raise: the nodes answer blocks from their own clocks, which disagree.
+ */
 function slowRaise(client: Redis, delayMs: number): Redis {
   return new Proxy(client, {
     get(target, property, receiver) {
@@ -30,6 +34,10 @@ function slowRaise(client: Redis, delayMs: number): Redis {
       // (only once the store registered its scripts on the client)
       if (property === COMMANDS.raiseFence && typeof value === 'function') {
         return (...args: unknown[]) => sleep(delayMs).then(() => (value as (...a: unknown[]) => Promise<unknown>).apply(target, args));
+      }
+      if (property === COMMANDS.quorumAcquire && typeof value === 'function') {
+        // (keys, token, ttl, fences, floor)
+        return (...args: unknown[]) => (value as (...a: unknown[]) => Promise<unknown>).apply(target, [...args.slice(0, 5), 0]);
       }
       return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
     },

@@ -1,12 +1,15 @@
 /**
- * One node of a quorum store: an independent Redis master seen through a single-node
- * {@link RedisLockStore} (the same keys, reserved namespace and data-loss-safe fences), every call
+ * One node of a quorum store: an independent Redis master, with the keys, reserved namespace and
+ * data-loss-safe fences of a single-node {@link RedisLockStore} (through which it extends and checks
+ * keys), its own scripts for acquire and release (no line: ../protocol/lua/quorumAcquire-2.lua), every call
  * bounded by the per-node timeout and answered as a value or as the reason it failed — never a
  * rejection, so a dead node cannot fail a round that a quorum can decide.
  */
 import { LockOptionsError } from '../../../errors/errors.js';
+import type { ReleasedGrant } from '../../../store/LockStore.js';
+import { releaseArgs } from '../protocol/codec.js';
 import { runScript } from '../protocol/commands.js';
-import { lockKeys } from '../protocol/keyLayout.js';
+import { helperKey } from '../protocol/keyLayout.js';
 import type { RedisClient } from '../RedisClient.js';
 import { RedisLockStore } from '../RedisLockStore.js';
 
@@ -39,8 +42,25 @@ export interface QuorumClient extends RedisClient {
   listenerCount?(event: 'error'): number;
 }
 
+/**
+ * A node's answer to a quorum acquire (../protocol/lua/quorumAcquire-2.lua): its block of fences,
+ * its clock's seed when it granted, and what the key has left; or the holder's TTL when refused.
+ */
+export type NodeAcquire =
+  | { readonly acquired: true; readonly fence: number; readonly fences: number; readonly seed: number; readonly ttl: number }
+  | { readonly acquired: false; readonly holderTtl?: number };
+
 /** A node's answer to one call: its value, or why it gave none in time. */
 export type NodeAnswer<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly reason: string };
+
+/**
+ * Runs `then` once `timeoutMs` passed and the I/O of that turn of the event loop was read
+ * (setImmediate runs after it): after a stall of this process longer than the timeout (a GC pause,
+ * a long task), an answer that arrived meanwhile is read before the timer could call a node silent.
+ */
+export function afterTimeout(timeoutMs: number, then: () => void): ReturnType<typeof setTimeout> {
+  return setTimeout(() => setImmediate(then), timeoutMs);
+}
 
 /** How a node is named in errors: `host:port`, the socket path, or the Sentinel master's name. */
 export function nodeName(client: QuorumClient): string {
@@ -61,7 +81,8 @@ export class QuorumNode {
   constructor(
     readonly client: QuorumClient,
     private readonly timeoutMs: number,
-    index: number,
+    /** The node's place in the store's list of clients. */
+    readonly index: number,
   ) {
     if (client.isCluster === true)
       throw new LockOptionsError(
@@ -102,37 +123,50 @@ export class QuorumNode {
   call<T>(run: () => Promise<T>): Promise<NodeAnswer<T>> {
     return new Promise((resolve) => {
       let done = false;
-      // The verdict waits for the I/O of this turn of the event loop (setImmediate runs after it):
-      // after a stall of this process longer than the timeout (a GC pause, a long task), an answer
-      // that arrived meanwhile is read before the timer could call the node silent.
-      const timer = setTimeout(() => {
-        setImmediate(() => {
-          if (done) return;
-          done = true;
-          resolve({ ok: false, reason: `gave no answer within ${this.timeoutMs} ms${this.connectionState()}` });
-        });
-      }, this.timeoutMs);
-      let promise: Promise<T>;
-      try {
-        promise = Promise.resolve(run());
-      } catch (error) {
-        promise = Promise.reject(error);
-      }
-      promise.then(
-        (value) => {
-          if (done) return;
-          done = true;
-          clearTimeout(timer);
-          resolve({ ok: true, value });
-        },
-        (error: unknown) => {
-          if (done) return;
-          done = true;
-          clearTimeout(timer);
-          resolve({ ok: false, reason: `failed: ${error instanceof Error ? error.message : String(error)}${this.connectionState()}` });
-        },
-      );
+      const timer = afterTimeout(this.timeoutMs, () => {
+        if (done) return;
+        done = true;
+        resolve(this.silence());
+      });
+      void this.answer(run).then((answer) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        resolve(answer);
+      });
     });
+  }
+
+  /** `run()` on this node, its value or why it failed, with no timeout of its own (see round.ts); never rejects. */
+  answer<T>(run: () => Promise<T>): Promise<NodeAnswer<T>> {
+    let promise: Promise<T>;
+    try {
+      promise = Promise.resolve(run());
+    } catch (error) {
+      promise = Promise.reject(error);
+    }
+    return promise.then(
+      (value): NodeAnswer<T> => ({ ok: true, value }),
+      (error: unknown): NodeAnswer<T> => ({ ok: false, reason: `failed: ${error instanceof Error ? error.message : String(error)}${this.connectionState()}` }),
+    );
+  }
+
+  /** The answer of a node that gave none within the timeout. */
+  silence(): NodeAnswer<never> {
+    return { ok: false, reason: `gave no answer within ${this.timeoutMs} ms${this.connectionState()}` };
+  }
+
+  /**
+   * Sets `key` for `token` on this node if it is free, with a block of `fences` fences starting at
+   * `floor` or above (../protocol/lua/quorumAcquire-2.lua; 0: no floor).
+   */
+  acquire(key: string, token: string, ttlMs: number, fences: number, floor: number): Promise<NodeAcquire> {
+    return runScript(this.client, 'quorumAcquire', [key, this.fenceKey(key)], [token, ttlMs, fences, floor]).then(decodeNodeAcquire);
+  }
+
+  /** Gives `key` up on this node if `token` holds it (../protocol/lua/quorumRelease-2.lua); true when it did. */
+  release(key: string, token: string, grant?: ReleasedGrant): Promise<boolean> {
+    return runScript(this.client, 'quorumRelease', [key, this.fenceKey(key)], releaseArgs(token, grant, performance.now())).then((reply) => reply === 1);
   }
 
   /**
@@ -140,7 +174,11 @@ export class QuorumNode {
    * rejects when the node refuses a value too far ahead of its clock.
    */
   raiseFence(key: string, last: number): Promise<unknown> {
-    return runScript(this.client, 'raiseFence', [lockKeys(key, this.clientPrefix)[1]], [String(last)]);
+    return runScript(this.client, 'raiseFence', [this.fenceKey(key)], [String(last)]);
+  }
+
+  private fenceKey(key: string): string {
+    return helperKey(key, 'fence', this.clientPrefix);
   }
 
   /** Stops listening to the client's connection errors. */
@@ -154,4 +192,10 @@ export class QuorumNode {
     if (status === undefined || status === 'ready') return '';
     return ` (connection ${status}${this.lastError === undefined ? '' : `: ${this.lastError}`})`;
   }
+}
+
+function decodeNodeAcquire(reply: unknown): NodeAcquire {
+  const r = reply as number[];
+  if (r[0] === 0) return r[1]! >= 0 ? { acquired: false, holderTtl: r[1]! } : { acquired: false };
+  return { acquired: true, fence: r[0]!, fences: r[1]!, seed: r[2]!, ttl: Math.max(0, r[3]!) };
 }

@@ -7,10 +7,11 @@
 import { LockOptionsError, QuorumUnreachableError, type FailedNode, type StoreOperation } from '../../../errors/errors.js';
 import { MAX_MS } from '../../../options/limits.js';
 import type { KeyCheckingStore, ClosableStore } from '../../../store/capabilities.js';
-import type { AcquireResult, Acquired, ExtendOutcome, LockStore, NotAcquired, ReleasedGrant } from '../../../store/LockStore.js';
+import type { AcquireResult, ExtendOutcome, LockStore, NotAcquired, ReleasedGrant } from '../../../store/LockStore.js';
 import { driftOf, quorumOf, validityOf } from './quorum.js';
-import { quorumFences } from './quorumFences.js';
-import { QuorumNode, type QuorumClient } from './QuorumNode.js';
+import { FenceFloor } from './FenceFloor.js';
+import { covers, quorumFences, type NodeGrant, type QuorumFenceBlock } from './quorumFences.js';
+import { QuorumNode, type NodeAcquire, type QuorumClient } from './QuorumNode.js';
 import { decided, round, tally, type NodeReply } from './round.js';
 import { resolveRedlockOptions, type RedlockSettings, type RedlockStoreOptions } from './RedlockStoreOptions.js';
 
@@ -38,12 +39,15 @@ import { resolveRedlockOptions, type RedlockSettings, type RedlockStoreOptions }
  *
  * **Fences.** A single node's fence is not safe across nodes. A grant's fences are the highest
  * first fence and the smallest block among the quorum of its winners with the lowest first fences
- * (so a minority of nodes whose clocks run far ahead neither sets nor blocks them), and before the grant is answered a
- * second round raises each winner's fence record to the block's last fence; the grant holds only
- * if a quorum took the raise. Any later quorum shares a node with that quorum, so fences strictly
- * increase across grants — provided no node's clock steps back, and a node restarted without its
- * data stays down longer than the nodes' clocks differ (docs/redlock.md). The raise costs one more
- * round trip per acquisition; a node more than 60 s behind the fence refuses it (see quorumFences.ts).
+ * (so a minority of nodes whose clocks run far ahead neither sets nor blocks them), and the grant
+ * holds only once a quorum of nodes make sure their next grants start above its block. The acquire
+ * sends each node a fence floor (FenceFloor.ts: the clocks learnt from earlier grants, plus 2 ms);
+ * nodes start their blocks there and record them, so usually the winners answer the same block and
+ * that is all. When they disagree, a second round raises the record of each winner that does not
+ * cover the block yet (one more round trip); a node more than 60 s behind the fence refuses it.
+ * Any later quorum shares a node with that quorum, so fences strictly increase across grants —
+ * provided no node's clock steps back, and a node restarted without its data stays down longer than
+ * the nodes' clocks differ plus 2 ms (docs/redlock.md, quorumFences.ts).
  *
  * **Extend** needs a quorum of nodes to extend (and validity left); otherwise it answers `'taken'`
  * if a node has another holder, else `'gone'`, or rejects with the quorum error when fewer than a
@@ -71,6 +75,7 @@ export class RedlockStore implements LockStore, KeyCheckingStore, ClosableStore 
   private readonly nodes: readonly QuorumNode[];
   private readonly quorum: number;
   private readonly settings: RedlockSettings;
+  private readonly floor: FenceFloor;
 
   /**
    * @param clients One ioredis `Redis` client per independent Redis master (not a `Cluster`, and
@@ -92,6 +97,7 @@ export class RedlockStore implements LockStore, KeyCheckingStore, ClosableStore 
     }
     this.nodes = nodes;
     this.quorum = quorumOf(nodes.length);
+    this.floor = new FenceFloor(nodes.length, this.quorum);
   }
 
   async tryAcquire(key: string, token: string, ttlMs: number, fences = 1): Promise<AcquireResult> {
@@ -100,41 +106,41 @@ export class RedlockStore implements LockStore, KeyCheckingStore, ClosableStore 
     if (!Number.isSafeInteger(fences) || fences < 1) throw new LockOptionsError('fences', 'an integer from 1 (a grant reserves at most 1,024)', fences);
     const start = performance.now();
     const quorum = this.quorum;
+    const floor = this.floor.at(start);
     const replies = await round(
       this.nodes,
-      (node) => node.store.tryAcquire(key, token, ttlMs, fences),
+      this.settings.nodeTimeout,
+      (node) =>
+        node.acquire(key, token, ttlMs, fences, floor).then((answer) => {
+          if (answer.acquired) this.floor.learn(node.index, answer.seed, start);
+          return answer;
+        }),
       (rs) => decided(tally(rs, granted), quorum),
     );
     let votes = votesOf(replies);
     if (votes.winners.length >= quorum) {
-      let block = quorumFences(
-        votes.winners.map(({ grant }) => ({ fence: grant.fence, fences: grant.fences ?? fences })),
-        quorum,
-      );
-      let raised = await this.raise(key, votes.winners, block.last);
-      if (tally(raised, () => true).yes < quorum) {
+      let block = quorumFences(votes.winners, quorum);
+      let secured = await this.secure(key, votes.winners, block);
+      if (secured.on < quorum) {
         // The round was decided on the first winners to answer. If a minority of them has fences
         // far ahead (a clock far ahead), the others refused to raise their records that far; with
         // the winners that answer later, a quorum of winners whose fences agree may be there (the
         // wait is bounded by nodeTimeout, and paid only when the raise failed).
+        const before = votes.winners.length;
         await Promise.all(replies.map(({ settled }) => settled));
         votes = votesOf(replies);
-        const lower = quorumFences(
-          votes.winners.map(({ grant }) => ({ fence: grant.fence, fences: grant.fences ?? fences })),
-          quorum,
-        );
-        if (lower.last < block.last) {
+        const lower = quorumFences(votes.winners, quorum);
+        if (lower.last < block.last || votes.winners.length > before) {
           block = lower;
-          raised = await this.raise(key, votes.winners, block.last);
+          secured = await this.secure(key, votes.winners, block);
         }
       }
       const { winners, refused } = votes;
-      const raisedOn = tally(raised, () => true).yes;
-      if (raisedOn >= quorum) {
+      if (secured.on >= quorum) {
         // A winner that found our token already there (an earlier attempt's key that its release
         // did not reach) has only what is left of that key's TTL: the lock lasts as long as the
         // quorum-th longest of the winners' keys.
-        const ttls = winners.map(({ grant }) => Math.min(grant.ttl ?? ttlMs, ttlMs)).sort((a, b) => b - a);
+        const ttls = winners.map(({ ttl }) => Math.min(ttl, ttlMs)).sort((a, b) => b - a);
         const ttl = ttls[quorum - 1]!;
         const validity = ttl - (performance.now() - start) - driftOf(ttlMs, this.settings);
         if (validity > 0) {
@@ -147,12 +153,13 @@ export class RedlockStore implements LockStore, KeyCheckingStore, ClosableStore 
           };
         }
       }
-      await this.giveBack(key, token, fences, replies);
+      await this.giveBack(key, token, replies);
       // The raise failed on so many winners that a quorum of all nodes no longer gave an answer.
-      if (refused + raisedOn < quorum) throw this.unreachable(key, 'acquire', [...failures(replies, true), ...failures(raised)], refused + raisedOn);
+      if (refused + secured.on < quorum)
+        throw this.unreachable(key, 'acquire', [...failures(replies, true), ...failures(secured.raised)], refused + secured.on);
       return notAcquired(votes.holderTtl);
     }
-    await this.giveBack(key, token, fences, replies);
+    await this.giveBack(key, token, replies);
     if (votes.winners.length + votes.refused < quorum) throw this.unreachable(key, 'acquire', failures(replies), votes.winners.length + votes.refused);
     return notAcquired(votes.holderTtl);
   }
@@ -163,6 +170,7 @@ export class RedlockStore implements LockStore, KeyCheckingStore, ClosableStore 
     const quorum = this.quorum;
     const replies = await round(
       this.nodes,
+      this.settings.nodeTimeout,
       (node) => node.store.extend(key, token, ttlMs),
       (rs) => decided(tally(rs, isExtended), quorum),
     );
@@ -182,7 +190,8 @@ export class RedlockStore implements LockStore, KeyCheckingStore, ClosableStore 
     const quorum = this.quorum;
     const replies = await round(
       this.nodes,
-      (node) => node.store.release(key, token, grant),
+      this.settings.nodeTimeout,
+      (node) => node.release(key, token, grant),
       (rs) => {
         const { answered, pending } = tally(rs, Boolean);
         return answered >= quorum || pending === 0;
@@ -202,20 +211,26 @@ export class RedlockStore implements LockStore, KeyCheckingStore, ClosableStore 
   }
 
   /**
-   * Raises the fence record of `key` to `last` on the winners (see quorumFences.ts); decided once a
-   * quorum of them took it or no quorum can.
+   * Makes sure a quorum of nodes start their next grants above `block` (see quorumFences.ts): the
+   * winners that cover it already, and the others raised (a second round, decided once enough of
+   * them took it or no quorum can). `on`: on how many nodes it is sure.
    */
-  private raise(key: string, winners: readonly Winner[], last: number): Promise<Array<NodeReply<unknown>>> {
-    const quorum = this.quorum;
-    return round(
-      winners.map(({ node }) => node),
-      (node) => node.raiseFence(key, last),
+  private async secure(key: string, winners: readonly Winner[], block: QuorumFenceBlock): Promise<{ on: number; raised: Array<NodeReply<unknown>> }> {
+    const behind = winners.filter((winner) => !covers(winner, block));
+    const covered = winners.length - behind.length;
+    const needed = this.quorum - covered;
+    if (needed <= 0) return { on: covered, raised: [] };
+    const raised = await round(
+      behind.map(({ node }) => node),
+      this.settings.nodeTimeout,
+      (node) => node.raiseFence(key, block.last),
       (rs) =>
         decided(
           tally(rs, () => true),
-          quorum,
+          needed,
         ),
     );
+    return { on: covered + tally(raised, () => true).yes, raised };
   }
 
   /**
@@ -223,13 +238,12 @@ export class RedlockStore implements LockStore, KeyCheckingStore, ClosableStore 
    * not answer: its grant may still come, and the release, sent on the same connection, follows
    * it). A node that refused holds nothing of ours. Bounded by `nodeTimeout`; never rejects.
    */
-  private async giveBack(key: string, token: string, fences: number, replies: ReadonlyArray<NodeReply<AcquireResult>>): Promise<void> {
+  private async giveBack(key: string, token: string, replies: ReadonlyArray<NodeReply<NodeAcquire>>): Promise<void> {
     await Promise.all(
       replies.map(({ node, answer, answeredAt }) => {
         if (answer?.ok === true && !answer.value.acquired) return undefined;
-        const grant =
-          answer?.ok === true && answer.value.acquired ? { fence: answer.value.fence, fences: answer.value.fences ?? fences, answeredAt } : undefined;
-        return node.call(() => node.store.release(key, token, grant));
+        const grant = answer?.ok === true && answer.value.acquired ? { fence: answer.value.fence, fences: answer.value.fences, answeredAt } : undefined;
+        return node.call(() => node.release(key, token, grant));
       }),
     );
   }
@@ -271,20 +285,23 @@ function failures(replies: ReadonlyArray<NodeReply<unknown>>, pending = false): 
 }
 
 /** A node that granted the key in an acquire round, and its grant. */
-interface Winner {
+interface Winner extends NodeGrant {
   readonly node: QuorumNode;
-  readonly grant: Acquired;
+  /** What the node's key has left (ms). */
+  readonly ttl: number;
 }
 
 /** An acquire round's answers so far: who granted, how many refused, the shortest holder TTL heard. */
-function votesOf(replies: ReadonlyArray<NodeReply<AcquireResult>>): { winners: Winner[]; refused: number; holderTtl: number } {
+function votesOf(replies: ReadonlyArray<NodeReply<NodeAcquire>>): { winners: Winner[]; refused: number; holderTtl: number } {
   const winners: Winner[] = [];
   let refused = 0;
   let holderTtl = Infinity;
   for (const { node, answer } of replies) {
     if (answer === undefined || !answer.ok) continue;
-    if (answer.value.acquired) winners.push({ node, grant: answer.value });
-    else {
+    if (answer.value.acquired) {
+      const { fence, fences, seed, ttl } = answer.value;
+      winners.push({ node, fence, fences, seed, ttl });
+    } else {
       refused++;
       if (answer.value.holderTtl !== undefined) holderTtl = Math.min(holderTtl, answer.value.holderTtl);
     }
@@ -292,7 +309,7 @@ function votesOf(replies: ReadonlyArray<NodeReply<AcquireResult>>): { winners: W
   return { winners, refused, holderTtl };
 }
 
-const granted = (result: AcquireResult): boolean => result.acquired;
+const granted = (result: NodeAcquire): boolean => result.acquired;
 const isExtended = (outcome: ExtendOutcome): boolean => outcome === 'extended';
 
 function notAcquired(holderTtl: number): NotAcquired {

@@ -21,8 +21,9 @@ export interface RedlockStoreOptions {
   /**
    * How long one node may take to answer one call, in ms (an integer from 1 to 2147483647). A node
    * that has not answered by then counts as failed for that call, so a frozen or unreachable node
-   * costs each call this long at most, not the locker's `commandTimeout`. An acquisition is two
-   * rounds (the grant, then the fence raise), and a failed one a third (the release), so keep
+   * costs each call this long at most, not the locker's `commandTimeout`. An acquisition is up to two
+   * rounds (the grant, then the fence raise when the nodes' fences disagree), and a failed one a
+   * third (the release), so keep
    * `3 × nodeTimeout` well below the locker's `commandTimeout` (2,000 ms by default) and far below
    * the lock's `ttl`.
    *

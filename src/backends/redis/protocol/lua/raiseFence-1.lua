@@ -1,7 +1,8 @@
--- raiseFence: a quorum store's fence floor on one node. After a quorum of nodes granted a key, the
+-- raiseFence: a quorum store's fence record on one node. After a quorum of nodes granted a key, the
 -- quorum store derives its fences from a quorum of theirs (the highest first fence and the smallest
--- block among the quorum of winners with the lowest first fences) and raises each winning node's
--- fence record to the last of them, so the next grant on that node
+-- block among the quorum of winners with the lowest first fences) and, when the winners' blocks
+-- disagree (see quorumAcquire-2.lua for the floor that usually makes them agree), raises the fence
+-- record of each winner whose own block does not cover it to the last of them, so the next grant on that node
 -- starts above every fence of this grant, whichever node issued it (see
 -- backends/redis/quorum/quorumFences.ts).
 -- KEYS[1] the lock's fence counter (see lib/fences.lua); ARGV[1] the last fence of the grant.
