@@ -54,8 +54,10 @@ export interface LockStore {
    * fences when it makes it needs this to keep the next grant's fences above them (the Redis store
    * records them only at a release that comes before its clock has passed them); without it, such
    * a store assumes the most a grant can have reserved. A store that records every grant ignores
-   * it. It must be what the store answered: a caller that says fewer fences, or an earlier answer,
-   * can make the next grant's fences overlap the block.
+   * it. Its first fence and answer time must be what the store answered (an earlier answer time
+   * can make the next grant's fences overlap the block); its count may be fewer than the store
+   * reserved, down to the fences that holders were given: a fence nobody was given protects
+   * nothing, so the next grant need only start above the last one given.
    */
   release(key: string, token: string, grant?: ReleasedGrant): Promise<boolean>;
 }
@@ -78,7 +80,10 @@ export interface LockStore {
 export interface ReleasedGrant {
   /** The first fence the grant reserved. */
   readonly fence: number;
-  /** How many fences it reserved. */
+  /**
+   * How many fences, from `fence` on, holders were given (at least 1: the grant's own holder;
+   * at most what the store reserved).
+   */
   readonly fences: number;
   /** `performance.now()` at, or after, the moment the grant's answer reached the caller. */
   readonly answeredAt: number;

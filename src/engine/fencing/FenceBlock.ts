@@ -34,6 +34,11 @@ export class FenceBlock {
     readonly size: number,
   ) {}
 
+  /** Fences given out: the grant's holder's and its successors'. */
+  get issued(): number {
+    return this.used;
+  }
+
   /** Fences left for local successors. */
   get left(): number {
     return this.size - this.used;

@@ -143,6 +143,7 @@ export class KeyGate implements SessionOwner, HolderOwner {
       return;
     }
     const fences = new FenceBlock(grant.fence, grant.fences);
+    storeLease.countsFencesBy(fences);
     const turn = ctx.policy.startTurn(fences, grant.waiting, this.behind, now);
     storeLease.onLost = (error) => this.lost(storeLease, error);
     this.grantTo(head, storeLease, turn, fences.first, false, now);

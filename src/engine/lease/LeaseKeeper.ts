@@ -70,7 +70,7 @@ export class LeaseKeeper implements StoreLeaseOwner {
     this.access.call(
       'release',
       lease.key,
-      () => this.access.store.release(lease.storeKey, lease.token, lease.grant),
+      () => this.access.store.release(lease.storeKey, lease.token, lease.releasedGrant),
       {
         value: (deleted) => {
           lease.released(deleted);

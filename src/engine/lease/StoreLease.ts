@@ -15,6 +15,11 @@ import type { ExtendOutcome, ReleasedGrant } from '../../store/LockStore.js';
 import type { HolderFacts } from '../events/EventReporter.js';
 import type { DueKind, Scheduled, TimerEntry } from './LeaseTimers.js';
 
+/** Counts the fences of a grant that holders were given (a turn's `FenceBlock`). */
+export interface FencesGiven {
+  readonly issued: number;
+}
+
 /** What a store lease needs from the part that keeps leases (../lease/LeaseKeeper.ts). */
 export interface StoreLeaseOwner {
   /** Extends one lease now (manual `extend`). */
@@ -59,6 +64,8 @@ export class StoreLease implements Scheduled {
   private shortening: Array<{ readonly sentAt: number; readonly until: number }> | undefined;
   /** Holders that passed it on and wait for the store's word (kept only while events are observed). */
   private unconfirmed: PassedHolder[] | undefined;
+  /** What counts the grant's fences given out (see {@link countsFencesBy}); all of them when unset. */
+  private fencesGiven: FencesGiven | undefined;
   /** Who hears about a loss: the gate, which tells the current holder. */
   onLost: LostListener | undefined;
 
@@ -79,7 +86,7 @@ export class StoreLease implements Scheduled {
      * The grant as the store answered it, told to the store at the release (a store that records a
      * grant's fences only then needs it, see `LockStore.release`); `undefined` when not known.
      */
-    readonly grant?: ReleasedGrant,
+    private readonly grant?: ReleasedGrant,
     /**
      * The validity the store measured for the grant (`Acquired.validity`), when it did: the
      * deadline is the earlier of it and the engine's own margin, both counted from `acquiredAt`.
@@ -92,6 +99,23 @@ export class StoreLease implements Scheduled {
 
   get ttl(): number {
     return this.currentTtl;
+  }
+
+  /**
+   * From now on `given` counts the grant's fences that holders were given (the turn's fence
+   * block): the release tells the store only those, so a store that records a grant's fences at
+   * its release records fewer, or none once its clock has passed them (see `LockStore.release`).
+   */
+  countsFencesBy(given: FencesGiven): void {
+    this.fencesGiven = given;
+  }
+
+  /** The grant as the release tells it to the store: the fences given out so far, not all reserved. */
+  get releasedGrant(): ReleasedGrant | undefined {
+    const grant = this.grant;
+    const given = this.fencesGiven;
+    if (grant === undefined || given === undefined || given.issued >= grant.fences || given.issued < 1) return grant;
+    return { fence: grant.fence, fences: given.issued, answeredAt: grant.answeredAt };
   }
 
   get validUntil(): number {

@@ -1,6 +1,6 @@
 -- release: compare-and-delete, or hand the key straight to the first live waiter in line.
 -- KEYS as for acquire (lock, fence counter, line, places). ARGV[1] the caller's token; ARGV[2] the
--- last fence its grant reserved, when the caller knows it (else the most it can have reserved), or
+-- last fence its grant gave out, when the caller knows it (else the most it can have reserved), or
 -- 'passed' when the caller knows the server's clock has passed that fence (see lib/fences.lua; the
 -- Redis store says so when more time went by since the grant's answer than its block spans).
 --

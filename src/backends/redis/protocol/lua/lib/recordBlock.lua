@@ -1,12 +1,13 @@
 -- A released block of fences (see fences.lua for the whole story).
 -- Needs numbers.lua and maxBlock.lua.
 
--- The last fence a releasing holder reserved: what it says (ARGV), or when it does not say, the
--- most it can have — a block left unrecorded ends at most MAX_BLOCK above the clock of its grant,
--- and so of any later moment. What it says is believed up to that bound (a caller that says less
--- than its grant reserved can make the next grant's fences overlap its block: the engine says
--- exactly what the grant answered), and capped there, so no caller can push the counter further
--- ahead of the clock than a grant can.
+-- The last fence a releasing grant gave out: what the caller says (ARGV), or when it does not say,
+-- the most it can have reserved — a block left unrecorded ends at most MAX_BLOCK above the clock
+-- of its grant, and so of any later moment. What it says is believed up to that bound (a caller
+-- that says less than its holders were given can make the next grant's fences overlap theirs: the
+-- engine says the grant's first fence plus the fences its holders got; fences reserved and never
+-- given out protect nothing and need not be kept below the next grant), and capped there, so no
+-- caller can push the counter further ahead of the clock than a grant can.
 local function reservedBy(arg, seed)
   local said = tonumber(arg or '')
   if said and said >= 0 and said < seed + MAX_BLOCK then
