@@ -435,8 +435,9 @@ describe('KeyGate.won: what a grant hands on', () => {
     expect(releases).toHaveLength(1);
     if (!acquire?.result?.acquired) throw new Error('refused');
     expect(acquire.result.fences ?? acquire.fences).toBeGreaterThan(3);
-    expect(fences).toEqual([0, 1, 2].map((i) => acquire.result!.acquired && acquire.result.fence + i));
-    expect(releases[0]!.grant).toMatchObject({ fence: acquire.result.fence, fences: 3 });
+    const first = acquire.result.fence;
+    expect(fences).toEqual([0, 1, 2].map((i) => first + i));
+    expect(releases[0]!.grant).toMatchObject({ fence: first, fences: 3 });
     await locker.close();
   });
 
