@@ -44,6 +44,9 @@ describe('LeaseTimers: a stale entry holds nothing', () => {
     setFlagsFromString('--expose-gc');
     const collect = runInNewContext('gc') as () => void;
     const timers = new LeaseTimers(() => undefined);
+    // One lease stays held: the heap is never emptied, and every stale entry stays in it.
+    const held = new FakeLease();
+    timers.schedule(held, 'renew', performance.now() + 120_000);
     const refs = ((): Array<WeakRef<FakeLease>> => {
       const out: Array<WeakRef<FakeLease>> = [];
       // Fewer than a rebuild needs: every stale entry stays in the heap.
@@ -55,10 +58,30 @@ describe('LeaseTimers: a stale entry holds nothing', () => {
       }
       return out;
     })();
-    expect(timers.size).toBe(500);
+    expect(timers.size).toBe(501);
     await new Promise((resolve) => setImmediate(resolve));
     collect();
     expect(refs.filter((r) => r.deref() !== undefined).length).toBe(0);
+    timers.stop();
+  });
+
+  it('cancelling the last live lease empties the heap at once (no stale entries carried to a rebuild)', () => {
+    const timers = new LeaseTimers(() => undefined);
+    for (let i = 0; i < 50; i++) {
+      const lease = new FakeLease();
+      timers.schedule(lease, 'renew', performance.now() + 60_000 + i);
+      timers.schedule(lease, 'deadline', performance.now() + 90_000 + i); // leaves a stale entry
+      timers.cancel(lease);
+      expect(timers.size).toBe(0);
+    }
+    const a = new FakeLease();
+    const b = new FakeLease();
+    timers.schedule(a, 'renew', performance.now() + 60_000);
+    timers.schedule(b, 'renew', performance.now() + 60_001);
+    timers.cancel(a);
+    expect(timers.size).toBe(2); // b is still live: a's entry stays, stale, until it surfaces or a rebuild
+    timers.cancel(b);
+    expect(timers.size).toBe(0);
     timers.stop();
   });
 });

@@ -6,7 +6,7 @@
  * given back.
  */
 import type { Subscriber } from 'rxjs';
-import { currentFrame, runInFrame } from '../reentrancy/frames.js';
+import { currentFrame, runInFrame, type Frame } from '../reentrancy/frames.js';
 
 export interface SubscriberOutcome<L> {
   granted(lease: L): void;
@@ -15,20 +15,35 @@ export interface SubscriberOutcome<L> {
 
 /** Call at subscription (it captures the subscriber's frames then). */
 export function subscriberOutcome<L extends { release(): Promise<boolean> }>(subscriber: Subscriber<L>): SubscriberOutcome<L> {
-  const frame = currentFrame();
-  return {
-    granted(lease) {
-      if (subscriber.closed) {
-        void lease.release();
-        return;
-      }
-      runInFrame(frame, () => {
-        subscriber.next(lease);
-        subscriber.complete();
-      });
-    },
-    failed(error) {
-      runInFrame(frame, () => subscriber.error(error));
-    },
-  };
+  return new Outcome(subscriber, currentFrame());
+}
+
+/** (A class, not an object of closures: one is made for every acquisition.) */
+class Outcome<L extends { release(): Promise<boolean> }> implements SubscriberOutcome<L> {
+  constructor(
+    private readonly subscriber: Subscriber<L>,
+    /** The subscriber's frames. */
+    private readonly frame: Frame | undefined,
+  ) {}
+
+  granted(lease: L): void {
+    const subscriber = this.subscriber;
+    if (subscriber.closed) {
+      void lease.release();
+      return;
+    }
+    if (this.frame === currentFrame()) tell(subscriber, lease);
+    else runInFrame(this.frame, () => tell(subscriber, lease));
+  }
+
+  failed(error: unknown): void {
+    const subscriber = this.subscriber;
+    if (this.frame === currentFrame()) subscriber.error(error);
+    else runInFrame(this.frame, () => subscriber.error(error));
+  }
+}
+
+function tell<L>(subscriber: Subscriber<L>, lease: L): void {
+  subscriber.next(lease);
+  subscriber.complete();
 }

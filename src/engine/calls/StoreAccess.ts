@@ -15,7 +15,7 @@ import {
 } from '../../store/capabilities.js';
 import type { LockStore } from '../../store/LockStore.js';
 import { CallDeadlines } from './CallDeadlines.js';
-import { callStore, type CallTracker, type StoreCall, type StoreCallHandlers } from './storeCall.js';
+import { callStore, sendRequest, type CallTracker, type StoreCall, type StoreCallHandlers, type StoreRequest } from './storeCall.js';
 
 export class StoreAccess implements CallTracker {
   readonly deadlines: CallDeadlines;
@@ -45,6 +45,12 @@ export class StoreAccess implements CallTracker {
   call<T>(operation: StoreOperation, key: string, run: () => Promise<T>, handlers: StoreCallHandlers<T>, now?: number): StoreCall {
     this.inFlight++;
     return callStore(this.deadlines, operation, key, run, handlers, this, now);
+  }
+
+  /** {@link StoreAccess.call} for a request that sends itself (see ./storeCall.ts). */
+  send<T>(operation: StoreOperation, key: string, request: StoreRequest<T>, now?: number): StoreCall {
+    this.inFlight++;
+    return sendRequest(this.deadlines, operation, key, request, this, now);
   }
 
   callSettled(): void {

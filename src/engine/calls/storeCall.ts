@@ -19,6 +19,16 @@ export interface StoreCallHandlers<T> {
   settled?(): void;
 }
 
+/**
+ * A store call as one object: it sends itself and hears how it ended. For the calls every
+ * acquisition makes (the attempt, the release), where a `run` closure and a handlers object of
+ * closures per call cost more than the rest of the call.
+ */
+export interface StoreRequest<T> extends StoreCallHandlers<T> {
+  /** Sends the call to the store (once, at once). */
+  send(): Promise<T>;
+}
+
 export interface StoreCall {
   /** The caller no longer wants the answer; a later answer goes to `late`. */
   abandon(): void;
@@ -90,14 +100,41 @@ export function callStore<T>(
   tracker?: CallTracker,
   now?: number,
 ): StoreCall {
-  let promise: Promise<T>;
+  return tracked(deadlines, operation, key, sent(run, undefined), handlers, tracker, now);
+}
+
+/** {@link callStore} for a request that sends itself. */
+export function sendRequest<T>(
+  deadlines: CallDeadlines,
+  operation: StoreOperation,
+  key: string,
+  request: StoreRequest<T>,
+  tracker?: CallTracker,
+  now?: number,
+): StoreCall {
+  return tracked(deadlines, operation, key, sent(request.send, request), request, tracker, now);
+}
+
+/** The store's promise for `send` (called on `self`); a synchronous throw becomes a rejection. */
+function sent<T>(send: (this: unknown) => Promise<T>, self: unknown): Promise<T> {
   try {
     // Promise.resolve returns a native promise as it is, and adopts a thenable or a plain value
     // from a store that breaks the contract, so nothing below can throw.
-    promise = Promise.resolve(run());
+    return Promise.resolve(send.call(self));
   } catch (error) {
-    promise = Promise.reject(error);
+    return Promise.reject(error);
   }
+}
+
+function tracked<T>(
+  deadlines: CallDeadlines,
+  operation: StoreOperation,
+  key: string,
+  promise: Promise<T>,
+  handlers: StoreCallHandlers<T>,
+  tracker: CallTracker | undefined,
+  now: number | undefined,
+): StoreCall {
   const call = new PendingCall(deadlines, operation, key, handlers, tracker);
   deadlines.track(call, now);
   promise.then(

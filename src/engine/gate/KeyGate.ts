@@ -34,12 +34,13 @@ import { StoreSession } from '../session/StoreSession.js';
 import type { GateContext, GateDirectory } from './GateContext.js';
 import { canMove, CLOSED, IDLE, RELEASING, type GateState } from './GateState.js';
 import type { Waiter } from './Waiter.js';
+import { WaiterLine } from './WaiterLine.js';
 
 /** Illegal state moves throw under RXJS_LOCK_STRICT=1 (the tests); otherwise they are refused. */
 const STRICT = typeof process !== 'undefined' && process.env?.RXJS_LOCK_STRICT === '1';
 
 export class KeyGate implements SessionOwner, HolderOwner {
-  private readonly waiters = new Set<Waiter>();
+  private readonly waiters = new WaiterLine<Waiter>();
   private state: GateState = IDLE;
   /** Set by close(): a release that ends moves to `closed` instead of `idle`. */
   private closing = false;
@@ -76,8 +77,7 @@ export class KeyGate implements SessionOwner, HolderOwner {
   // ─── what the session sees (SessionOwner) ────────────────────────────────────────────────────
 
   head(): Waiter | undefined {
-    for (const waiter of this.waiters) return waiter;
-    return undefined;
+    return this.waiters.head;
   }
 
   get behind(): number {
@@ -87,12 +87,9 @@ export class KeyGate implements SessionOwner, HolderOwner {
   /** Fences for a grant: room for a pass to each waiter behind the head that asked for the same lease. */
   fencesWanted(): number {
     let compatible = 0;
-    if (this.waiters.size > 1) {
-      let head: Waiter | undefined;
-      for (const waiter of this.waiters) {
-        if (head === undefined) head = waiter;
-        else if (sameLease(waiter.settings, head.settings)) compatible++;
-      }
+    const head = this.waiters.head;
+    for (let waiter = head?.behind; waiter !== undefined; waiter = waiter.behind) {
+      if (sameLease(waiter.settings, head!.settings)) compatible++;
     }
     return this.ctx.policy.fencesFor(compatible);
   }
@@ -232,7 +229,7 @@ export class KeyGate implements SessionOwner, HolderOwner {
    */
   close(): Promise<unknown> {
     this.closing = true;
-    for (const waiter of [...this.waiters]) {
+    for (const waiter of this.waiters.toArray()) {
       const error = new LockerClosedError(this.key);
       this.ctx.events.closed(this.key, error);
       this.remove(waiter);

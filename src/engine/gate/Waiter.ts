@@ -6,6 +6,7 @@ import type { Subscription } from 'rxjs';
 import type { AcquireSettings } from '../../options/validate.js';
 import type { HeldLease } from '../lease/HeldLease.js';
 import type { SessionRequest } from '../session/SessionOwner.js';
+import type { InLine } from './WaiterLine.js';
 
 export interface WaiterCallbacks {
   /** The lock is this waiter's. */
@@ -14,13 +15,17 @@ export interface WaiterCallbacks {
   failed(error: unknown): void;
 }
 
-export class Waiter implements SessionRequest {
+export class Waiter implements SessionRequest, InLine<Waiter> {
   /** Times it found the lock held: store attempts made for it, and looks at the local line. */
   attempts = 0;
   /** Its wait-limit timer and retry clock, while it waits behind someone of this locker. */
   local: Subscription | undefined;
   /** Set once it left the line (granted, failed or cancelled). */
   done = false;
+  /** Its neighbours in its gate's line (see ./WaiterLine.ts). */
+  ahead: Waiter | undefined = undefined;
+  behind: Waiter | undefined = undefined;
+  queued = false;
 
   constructor(
     readonly settings: AcquireSettings,

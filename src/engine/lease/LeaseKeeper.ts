@@ -5,8 +5,9 @@
  * and to `events$` for them.
  */
 import { asError, LockStoreError } from '../../errors/errors.js';
-import type { ExtendOutcome, ReleasedGrant } from '../../store/LockStore.js';
+import type { ExtendOutcome, LockStore, ReleasedGrant } from '../../store/LockStore.js';
 import type { StoreAccess } from '../calls/StoreAccess.js';
+import type { StoreRequest } from '../calls/storeCall.js';
 import type { EventReporter } from '../events/EventReporter.js';
 import { LeaseTimers, type DueKind } from './LeaseTimers.js';
 import { StoreLease, type PassedHolder, type StoreLeaseOwner } from './StoreLease.js';
@@ -67,23 +68,7 @@ export class LeaseKeeper implements StoreLeaseOwner {
       done(false);
       return;
     }
-    this.access.call(
-      'release',
-      lease.key,
-      () => this.access.store.release(lease.storeKey, lease.token, lease.releasedGrant),
-      {
-        value: (deleted) => {
-          lease.released(deleted);
-          done(deleted);
-        },
-        error: (error) => {
-          if (!quiet) this.events.releaseFailed(lease.key, lease.token, error);
-          lease.released(error);
-          done(error);
-        },
-      },
-      now,
-    );
+    this.access.send('release', lease.key, new LeaseRelease(this.access.store, lease, done, quiet ? undefined : this.events), now);
   }
 
   /**
@@ -167,5 +152,33 @@ export class LeaseKeeper implements StoreLeaseOwner {
         for (const lease of leases) lease.renewFailed(error);
       },
     });
+  }
+}
+
+/** The release of a store lease, as its store call (one object, see ../calls/storeCall.ts). */
+class LeaseRelease implements StoreRequest<boolean> {
+  constructor(
+    private readonly store: LockStore,
+    private readonly lease: StoreLease,
+    private readonly done: (answer: boolean | LockStoreError) => void,
+    /** Where a failure is reported (`undefined`: quietly). */
+    private readonly events: EventReporter | undefined,
+  ) {}
+
+  send(): Promise<boolean> {
+    const lease = this.lease;
+    return this.store.release(lease.storeKey, lease.token, lease.releasedGrant);
+  }
+
+  value(deleted: boolean): void {
+    this.lease.released(deleted);
+    this.done(deleted);
+  }
+
+  error(error: LockStoreError): void {
+    const lease = this.lease;
+    this.events?.releaseFailed(lease.key, lease.token, error);
+    lease.released(error);
+    this.done(error);
   }
 }

@@ -27,7 +27,8 @@ import { asyncScheduler, Subscription, type SchedulerAction } from 'rxjs';
 import type { RetryPolicy } from '../../options/validate.js';
 import type { WakeSignal, StoreWatch, LeaveResult } from '../../store/capabilities.js';
 import type { AcquireResult, NotAcquired } from '../../store/LockStore.js';
-import type { StoreCall } from '../calls/storeCall.js';
+import type { LockStoreError } from '../../errors/errors.js';
+import type { StoreCall, StoreRequest } from '../calls/storeCall.js';
 import { backoff, jitteredDelay } from './backoff.js';
 import { newToken } from './tokens.js';
 import type { SessionContext, SessionOwner } from './SessionOwner.js';
@@ -151,50 +152,57 @@ export class StoreSession {
     // In line: keep the place while the wait goes on; the attempt at the wait limit leaves it.
     const mode: Mode =
       queue === undefined || !this.inLine ? 'try' : head.remaining(ctx.clock.now()) > 0 ? 'keep' : this.place !== undefined || this.queueing ? 'leave' : 'try';
-    const { storeKey } = owner;
-    const token = this.token;
-    const store = ctx.access.store;
-    const run: () => Promise<AcquireResult> =
-      mode === 'try' ? () => store.tryAcquire(storeKey, token, ttl, fences) : () => queue!.tryAcquireInLine(storeKey, token, ttl, fences, mode);
-    const sentAt = performance.now();
     this.queueing = mode === 'keep';
     this.unsettled++;
-    this.call = ctx.access.call(
-      'acquire',
-      owner.key,
-      run,
-      {
-        value: (result) => {
-          this.call = undefined;
-          if (this.closed) return;
-          if (result.acquired) {
-            this.won(result.fence, result.fences ?? fences, sentAt, result.ttl ?? ttl, result.waiting, result.validity);
-            return;
-          }
-          this.refused(result, sentAt, mode, ttl, fences, refresh);
-        },
-        error: (error) => {
-          this.call = undefined;
-          // Failed or timed out: the store may have run it all the same (its answer lost with the
-          // connection, or still to come). A direct attempt leaves no place to leave, so once the
-          // store settled it the key is given back by token (harmless if it is not ours).
-          if (mode === 'try') this.giveBackWhenSettled = true;
-          if (this.closed) return;
-          this.fail(error);
-        },
-        late: (result) => {
-          if (!result.acquired) return;
-          this.lateGrant = true;
-          ctx.giveBack(owner.key, storeKey, token);
-        },
-        settled: () => {
-          if (this.giveBackWhenSettled && !this.lateGrant) ctx.giveBack(owner.key, storeKey, token, true);
-          this.giveBackWhenSettled = false;
-          this.callSettled();
-        },
-      },
-      sentAt,
-    );
+    const sentAt = performance.now();
+    this.call = ctx.access.send('acquire', owner.key, new Attempt(this, mode, ttl, fences, sentAt, refresh), sentAt);
+  }
+
+  // ─── an attempt's call (see Attempt) ─────────────────────────────────────────────────────────
+
+  /** Sends `attempt` to the store. */
+  sendAttempt(attempt: Attempt): Promise<AcquireResult> {
+    const { storeKey } = this.owner;
+    const access = this.ctx.access;
+    return attempt.mode === 'try'
+      ? access.store.tryAcquire(storeKey, this.token, attempt.ttl, attempt.fences)
+      : access.queue!.tryAcquireInLine(storeKey, this.token, attempt.ttl, attempt.fences, attempt.mode);
+  }
+
+  /** The store answered `attempt` in time. */
+  attemptAnswered(attempt: Attempt, result: AcquireResult): void {
+    this.call = undefined;
+    if (this.closed) return;
+    if (result.acquired) {
+      this.won(result.fence, result.fences ?? attempt.fences, attempt.sentAt, result.ttl ?? attempt.ttl, result.waiting, result.validity);
+      return;
+    }
+    this.refused(result, attempt.sentAt, attempt.mode, attempt.ttl, attempt.fences, attempt.refresh);
+  }
+
+  /** `attempt` failed or timed out. */
+  attemptFailed(attempt: Attempt, error: LockStoreError): void {
+    this.call = undefined;
+    // Failed or timed out: the store may have run it all the same (its answer lost with the
+    // connection, or still to come). A direct attempt leaves no place to leave, so once the
+    // store settled it the key is given back by token (harmless if it is not ours).
+    if (attempt.mode === 'try') this.giveBackWhenSettled = true;
+    if (this.closed) return;
+    this.fail(error);
+  }
+
+  /** An attempt answered after nobody waited for it (timed out or abandoned): a grant is given back. */
+  attemptAnsweredLate(result: AcquireResult): void {
+    if (!result.acquired) return;
+    this.lateGrant = true;
+    this.ctx.giveBack(this.owner.key, this.owner.storeKey, this.token);
+  }
+
+  /** The store settled an attempt (in time or not). */
+  attemptSettled(): void {
+    if (this.giveBackWhenSettled && !this.lateGrant) this.ctx.giveBack(this.owner.key, this.owner.storeKey, this.token, true);
+    this.giveBackWhenSettled = false;
+    this.callSettled();
   }
 
   private refused(result: NotAcquired, sentAt: number, mode: Mode, ttl: number, fences: number, refresh: boolean): void {
@@ -500,5 +508,43 @@ export class StoreSession {
     };
     if (this.unsettled > 0) this.afterSettled = send;
     else send();
+  }
+}
+
+/**
+ * One attempt of a session, as its store call (see ../calls/storeCall.ts): what it asked for and
+ * when it was sent; the session sends it and hears its answer. One object per attempt, where a
+ * closure per way the call can end cost more than the rest of the attempt.
+ */
+class Attempt implements StoreRequest<AcquireResult> {
+  constructor(
+    private readonly session: StoreSession,
+    readonly mode: Mode,
+    readonly ttl: number,
+    readonly fences: number,
+    /** `performance.now()` when it was sent. */
+    readonly sentAt: number,
+    /** Only a refresh of the place in line (not one of the retry policy's attempts). */
+    readonly refresh: boolean,
+  ) {}
+
+  send(): Promise<AcquireResult> {
+    return this.session.sendAttempt(this);
+  }
+
+  value(result: AcquireResult): void {
+    this.session.attemptAnswered(this, result);
+  }
+
+  error(error: LockStoreError): void {
+    this.session.attemptFailed(this, error);
+  }
+
+  late(result: AcquireResult): void {
+    this.session.attemptAnsweredLate(result);
+  }
+
+  settled(): void {
+    this.session.attemptSettled();
   }
 }
