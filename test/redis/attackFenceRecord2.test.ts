@@ -22,7 +22,7 @@ import { passedAfterUs, releaseArgs } from '../../src/backends/redis/protocol/co
 import { lockKeys } from '../../src/backends/redis/protocol/keyLayout.js';
 import { connect } from '../support/redis.js';
 import { redisSuite } from '../support/redisSuite.js';
-import { blockOf, expectIncreasing, storeOn, warmScripts, type Block } from '../support/fenceBlocks.js';
+import { blockOf, expectIncreasing, storeOn, warmScripts, type Block, seedOf } from '../support/fenceBlocks.js';
 import { sleep } from '../support/timing.js';
 
 const suite = redisSuite({ args: ['--save', '', '--appendonly', 'no'] });
@@ -128,10 +128,7 @@ describe("'passed' at the edge of the rule", () => {
 
 describe('common path vs general path', () => {
   /** The fence seed of the server clock now. */
-  async function seedNow(): Promise<number> {
-    const [sec, usec] = await suite.admin.time();
-    return (Number(sec) - 1735689600) * 4_000_000 + Number(usec) * 4;
-  }
+  const seedNow = () => seedOf(suite.admin);
 
   it('places without a line (a ghost place, a stale grant record), a counter ahead, a bare line: each sends the grant down the general path, above every block', async () => {
     const { store } = storeOn(suite);

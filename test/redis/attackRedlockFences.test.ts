@@ -4,13 +4,13 @@
  * fence record written by hand in the reserved namespace) must neither block the key nor leak its
  * far-ahead fences into the other nodes; fences stay strictly increasing across grants.
  */
-import type { Redis } from 'ioredis';
 import { firstValueFrom } from 'rxjs';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { createLocker, isLockStoreError, isQuorumUnreachableError } from '../../src/index.js';
 import { helperKey } from '../../src/backends/redis/protocol/keyLayout.js';
 import { FencedResource } from '../../src/redis.js';
 import { quorumNodes } from '../support/quorumNodes.js';
+import { seedOf } from '../support/fenceBlocks.js';
 
 const nodes = quorumNodes(3);
 beforeEach(async () => {
@@ -19,12 +19,6 @@ beforeEach(async () => {
 
 let n = 0;
 const fresh = (what: string) => `attack-fences:${what}:${++n}`;
-
-/** The fence seed of a server's clock now (as lua/lib/clock.lua computes it). */
-async function seedOf(admin: Redis): Promise<number> {
-  const [sec, usec] = await admin.time();
-  return (Number(sec) - 1735689600) * 4_000_000 + Number(usec) * 4;
-}
 
 const HOUR = 3_600_000;
 

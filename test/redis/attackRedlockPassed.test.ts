@@ -13,7 +13,6 @@
  *
  * Invariant asserted: every fence given for a key is above every fence given before it.
  */
-import type { Redis } from 'ioredis';
 import { firstValueFrom } from 'rxjs';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { createLocker } from '../../src/index.js';
@@ -21,7 +20,7 @@ import { passedAfterUs, releaseArgs } from '../../src/backends/redis/protocol/co
 import { helperKey } from '../../src/backends/redis/protocol/keyLayout.js';
 import { RedlockStore } from '../../src/redis.js';
 import type { AcquireResult } from '../../src/store/LockStore.js';
-import { expectIncreasing, type Block } from '../support/fenceBlocks.js';
+import { expectIncreasing, type Block, seedOf } from '../support/fenceBlocks.js';
 import { quorumNodes } from '../support/quorumNodes.js';
 import { sleep } from '../support/timing.js';
 
@@ -32,12 +31,6 @@ beforeEach(async () => {
 
 let n = 0;
 const fresh = (what: string) => `attack-passed:${what}:${++n}`;
-
-/** The fence seed of a server's clock now (as lua/lib/clock.lua computes it). */
-async function seedOf(admin: Redis): Promise<number> {
-  const [sec, usec] = await admin.time();
-  return (Number(sec) - 1735689600) * 4_000_000 + Number(usec) * 4;
-}
 
 /** Spins until `us` microseconds passed since `since` (performance.now()). */
 function spinUntil(since: number, us: number): void {

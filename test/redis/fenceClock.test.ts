@@ -36,6 +36,7 @@ import type { EmbeddedRedis } from '../support/redis.js';
 import { eventually, sleep } from '../support/timing.js';
 import { RecordingStore } from '../support/recordingStore.js';
 import { createLocker } from '../../src/index.js';
+import { seedOf } from '../support/fenceBlocks.js';
 
 /** Concurrent acquisitions of the hot key, each with its own TTL. */
 const LOOPS = 8;
@@ -45,12 +46,6 @@ const { client, opened } = servers;
 
 /** A locker on `server` (keyPrefix ''), closed after the last test. */
 const newLocker = (server: EmbeddedRedis, cohort?: typeof BIG_COHORT) => servers.newProcess(server, { cohort, keyPrefix: '' });
-
-/** The fence seed of the server's clock now (as lua/lib/clock.lua computes it). */
-async function seedOf(admin: Redis): Promise<number> {
-  const [sec, usec] = await admin.time();
-  return (Number(sec) - 1735689600) * 4_000_000 + Number(usec) * 4;
-}
 
 /** How far the fence counter of `key` is ahead of the server clock, in ms (0 when it is not). */
 async function counterLeadMs(admin: Redis, key: string): Promise<number> {

@@ -5,7 +5,6 @@
  * long wait, quorum fences across node subsets and data loss, and its options.
  */
 import { fileURLToPath } from 'node:url';
-import type { Redis } from 'ioredis';
 import { firstValueFrom, lastValueFrom, map, of, timer } from 'rxjs';
 import { beforeEach, describe, expect, it } from 'vitest';
 import {
@@ -29,6 +28,7 @@ import { exitOf, forkFixture, killIfRunning, within } from '../support/children.
 import { quorumNodes } from '../support/quorumNodes.js';
 import { connect } from '../support/redis.js';
 import { eventually } from '../support/timing.js';
+import { seedOf } from '../support/fenceBlocks.js';
 
 const nodes = quorumNodes(5);
 beforeEach(async () => {
@@ -42,12 +42,6 @@ const fresh = (what: string) => `redlock:${what}:${++n}`;
 function lockerOn(options: Parameters<typeof createLocker>[0] = {}, storeOptions?: RedlockStoreOptions): { locker: Locker; store: RedlockStore } {
   const store = nodes.store(storeOptions);
   return { locker: createLocker({ store, ...options }), store };
-}
-
-/** The fence seed of a server's clock now (as lua/lib/clock.lua computes it). */
-async function seedOf(admin: Redis): Promise<number> {
-  const [sec, usec] = await admin.time();
-  return (Number(sec) - 1735689600) * 4_000_000 + Number(usec) * 4;
 }
 
 const names = (indexes: number[]) => indexes.map((i) => `${nodes.servers[i]!.host}:${nodes.servers[i]!.port}`);

@@ -14,6 +14,7 @@ import { FenceFloor, FLOOR_MARGIN_MS } from '../../src/backends/redis/quorum/Fen
 import { covers, MAX_LEAD } from '../../src/backends/redis/quorum/quorumFences.js';
 import { RedlockStore } from '../../src/redis.js';
 import { quorumNodes } from '../support/quorumNodes.js';
+import { seedOf } from '../support/fenceBlocks.js';
 
 const nodes = quorumNodes(3);
 beforeEach(async () => {
@@ -22,12 +23,6 @@ beforeEach(async () => {
 
 let n = 0;
 const fresh = (what: string) => `fence-floor:${what}:${++n}`;
-
-/** The fence seed of a server's clock now (as lua/lib/clock.lua computes it). */
-async function seedOf(admin: Redis): Promise<number> {
-  const [sec, usec] = await admin.time();
-  return (Number(sec) - 1735689600) * 4_000_000 + Number(usec) * 4;
-}
 
 /** A store on new clients of the nodes, and the clients. */
 function storeAndClients(): { store: RedlockStore; clients: Redis[] } {

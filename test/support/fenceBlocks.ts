@@ -10,6 +10,12 @@ import type { AcquireResult } from '../../src/store/LockStore.js';
 import { connect } from './redis.js';
 import type { RedisSuite } from './redisSuite.js';
 
+/** The fence seed of a server's clock now, as lua/lib/clock.lua computes it (4 per µs since 2025-01-01). */
+export async function seedOf(admin: Redis): Promise<number> {
+  const [sec, usec] = await admin.time();
+  return (Number(sec) - 1735689600) * 4_000_000 + Number(usec) * 4;
+}
+
 /** The fences one grant reserved: `first … last`. */
 export interface Block {
   readonly who: string;
