@@ -19,8 +19,14 @@ export interface CountingClient<C> {
   readonly batched: number;
 }
 
-/** Script commands the store registers are named `rxjsLock_<script>_<sha>`. */
+/** Script commands the store registers (used in pipelines) are named `rxjsLock_<script>_<sha>`. */
 const isStoreScript = (name: string | symbol) => typeof name === 'string' && name.startsWith('rxjsLock_') && !name.endsWith('Buffer');
+
+/**
+ * The store calls a script on its own with `EVALSHA`, and again with `EVAL` (its source) after a
+ * NOSCRIPT answer: each a round trip.
+ */
+const isScriptCall = (name: string | symbol) => name === 'evalsha' || name === 'eval' || isStoreScript(name);
 
 export function countingClient<C extends Redis | Cluster>(redis: C): CountingClient<C> {
   const tally = { direct: 0, batches: 0, batched: 0 };
@@ -49,7 +55,7 @@ export function countingClient<C extends Redis | Cluster>(redis: C): CountingCli
       const value: unknown = Reflect.get(target, property, target);
       if (typeof value !== 'function') return value;
       const method = value as (...args: unknown[]) => unknown;
-      if (isStoreScript(property)) {
+      if (isScriptCall(property)) {
         return (...args: unknown[]) => {
           tally.direct++;
           return method.apply(target, args);

@@ -176,7 +176,9 @@ export function hookCommands(client: Redis, hook: (command: CommandLog) => Promi
     const held = hook(entry);
     // Only a script command may be held back (see above).
     if (held === undefined || script === undefined) return original(command, ...rest);
-    void held.then(() => original(command, ...rest));
+    // (the command's own promise, returned below, carries its answer or error to the caller: this
+    // chain only sends it, and must not report a NOSCRIPT answer as unhandled a second time)
+    held.then(() => original(command, ...rest)).catch(() => undefined);
     return (command as unknown as { promise: Promise<unknown> }).promise;
   };
   return log;

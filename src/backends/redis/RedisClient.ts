@@ -19,6 +19,14 @@ export interface RedisClient {
    * available on the client's pipelines too.
    */
   defineCommand(name: string, definition: { lua: string; numberOfKeys?: number; readOnly?: boolean }): void;
+  /**
+   * Redis `EVALSHA sha numkeys key… arg…`: how the store calls its scripts (ioredis applies its
+   * `keyPrefix` to the keys). Without it (and `eval`), scripts are called as the commands
+   * registered with `defineCommand`.
+   */
+  evalsha?(sha: string, numberOfKeys: number, ...keysAndArgs: Array<string | number>): Promise<unknown>;
+  /** Redis `EVAL script numkeys key… arg…`: a script call re-sent with its source after NOSCRIPT. */
+  eval?(script: string, numberOfKeys: number, ...keysAndArgs: Array<string | number>): Promise<unknown>;
   /** A transaction (MULTI … EXEC) sent in one write. */
   multi(): RedisTransaction;
   /** A batch of commands sent in one write and answered together (ioredis `pipeline()`). */

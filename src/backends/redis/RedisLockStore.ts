@@ -35,7 +35,7 @@ import {
 import { defineCommands, queueScript, runScript } from './protocol/commands.js';
 import { inspectLock } from './inspection.js';
 import { inspectSharedLock } from './sharedInspection.js';
-import { checkLockKey, hashTag, isReserved, lockKeys, RESERVED_PREFIX, reservedKeyError, sharedKeys, type LockKeys } from './protocol/keyLayout.js';
+import { checkLockKey, hashTag, isReserved, LockKeysCache, RESERVED_PREFIX, reservedKeyError, sharedKeys, type LockKeys } from './protocol/keyLayout.js';
 import { groupByNode } from './protocol/nodeGroups.js';
 import type { RedisClient, RedisPipeline, RedisSubscriber } from './RedisClient.js';
 import { checkReplicaAcks, ReplicaAcks, type GrantWrite, type ReplicaAcksOptions } from './ReplicaAcks.js';
@@ -186,6 +186,8 @@ export class RedisLockStore
   private readonly clientPrefix: string;
   /** Replica acknowledgement of grants, when `replicaAcks` is set. */
   private readonly acks: ReplicaAcks | undefined;
+  /** The key layouts of the lock keys used lately (bounded). */
+  private readonly layouts: LockKeysCache;
 
   /**
    * @param client The ioredis client (`Redis` or `Cluster`) to run commands on; yours to close.
@@ -235,6 +237,7 @@ export class RedisLockStore
     }
     const acks = checkReplicaAcks(replicaAcks, client);
     this.clientPrefix = clientPrefix;
+    this.layouts = new LockKeysCache(clientPrefix);
     this.placeTtl = placeTtl;
     this.inbox = INBOX_PREFIX + uuidv4();
     defineCommands(client);
@@ -526,7 +529,7 @@ export class RedisLockStore
   }
 
   private keysOf(key: string): LockKeys {
-    return lockKeys(key, this.clientPrefix);
+    return this.layouts.of(key);
   }
 }
 

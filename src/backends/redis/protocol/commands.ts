@@ -1,9 +1,13 @@
 /**
- * The store's Lua scripts as commands of an ioredis client, registered once per client with
- * `defineCommand`: ioredis then calls them by SHA, sends the source (EVAL) as the first call on
- * each connection and again after a NOSCRIPT answer (a restart, a failover, SCRIPT FLUSH), and
- * offers them on pipelines. Command names carry the script's SHA, so two versions of this library
- * can share one client.
+ * How the store's Lua scripts are called. A single call ({@link runScript}) is a plain `EVALSHA`,
+ * and after a NOSCRIPT answer (a restart, a failover, SCRIPT FLUSH) the same call again as `EVAL`
+ * with the source, settled only by that re-send's answer: the fallback ioredis' `defineCommand`
+ * offers, without its per-call wrapping (a custom command class, a reject hook and a WeakSet check
+ * per write, argument copies, an extra promise), which cost the uncontended pair measurable client
+ * CPU. Pipelines queue the scripts as commands registered once per client with `defineCommand`
+ * (ioredis re-sends a pipeline's NOSCRIPT calls by their source); their names carry the script's
+ * SHA, so two versions of this library can share one client. A client without `evalsha`/`eval`
+ * (a minimal adapter) is called through the registered commands too.
  */
 import type { RedisClient, RedisPipeline } from '../RedisClient.js';
 import { luaScripts } from './lua/scripts.generated.js';
@@ -29,10 +33,26 @@ export function defineCommands(client: RedisClient): void {
   }
 }
 
-/** Runs script `name` on `client` (registered with {@link defineCommands}). */
+/**
+ * Runs script `name` on `client` (registered with {@link defineCommands}): by SHA, and by its
+ * source after a NOSCRIPT answer.
+ */
 export function runScript(client: RedisClient, name: ScriptName, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
-  const invoke = (client as unknown as Record<string, Invoke>)[COMMANDS[name]]!;
-  return invoke.call(client, ...keys, ...args) as Promise<unknown>;
+  const { evalsha } = client;
+  if (typeof evalsha !== 'function' || typeof client.eval !== 'function') {
+    const invoke = (client as unknown as Record<string, Invoke>)[COMMANDS[name]]!;
+    return invoke.call(client, ...keys, ...args) as Promise<unknown>;
+  }
+  const script = luaScripts[name];
+  return evalsha.call(client, script.sha, keys.length, ...keys, ...args).catch((error: unknown) => {
+    if (!isNoScript(error)) throw error;
+    return client.eval!(script.source, keys.length, ...keys, ...args);
+  });
+}
+
+/** Redis's answer to an EVALSHA of a script it does not have. */
+function isNoScript(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('NOSCRIPT');
 }
 
 /** Queues script `name` on `pipeline` (made by a client the scripts were registered on). */

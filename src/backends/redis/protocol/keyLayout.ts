@@ -40,6 +40,37 @@ export function lockKeys(lockKey: string, clientPrefix = ''): LockKeys {
 }
 
 /**
+ * The keys of recently used lock keys, for one client prefix: a lock key's layout is built once
+ * (three helper names, each a hash tag search and a string) and then found by one map look-up on
+ * every call. Bounded: past `capacity` lock keys the oldest entry goes, so a process touching
+ * ever new keys keeps at most `capacity` layouts.
+ */
+export class LockKeysCache {
+  private readonly entries = new Map<string, LockKeys>();
+
+  constructor(
+    private readonly clientPrefix = '',
+    private readonly capacity = 1024,
+  ) {}
+
+  /** {@link lockKeys} of `lockKey` for this cache's client prefix. */
+  of(lockKey: string): LockKeys {
+    let keys = this.entries.get(lockKey);
+    if (keys === undefined) {
+      keys = lockKeys(lockKey, this.clientPrefix);
+      if (this.entries.size >= this.capacity) this.entries.delete(this.entries.keys().next().value!);
+      this.entries.set(lockKey, keys);
+    }
+    return keys;
+  }
+
+  /** Lock keys whose layout is kept now. */
+  get size(): number {
+    return this.entries.size;
+  }
+}
+
+/**
  * A shared lock's keys, in the order its scripts take them: holders, permits, line, places, fence
  * counter. All are helper keys: the shared lock named `lockKey` is apart from the mutex of that
  * name (whose key is `lockKey` itself), and both live in its hash slot.
