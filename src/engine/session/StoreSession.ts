@@ -31,7 +31,7 @@ import type { LockStoreError } from '../../errors/errors.js';
 import type { StoreCall, StoreRequest } from '../calls/storeCall.js';
 import { backoff, jitteredDelay } from './backoff.js';
 import { newToken } from './tokens.js';
-import type { SessionContext, SessionOwner } from './SessionOwner.js';
+import type { Grant, SessionContext, SessionOwner } from './SessionOwner.js';
 
 /** The last attempt the store answered "queued": what the place asked for, and when. */
 interface Place {
@@ -470,7 +470,7 @@ export class StoreSession {
   private won(fence: number, fences: number, sentAt: number, ttl: number, waiting: number | undefined, validity?: number): void {
     this.close();
     this.place = undefined;
-    this.owner.won(this, { fence, fences, sentAt, ttl, waiting, validity });
+    this.owner.won(this, new StoreGrant(fence, fences, sentAt, ttl, waiting, validity));
   }
 
   private close(): void {
@@ -547,4 +547,16 @@ class Attempt implements StoreRequest<AcquireResult> {
   settled(): void {
     this.session.attemptSettled();
   }
+}
+
+/** A grant as the session tells its owner (one per acquisition: a class, see ../gate/GateState.ts). */
+class StoreGrant implements Grant {
+  constructor(
+    readonly fence: number,
+    readonly fences: number,
+    readonly sentAt: number,
+    readonly ttl: number,
+    readonly waiting: number | undefined,
+    readonly validity: number | undefined,
+  ) {}
 }
