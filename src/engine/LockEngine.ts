@@ -59,6 +59,13 @@ export interface EngineParts {
 
 export class LockEngine implements Locker, AcquisitionContext {
   private readonly keyPrefix: string;
+  /**
+   * The last key asked for (valid) and its store key: a key used again and again gets the same
+   * string, not a new concatenation that the gate registry and the store then compare and hash
+   * anew (and its check of well-formedness is not run again).
+   */
+  private lastKey: string | undefined;
+  private lastStoreKey = '';
   private readonly defaults: AcquireSettings;
   private readonly clock: Clock;
   private readonly access: StoreAccess;
@@ -337,7 +344,13 @@ export class LockEngine implements Locker, AcquisitionContext {
 
   /** The key as the store knows it; throws `LockOptionsError` for a key the locker or store refuses. */
   private storeKeyOf(key: string): string {
-    const storeKey = this.keyPrefix + validateKey(key);
+    let storeKey: string;
+    if (this.lastKey !== undefined && key === this.lastKey) storeKey = this.lastStoreKey;
+    else {
+      storeKey = this.keyPrefix + validateKey(key);
+      this.lastKey = key;
+      this.lastStoreKey = storeKey;
+    }
     this.access.keyCheck?.checkKey(storeKey);
     return storeKey;
   }

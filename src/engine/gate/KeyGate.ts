@@ -28,11 +28,12 @@ import { FenceBlock } from '../fencing/FenceBlock.js';
 import type { Turn } from '../handoff/HandoffPolicy.js';
 import { HeldLease, type HolderOwner } from '../lease/HeldLease.js';
 import type { StoreLease } from '../lease/StoreLease.js';
+import { AnsweredGrant } from '../lease/AnsweredGrant.js';
 import { backoff } from '../session/backoff.js';
 import type { Grant, SessionOwner } from '../session/SessionOwner.js';
 import { StoreSession } from '../session/StoreSession.js';
 import type { GateContext, GateDirectory } from './GateContext.js';
-import { canMove, CLOSED, IDLE, RELEASING, type GateState } from './GateState.js';
+import { AcquiringState, canMove, CLOSED, HeldState, IDLE, PassingState, RELEASING, type GateState } from './GateState.js';
 import type { Waiter } from './Waiter.js';
 import { WaiterLine } from './WaiterLine.js';
 
@@ -112,7 +113,7 @@ export class KeyGate implements SessionOwner, HolderOwner {
     const settings = head?.settings ?? ctx.defaults;
     // (now: after the store's answer reached us, as the release must be told)
     const now = performance.now();
-    const answered = { fence: grant.fence, fences: grant.fences, answeredAt: now };
+    const answered = new AnsweredGrant(grant.fence, grant.fences, now);
     const storeLease = ctx.leases.open(
       this.key,
       this.storeKey,
@@ -210,7 +211,7 @@ export class KeyGate implements SessionOwner, HolderOwner {
       const fence = policy.pass(turn);
       if (fence !== undefined) {
         storeLease.passed(holder, this.ctx.events.observed);
-        this.moveTo({ name: 'passing', storeLease, turn });
+        this.moveTo(new PassingState(storeLease, turn));
         // Handed over in a microtask, not inside this release() call: a chain of local holders
         // whose work ends synchronously must not grow the stack.
         queueMicrotask(() => this.pass(storeLease, turn, fence));
@@ -272,7 +273,7 @@ export class KeyGate implements SessionOwner, HolderOwner {
     head.stopLocal();
     const ctx = this.ctx;
     const session = new StoreSession(this, ctx.sessions);
-    this.moveTo({ name: 'acquiring', session });
+    this.moveTo(new AcquiringState(session));
     session.start(this.waiters.size > 1 || ctx.sessions.contention.recent);
   }
 
@@ -280,7 +281,7 @@ export class KeyGate implements SessionOwner, HolderOwner {
   private grantTo(waiter: Waiter, storeLease: StoreLease, turn: Turn, fence: number, passed: boolean, now = performance.now()): void {
     this.remove(waiter);
     const holder = new HeldLease(this, storeLease, fence, now);
-    this.moveTo({ name: 'held', storeLease, turn, holder });
+    this.moveTo(new HeldState(storeLease, turn, holder));
     const events = this.ctx.events;
     if (events.observed) events.acquired(holder, this.ctx.clock.now() - waiter.startedAt, waiter.attempts, passed);
     waiter.callbacks.granted(holder);

@@ -13,6 +13,7 @@ import { LockLostError, LockStoreError, type LockLostReason } from '../../errors
 import { leaseValidity, renewIntervalFor } from '../../options/validity.js';
 import type { ExtendOutcome, ReleasedGrant } from '../../store/LockStore.js';
 import type { HolderFacts } from '../events/EventReporter.js';
+import { AnsweredGrant } from './AnsweredGrant.js';
 import type { DueKind, Scheduled, TimerEntry } from './LeaseTimers.js';
 
 /** Counts the fences of a grant that holders were given (a turn's `FenceBlock`). */
@@ -115,7 +116,7 @@ export class StoreLease implements Scheduled {
     const grant = this.grant;
     const given = this.fencesGiven;
     if (grant === undefined || given === undefined || given.issued >= grant.fences || given.issued < 1) return grant;
-    return { fence: grant.fence, fences: given.issued, answeredAt: grant.answeredAt };
+    return new AnsweredGrant(grant.fence, given.issued, grant.answeredAt);
   }
 
   get validUntil(): number {

@@ -31,7 +31,7 @@ import type { LockStoreError } from '../../errors/errors.js';
 import type { StoreCall, StoreRequest } from '../calls/storeCall.js';
 import { backoff, jitteredDelay } from './backoff.js';
 import { newToken } from './tokens.js';
-import type { SessionContext, SessionOwner } from './SessionOwner.js';
+import type { Grant, SessionContext, SessionOwner } from './SessionOwner.js';
 
 /** The last attempt the store answered "queued": what the place asked for, and when. */
 interface Place {
@@ -111,7 +111,7 @@ export class StoreSession {
   /** Starts listening for grants; once the channel is live, an attempt can count on signals. */
   private listen(): void {
     const wakeUp = this.ctx.access.wakeUp!;
-    const watch = (this.watch = wakeUp.watch(this.owner.storeKey, this.token, this.signalled));
+    const watch = (this.watch = wakeUp.watch(this.owner.storeKey, this.token, (signal) => this.signalled(signal)));
     // Re-plan as soon as the channel is live, rather than after a whole back-off step.
     if (!watch.active) void watch.ready.then(() => this.replanSleep());
   }
@@ -126,9 +126,11 @@ export class StoreSession {
     this.wakeNow();
   }
 
-  private readonly attempt = (): void => {
+  // (attempt, callSettled and signalled are methods, not arrow fields: a session per acquisition
+  // would allocate three closures that only contention, a leave or a wake-up channel needs.)
+  private attempt(): void {
     this.attemptNow(false);
-  };
+  }
 
   /**
    * One attempt for the first waiter. A `refresh` only renews the place in line while the retry
@@ -300,7 +302,7 @@ export class StoreSession {
             // A notifier that fires during subscribe (`of(0)`) must not chain attempts as
             // microtasks: with a store that answers at once, no timer (not even the holder's
             // release) could ever run. Such attempts go through the scheduler.
-            if (synchronous) current.add((clock.scheduler ?? asyncScheduler).schedule(this.attempt));
+            if (synchronous) current.add((clock.scheduler ?? asyncScheduler).schedule(() => this.attempt()));
             else this.attempt();
           },
           error: (error: unknown) => this.fail(error),
@@ -369,7 +371,7 @@ export class StoreSession {
       late: (left) => {
         if (left.granted) this.ctx.giveBack(key, storeKey, token);
       },
-      settled: this.callSettled,
+      settled: () => this.callSettled(),
     });
   }
 
@@ -381,12 +383,12 @@ export class StoreSession {
   }
 
   /** The store settled one of this session's calls: once none is left, what must follow them goes out. */
-  private readonly callSettled = (): void => {
+  private callSettled(): void {
     if (--this.unsettled > 0) return;
     const next = this.afterSettled;
     this.afterSettled = undefined;
     next?.();
-  };
+  }
 
   /** Refreshes the place in line before it lapses while the retry policy sleeps longer. */
   private armRefresh(): void {
@@ -423,7 +425,7 @@ export class StoreSession {
     this.sleep.unsubscribe();
     this.cancelRefresh();
     const clock = this.ctx.clock;
-    this.sleep = (clock.scheduler ?? asyncScheduler).schedule(this.attempt, Math.max(0, ms)) as unknown as Subscription;
+    this.sleep = (clock.scheduler ?? asyncScheduler).schedule(() => this.attempt(), Math.max(0, ms)) as unknown as Subscription;
   }
 
   /** Cuts a sleep short and attempts now. */
@@ -435,7 +437,7 @@ export class StoreSession {
     this.attempt();
   }
 
-  private readonly signalled = (signal: WakeSignal): void => {
+  private signalled(signal: WakeSignal): void {
     if (this.closed) return;
     if (signal.type === 'behind') {
       // The waiter ahead was handed the key for at most `ttl` ms: if it never claims it (it
@@ -465,12 +467,12 @@ export class StoreSession {
     // Every attempt was answered, so the last refresh before the grant was `place`: the key's TTL
     // is at least min(place TTL, ttl asked) from the moment it was sent.
     this.won(signal.fence, signal.fences, place.sentAt, Math.min(place.placeTtl, place.ttl), signal.waiting);
-  };
+  }
 
   private won(fence: number, fences: number, sentAt: number, ttl: number, waiting: number | undefined, validity?: number): void {
     this.close();
     this.place = undefined;
-    this.owner.won(this, { fence, fences, sentAt, ttl, waiting, validity });
+    this.owner.won(this, new StoreGrant(fence, fences, sentAt, ttl, waiting, validity));
   }
 
   private close(): void {
@@ -547,4 +549,16 @@ class Attempt implements StoreRequest<AcquireResult> {
   settled(): void {
     this.session.attemptSettled();
   }
+}
+
+/** A grant as the session tells its owner (one per acquisition: a class, see ../gate/GateState.ts). */
+class StoreGrant implements Grant {
+  constructor(
+    readonly fence: number,
+    readonly fences: number,
+    readonly sentAt: number,
+    readonly ttl: number,
+    readonly waiting: number | undefined,
+    readonly validity: number | undefined,
+  ) {}
 }
