@@ -80,15 +80,10 @@ function busPerHandoff(r: ResultRow): number | null {
   return (r.busPublishMessages + r.busPublishShardMessages) / r.handoffs;
 }
 
-/** The hot-key table, with `extra` columns (header, cell) at the end. */
-function hotKeyTable(rs: readonly ResultRow[], best: ResultRow | undefined, extra: readonly Column[]): string {
+/** The waits and their fairness, as the hot-key and semaphore tables show them. */
+function waitColumns(rs: readonly ResultRow[]): Column[] {
   const cut = rs.find((r) => r.warmupCutSec !== null)?.warmupCutSec ?? 1;
-  return columnsTable(rs, [
-    ['library', labelCell],
-    ['acq/s', (r) => int(r.acquisitionsPerSec)],
-    ['÷ best peer', (r) => ratio(r.acquisitionsPerSec, best?.acquisitionsPerSec)],
-    ['round trips/acq', (r) => num(r.roundTripsPerAcquisition)],
-    ['server cmds/acq', (r) => num(r.serverCommandsPerAcquisition)],
+  return [
     ['wait p50 ms', (r) => num(r.waitP50Ms, 2)],
     ['wait p99 ms', (r) => num(r.waitP99Ms, 1)],
     [`wait max ms after ${cut} s`, (r) => num(r.waitMaxAfterWarmupMs, 1)],
@@ -96,6 +91,18 @@ function hotKeyTable(rs: readonly ResultRow[], best: ResultRow | undefined, extr
     ['Jain', (r) => num(r.jain, 3)],
     ['min–max per loop', (r) => `${int(r.perLoopMin)}–${int(r.perLoopMax)}`],
     ['timeouts', (r) => int(r.timeouts)],
+  ];
+}
+
+/** The hot-key table, with `extra` columns (header, cell) at the end. */
+function hotKeyTable(rs: readonly ResultRow[], best: ResultRow | undefined, extra: readonly Column[]): string {
+  return columnsTable(rs, [
+    ['library', labelCell],
+    ['acq/s', (r) => int(r.acquisitionsPerSec)],
+    ['÷ best peer', (r) => ratio(r.acquisitionsPerSec, best?.acquisitionsPerSec)],
+    ['round trips/acq', (r) => num(r.roundTripsPerAcquisition)],
+    ['server cmds/acq', (r) => num(r.serverCommandsPerAcquisition)],
+    ...waitColumns(rs),
     ['overlaps', (r) => int(r.overlaps)],
     ['handoff p50 ms', (r) => num(r.handoffP50Ms, 3)],
     ['same loop re-acquires', (r) => (r.sameLoopReacquirePct === null ? dash : `${r.sameLoopReacquirePct.toFixed(1)}%`)],
@@ -145,7 +152,6 @@ function scenarioTable(scenario: string, rows: readonly ResultRow[]): string {
       ]);
     case 'semaphore-hot': {
       const peer = rs.find((r) => r.library === 'redis-semaphore' && r.status === 'ok');
-      const cut = rs.find((r) => r.warmupCutSec !== null)?.warmupCutSec ?? 1;
       return columnsTable(rs, [
         ['library', labelCell],
         ['acq/s', (r) => int(r.acquisitionsPerSec)],
@@ -153,13 +159,7 @@ function scenarioTable(scenario: string, rows: readonly ResultRow[]): string {
         ['round trips/acq', (r) => num(r.roundTripsPerAcquisition)],
         ['server cmds/acq', (r) => num(r.serverCommandsPerAcquisition)],
         ['server CPU µs/acq', (r) => num(r.serverCpuUsPerAcquisition)],
-        ['wait p50 ms', (r) => num(r.waitP50Ms, 2)],
-        ['wait p99 ms', (r) => num(r.waitP99Ms, 1)],
-        [`wait max ms after ${cut} s`, (r) => num(r.waitMaxAfterWarmupMs, 1)],
-        ['wait max ms whole run', (r) => num(r.waitMaxMs, 1)],
-        ['Jain', (r) => num(r.jain, 3)],
-        ['min–max per loop', (r) => `${int(r.perLoopMin)}–${int(r.perLoopMax)}`],
-        ['timeouts', (r) => int(r.timeouts)],
+        ...waitColumns(rs),
         ['most holders at once (limit)', (r) => `${int(r.maxHolders)} (${int(r.permitLimit)})`],
       ]);
     }
