@@ -166,6 +166,9 @@ describe('RedlockStore under faults: a restart without persistence', () => {
       await sleep(1_600);
       await nodes.restart(2);
       expect(await store.tryAcquire(key, 'D', 5_000)).toMatchObject({ acquired: true });
+      // The grant is answered once a quorum took it (no raise round since the fence floor): the
+      // calls to the other nodes (the restarted one's client may still be reconnecting) land after.
+      await eventually(async () => (await holders(key)).every((holder) => holder === 'D'), 2_000);
       expect(await holders(key)).toEqual(['D', 'D', 'D', 'D', 'D']);
     } finally {
       await nodes.restart(0, 1, 2, 3, 4);
