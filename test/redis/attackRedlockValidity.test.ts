@@ -8,7 +8,7 @@ import type { Redis } from 'ioredis';
 import { firstValueFrom } from 'rxjs';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { createLocker } from '../../src/index.js';
-import { luaScripts } from '../../src/backends/redis/protocol/lua/scripts.generated.js';
+import { COMMANDS } from '../../src/backends/redis/protocol/commands.js';
 import { RedlockStore } from '../../src/redis.js';
 import { quorumNodes } from '../support/quorumNodes.js';
 import { sleep } from '../support/timing.js';
@@ -31,15 +31,15 @@ function slowRaise(client: Redis, delayMs: number): Redis {
   return new Proxy(client, {
     get(target, property, receiver) {
       const value: unknown = Reflect.get(target, property, receiver);
-      // (the store calls its scripts by EVALSHA: sha, number of keys, keys…, args…)
-      if (property === 'evalsha' && typeof value === 'function') {
-        const evalsha = value as (...a: unknown[]) => Promise<unknown>;
-        return (...args: unknown[]) => {
-          if (args[0] === luaScripts.raiseFence.sha) return sleep(delayMs).then(() => evalsha.apply(target, args));
-          // (sha, 2, keys, token, ttl, fences, floor)
-          if (args[0] === luaScripts.quorumAcquire.sha) return evalsha.apply(target, [...args.slice(0, 7), 0]);
-          return evalsha.apply(target, args);
-        };
+      // (the quorum store calls its scripts as the commands registered for them: keys…, args…)
+      if (property === COMMANDS.raiseFence && typeof value === 'function') {
+        const raise = value as (...a: unknown[]) => Promise<unknown>;
+        return (...args: unknown[]) => sleep(delayMs).then(() => raise.apply(target, args));
+      }
+      if (property === COMMANDS.quorumAcquire && typeof value === 'function') {
+        const acquire = value as (...a: unknown[]) => Promise<unknown>;
+        // (lock key, fence key, token, ttl, fences, floor)
+        return (...args: unknown[]) => acquire.apply(target, [...args.slice(0, 5), 0]);
       }
       return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
     },

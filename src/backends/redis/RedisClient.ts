@@ -31,6 +31,16 @@ export interface RedisClient {
   multi(): RedisTransaction;
   /** A batch of commands sent in one write and answered together (ioredis `pipeline()`). */
   pipeline(): RedisPipeline;
+  /**
+   * The connection's state (ioredis `Redis`: `'ready'` when a command is written at once); read
+   * with {@link RedisClient.stream} to call a script by SHA only where it ran before.
+   */
+  readonly status?: string;
+  /**
+   * The current connection (ioredis `Redis`: its socket, replaced on each reconnect): a script that
+   * ran on it is called by SHA there; on a new one its first call sends the source.
+   */
+  readonly stream?: object | null;
   /** True for an ioredis `Cluster`, whose pipelines must stay within one hash slot. */
   readonly isCluster?: boolean;
   /** The client's options; `keyPrefix` is prepended to every key it sends. */

@@ -1,13 +1,26 @@
 /**
- * How the store's Lua scripts are called. A single call ({@link runScript}) is a plain `EVALSHA`,
- * and after a NOSCRIPT answer (a restart, a failover, SCRIPT FLUSH) the same call again as `EVAL`
- * with the source, settled only by that re-send's answer: the fallback ioredis' `defineCommand`
- * offers, without its per-call wrapping (a custom command class, a reject hook and a WeakSet check
- * per write, argument copies, an extra promise), which cost the uncontended pair measurable client
- * CPU. Pipelines queue the scripts as commands registered once per client with `defineCommand`
- * (ioredis re-sends a pipeline's NOSCRIPT calls by their source); their names carry the script's
- * SHA, so two versions of this library can share one client. A client without `evalsha`/`eval`
- * (a minimal adapter) is called through the registered commands too.
+ * How the store's Lua scripts are called, and in what order they run. A call by SHA that meets
+ * NOSCRIPT (a new connection, a restarted server) is re-sent with its source once the NOSCRIPT
+ * answer is back, so a call made after it whose script the server has runs first. Two ways:
+ *
+ * - {@link runRegistered}, the command registered with ioredis' `defineCommand`: its source on each
+ *   connection's first write, also for a call written before a reconnect and re-sent after it, so
+ *   a client's calls run in the order they were made across reconnects and restarts (only a server
+ *   that loses its scripts under a live connection, SCRIPT FLUSH, answers NOSCRIPT). The quorum
+ *   store calls its nodes this way: a give-back follows a grant that has not answered, on a node
+ *   that may die and come back empty meanwhile.
+ * - {@link runScript}, the single-node store's way: a plain `EVALSHA` on a connection where that
+ *   script already ran, without the per-call wrapping of `defineCommand` (a custom command class, a
+ *   reject hook and a WeakSet check per write, argument copies, an extra promise), which costs the
+ *   uncontended pair measurable client CPU; the registered command on a connection's first call
+ *   (and on a connection not ready yet, or a `Cluster`). A call by SHA re-sent after a reconnect to
+ *   a server restarted empty meets NOSCRIPT and runs after calls made meanwhile; the engine never
+ *   sends a key's next call for a token before the store answered (or gave up on) the last one
+ *   (../../../engine/session/StoreSession.ts), so only different tokens' calls can swap: a grant
+ *   refused that would have been taken a moment later, never a key left behind.
+ *
+ * Pipelines queue the registered commands. Their names carry the script's SHA, so two versions of
+ * this library can share one client.
  */
 import type { RedisClient, RedisPipeline } from '../RedisClient.js';
 import { luaScripts } from './lua/scripts.generated.js';
@@ -33,21 +46,42 @@ export function defineCommands(client: RedisClient): void {
   }
 }
 
+/** Per script: the connections (ioredis' socket of a `Redis` client) where a call of it succeeded. */
+const LOADED_ON = Object.fromEntries(Object.keys(luaScripts).map((name) => [name, new WeakSet<object>()])) as unknown as Record<ScriptName, WeakSet<object>>;
+
 /**
- * Runs script `name` on `client` (registered with {@link defineCommands}): by SHA, and by its
- * source after a NOSCRIPT answer.
+ * Runs script `name` on `client` (registered with {@link defineCommands}): by SHA on a connection
+ * where it ran before, else as the registered command (its source on a connection's first call).
  */
 export function runScript(client: RedisClient, name: ScriptName, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
+  // (ioredis writes a command of a ready client to its current socket at once)
+  const socket = client.status === 'ready' ? client.stream : undefined;
   const { evalsha } = client;
-  if (typeof evalsha !== 'function' || typeof client.eval !== 'function') {
-    const invoke = (client as unknown as Record<string, Invoke>)[COMMANDS[name]]!;
-    return invoke.call(client, ...keys, ...args) as Promise<unknown>;
+  if (typeof socket !== 'object' || socket === null || typeof evalsha !== 'function' || typeof client.eval !== 'function') {
+    return runRegistered(client, name, keys, args);
+  }
+  const loaded = LOADED_ON[name];
+  if (!loaded.has(socket)) {
+    return runRegistered(client, name, keys, args).then((reply) => {
+      loaded.add(socket);
+      return reply;
+    });
   }
   const script = luaScripts[name];
   return evalsha.call(client, script.sha, keys.length, ...keys, ...args).catch((error: unknown) => {
     if (!isNoScript(error)) throw error;
+    // (the re-send loads the script again: the connection has it from then on)
     return client.eval!(script.source, keys.length, ...keys, ...args);
   });
+}
+
+/**
+ * Runs script `name` on `client` as the command registered for it (ioredis' `defineCommand`): the
+ * client's calls run in the order they were made, across reconnects and restarts (see above).
+ */
+export function runRegistered(client: RedisClient, name: ScriptName, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
+  const invoke = (client as unknown as Record<string, Invoke>)[COMMANDS[name]]!;
+  return invoke.call(client, ...keys, ...args) as Promise<unknown>;
 }
 
 /** Redis's answer to an EVALSHA of a script it does not have. */
