@@ -135,7 +135,7 @@ export class QuorumNode {
     });
   }
 
-  /** `run()` on this node, its value or why it failed, with no timeout of its own (see round.ts); never rejects. */
+  /** `run()` on this node, its value or why it failed, with no timeout of its own; never rejects. */
   answer<T>(run: () => Promise<T>): Promise<NodeAnswer<T>> {
     let promise: Promise<T>;
     try {
@@ -145,8 +145,13 @@ export class QuorumNode {
     }
     return promise.then(
       (value): NodeAnswer<T> => ({ ok: true, value }),
-      (error: unknown): NodeAnswer<T> => ({ ok: false, reason: `failed: ${error instanceof Error ? error.message : String(error)}${this.connectionState()}` }),
+      (error: unknown) => this.failure(error),
     );
+  }
+
+  /** The answer of a call that failed with `error`. */
+  failure(error: unknown): NodeAnswer<never> {
+    return { ok: false, reason: `failed: ${error instanceof Error ? error.message : String(error)}${this.connectionState()}` };
   }
 
   /** The answer of a node that gave none within the timeout. */

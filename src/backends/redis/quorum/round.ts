@@ -10,9 +10,9 @@ import { afterTimeout, type NodeAnswer, type QuorumNode } from './QuorumNode.js'
 /** A node's reply in a round: `answer` is undefined while the call is still out. */
 export interface NodeReply<T> {
   readonly node: QuorumNode;
-  answer: NodeAnswer<T> | undefined;
+  readonly answer: NodeAnswer<T> | undefined;
   /** `performance.now()` when the answer came. */
-  answeredAt: number;
+  readonly answeredAt: number;
   /** Settles once `answer` is filled in (the node's call ended, by its answer or its timeout). */
   readonly settled: Promise<void>;
 }
@@ -61,37 +61,77 @@ export function round<T>(
 ): Promise<Array<NodeReply<T>>> {
   if (nodes.length === 0) return Promise.resolve([]);
   return new Promise((resolve) => {
-    let resolved = false;
-    let out = nodes.length;
-    const settlers: Array<() => void> = [];
-    const fill = (reply: { answer: NodeAnswer<T> | undefined; answeredAt: number }, answer: NodeAnswer<T>, i: number): void => {
-      if (reply.answer !== undefined) return;
-      reply.answer = answer;
-      reply.answeredAt = performance.now();
-      if (--out === 0) clearTimeout(timer);
-      settlers[i]!();
-      if (!resolved && done(replies)) {
-        resolved = true;
-        resolve(replies);
-      }
-    };
-    const replies: Array<NodeReply<T>> = nodes.map((node, i) => {
-      const reply: { node: QuorumNode; answer: NodeAnswer<T> | undefined; answeredAt: number; settled: Promise<void> } = {
-        node,
-        answer: undefined,
-        answeredAt: Number.NaN,
-        settled: new Promise<void>((settle) => {
-          settlers[i] = settle;
-        }),
-      };
-      return reply;
-    });
-    const timer = afterTimeout(timeoutMs, () => {
-      replies.forEach((reply, i) => fill(reply, reply.node.silence(), i));
-    });
-    // (answer() never rejects)
-    replies.forEach((reply, i) => {
-      void reply.node.answer(() => run(reply.node)).then((answer) => fill(reply, answer, i));
-    });
+    new Round(nodes, timeoutMs, run, done, resolve);
   });
+}
+
+/** One round in progress: its replies, what is still out, and its timer. */
+class Round<T> {
+  readonly replies: Array<Reply<T>>;
+  private out: number;
+  private resolved = false;
+  private readonly timer: ReturnType<typeof setTimeout>;
+
+  constructor(
+    nodes: readonly QuorumNode[],
+    timeoutMs: number,
+    run: (node: QuorumNode) => Promise<T>,
+    private readonly done: (replies: ReadonlyArray<NodeReply<T>>) => boolean,
+    private readonly resolve: (replies: Array<NodeReply<T>>) => void,
+  ) {
+    this.out = nodes.length;
+    this.replies = nodes.map((node) => new Reply<T>(node, this));
+    this.timer = afterTimeout(timeoutMs, () => {
+      for (const reply of this.replies) reply.fill(reply.node.silence());
+    });
+    for (const reply of this.replies) {
+      let call: Promise<T>;
+      try {
+        call = run(reply.node);
+      } catch (error) {
+        call = Promise.reject(error);
+      }
+      call.then(
+        (value) => reply.fill({ ok: true, value }),
+        (error: unknown) => reply.fill(reply.node.failure(error)),
+      );
+    }
+  }
+
+  /** A reply was filled in: decides the round when it can. */
+  filled(): void {
+    if (--this.out === 0) clearTimeout(this.timer);
+    if (!this.resolved && this.done(this.replies)) {
+      this.resolved = true;
+      this.resolve(this.replies);
+    }
+  }
+}
+
+/** A node's reply: filled in once, by the node's answer or the round's timer. */
+class Reply<T> implements NodeReply<T> {
+  answer: NodeAnswer<T> | undefined = undefined;
+  answeredAt = Number.NaN;
+  /** Who waits for `settled` (made only when someone asks: the common path never does). */
+  private waiting: Array<() => void> | undefined;
+
+  constructor(
+    readonly node: QuorumNode,
+    private readonly round: Round<T>,
+  ) {}
+
+  get settled(): Promise<void> {
+    if (this.answer !== undefined) return Promise.resolve();
+    return new Promise((settle) => {
+      (this.waiting ??= []).push(settle);
+    });
+  }
+
+  fill(answer: NodeAnswer<T>): void {
+    if (this.answer !== undefined) return;
+    this.answer = answer;
+    this.answeredAt = performance.now();
+    if (this.waiting !== undefined) for (const settle of this.waiting) settle();
+    this.round.filled();
+  }
 }
