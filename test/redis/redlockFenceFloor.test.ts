@@ -11,6 +11,7 @@ import { beforeEach, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { defineCommands, runScript } from '../../src/backends/redis/protocol/commands.js';
 import { helperKey } from '../../src/backends/redis/protocol/keyLayout.js';
 import { FenceFloor, FLOOR_MARGIN_MS } from '../../src/backends/redis/quorum/FenceFloor.js';
+import { decodeNodeAcquire } from '../../src/backends/redis/quorum/QuorumNode.js';
 import { covers, MAX_LEAD } from '../../src/backends/redis/quorum/quorumFences.js';
 import { RedlockStore } from '../../src/redis.js';
 import { quorumNodes } from '../support/quorumNodes.js';
@@ -87,8 +88,12 @@ describe('RedlockStore fence floor: one round', () => {
   it('the node script: a block at the floor above the clock is recorded; at the clock it is not; a floor more than 60 s ahead is not taken; our own key again is a block above any unrecorded one', async () => {
     const admin = nodes.admins[0]!;
     defineCommands(admin);
-    const acquire = (key: string, token: string, fences: number, floor: number) =>
-      runScript(admin, 'quorumAcquire', [key, helperKey(key, 'fence')], [token, 10_000, fences, floor]) as Promise<number[]>;
+    // (the reply decoded as the store does, as [fence, fences, seed, ttl], or [0, holder's pttl])
+    const acquire = async (key: string, token: string, fences: number, floor: number): Promise<number[]> => {
+      const reply = await runScript(admin, 'quorumAcquire', [key, helperKey(key, 'fence')], [token, 10_000, fences, floor]);
+      const answer = decodeNodeAcquire(reply, 10_000, fences, floor);
+      return answer.acquired ? [answer.fence, answer.fences, answer.seed, answer.ttl] : [0, answer.holderTtl!];
+    };
     const seed = await seedOf(admin);
 
     const ahead = fresh('ahead');
