@@ -116,6 +116,13 @@ describe('RedlockStore fence floor: one round', () => {
     expect(farFence).toBe(farSeed + 1);
     expect(await admin.exists(helperKey(far, 'fence'))).toBe(0);
 
+    // the bare-integer replies (a free key, all the fences asked for): the seed for a block at the
+    // clock, minus the seed for one at the floor; more fences than a grant reserves: the table
+    const raw = (key: string, fences: number, floor: number) => runScript(admin, 'quorumAcquire', [key, helperKey(key, 'fence')], ['t', 10_000, fences, floor]);
+    expect(await raw(fresh('raw-clock'), 1, 0)).toBeGreaterThan(seed);
+    expect(await raw(fresh('raw-floor'), 2, (await seedOf(admin)) + 2_000 * 4_000)).toBeLessThan(-seed);
+    expect(await raw(fresh('raw-table'), 2_000, 0)).toEqual([expect.any(Number), 1_024, expect.any(Number), 10_000]);
+
     // the same call again (its answer lost): its first block may be unrecorded, so the new one
     // starts at least MAX_BLOCK above the clock, and is recorded; the TTL is what the key has left
     const [again, , againSeed, left] = (await acquire(behind, 't', 1, 0)) as [number, number, number, number];

@@ -14,8 +14,9 @@
 -- until the clock has passed it: the next grant on this node starts above it, whatever ends this
 -- one. So when a quorum of nodes answer the same block, each has already made sure of it, and the
 -- quorum store needs no raise round (raiseFence-1.lua). A floor further ahead of the clock than
--- MAX_LEAD (60 s of seed, as raiseFence refuses) is not taken: the block then starts at the clock
--- and the quorum store falls back on the raise, which refuses it with an error.
+-- MAX_LEAD (60 s of seed, as raiseFence refuses) is not taken: the block then starts as without a
+-- floor (at the clock, or above the record) and the quorum store falls back on the raise, which
+-- refuses it with an error.
 --
 -- Returns {fence, fences, seed, ttl} when the caller holds the key (the first fence, how many, the
 -- clock's seed read here, and what the key has left: the TTL asked for, or less when an earlier
