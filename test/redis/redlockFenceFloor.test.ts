@@ -11,6 +11,7 @@ import { beforeEach, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { defineCommands, runScript } from '../../src/backends/redis/protocol/commands.js';
 import { helperKey } from '../../src/backends/redis/protocol/keyLayout.js';
 import { FenceFloor, FLOOR_MARGIN_MS } from '../../src/backends/redis/quorum/FenceFloor.js';
+import { decodeNodeAcquire } from '../../src/backends/redis/quorum/QuorumNode.js';
 import { covers, MAX_LEAD } from '../../src/backends/redis/quorum/quorumFences.js';
 import { RedlockStore } from '../../src/redis.js';
 import { quorumNodes } from '../support/quorumNodes.js';
@@ -87,8 +88,12 @@ describe('RedlockStore fence floor: one round', () => {
   it('the node script: a block at the floor above the clock is recorded; at the clock it is not; a floor more than 60 s ahead is not taken; our own key again is a block above any unrecorded one', async () => {
     const admin = nodes.admins[0]!;
     defineCommands(admin);
-    const acquire = (key: string, token: string, fences: number, floor: number) =>
-      runScript(admin, 'quorumAcquire', [key, helperKey(key, 'fence')], [token, 10_000, fences, floor]) as Promise<number[]>;
+    // (the reply decoded as the store does, as [fence, fences, seed, ttl], or [0, holder's pttl])
+    const acquire = async (key: string, token: string, fences: number, floor: number): Promise<number[]> => {
+      const reply = await runScript(admin, 'quorumAcquire', [key, helperKey(key, 'fence')], [token, 10_000, fences, floor]);
+      const answer = decodeNodeAcquire(reply, 10_000, fences, floor);
+      return answer.acquired ? [answer.fence, answer.fences, answer.seed, answer.ttl] : [0, answer.holderTtl!];
+    };
     const seed = await seedOf(admin);
 
     const ahead = fresh('ahead');
@@ -110,6 +115,13 @@ describe('RedlockStore fence floor: one round', () => {
     const [farFence, , farSeed] = (await acquire(far, 't', 1, seed + 90_000 * 4_000)) as [number, number, number];
     expect(farFence).toBe(farSeed + 1);
     expect(await admin.exists(helperKey(far, 'fence'))).toBe(0);
+
+    // the bare-integer replies (a free key, all the fences asked for): the seed for a block at the
+    // clock, minus the seed for one at the floor; more fences than a grant reserves: the table
+    const raw = (key: string, fences: number, floor: number) => runScript(admin, 'quorumAcquire', [key, helperKey(key, 'fence')], ['t', 10_000, fences, floor]);
+    expect(await raw(fresh('raw-clock'), 1, 0)).toBeGreaterThan(seed);
+    expect(await raw(fresh('raw-floor'), 2, (await seedOf(admin)) + 2_000 * 4_000)).toBeLessThan(-seed);
+    expect(await raw(fresh('raw-table'), 2_000, 0)).toEqual([expect.any(Number), 1_024, expect.any(Number), 10_000]);
 
     // the same call again (its answer lost): its first block may be unrecorded, so the new one
     // starts at least MAX_BLOCK above the clock, and is recorded; the TTL is what the key has left

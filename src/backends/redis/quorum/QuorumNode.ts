@@ -164,7 +164,9 @@ export class QuorumNode {
    * `floor` or above (../protocol/lua/quorumAcquire-2.lua; 0: no floor).
    */
   acquire(key: string, token: string, ttlMs: number, fences: number, floor: number): Promise<NodeAcquire> {
-    return runRegistered(this.client, 'quorumAcquire', [key, this.fenceKey(key)], [token, ttlMs, fences, floor]).then(decodeNodeAcquire);
+    return runRegistered(this.client, 'quorumAcquire', [key, this.fenceKey(key)], [token, ttlMs, fences, floor]).then((reply) =>
+      decodeNodeAcquire(reply, ttlMs, fences, floor),
+    );
   }
 
   /** Gives `key` up on this node if `token` holds it (../protocol/lua/quorumRelease-2.lua); true when it did. */
@@ -197,7 +199,19 @@ export class QuorumNode {
   }
 }
 
-function decodeNodeAcquire(reply: unknown): NodeAcquire {
+/**
+ * The acquire script's reply to a call that asked for `ttlMs`, `fences` and `floor` (integers, as
+ * the store sends them): a bare integer when the call took the free key with that TTL and all the
+ * fences it asked for — the node's seed when the block starts at its clock (the fence is the seed
+ * + 1), minus the seed when it starts at the floor (the fence is the floor); else `{fence, fences,
+ * seed, ttl}`, or `{0, holder's pttl}` when refused.
+ */
+export function decodeNodeAcquire(reply: unknown, ttlMs: number, fences: number, floor: number): NodeAcquire {
+  if (typeof reply === 'number') {
+    return reply > 0
+      ? { acquired: true, fence: reply + 1, fences, seed: reply, ttl: ttlMs }
+      : { acquired: true, fence: floor, fences, seed: -reply, ttl: ttlMs };
+  }
   const r = reply as number[];
   if (r[0] === 0) return r[1]! >= 0 ? { acquired: false, holderTtl: r[1]! } : { acquired: false };
   return { acquired: true, fence: r[0]!, fences: r[1]!, seed: r[2]!, ttl: Math.max(0, r[3]!) };

@@ -14,33 +14,41 @@
 -- until the clock has passed it: the next grant on this node starts above it, whatever ends this
 -- one. So when a quorum of nodes answer the same block, each has already made sure of it, and the
 -- quorum store needs no raise round (raiseFence-1.lua). A floor further ahead of the clock than
--- MAX_LEAD (60 s of seed, as raiseFence refuses) is not taken: the block then starts at the clock
--- and the quorum store falls back on the raise, which refuses it with an error.
+-- MAX_LEAD (60 s of seed, as raiseFence refuses) is not taken: the block then starts as without a
+-- floor (at the clock, or above the record) and the quorum store falls back on the raise, which
+-- refuses it with an error.
 --
 -- Returns {fence, fences, seed, ttl} when the caller holds the key (the first fence, how many, the
 -- clock's seed read here, and what the key has left: the TTL asked for, or less when an earlier
--- run of this call, whose answer was lost, had set it); else {0, holder's pttl}.
---@include lib/numbers.lua
---@include lib/clock.lua
+-- run of this call, whose answer was lost, had set it); else {0, holder's pttl}. When the caller
+-- took the free key and got all the fences it asked for, the answer is a bare integer instead (a
+-- table reply costs the server more): the seed when the block starts at the clock (its fence is
+-- the seed + 1), minus the seed when it starts at the floor (its fence is the floor); the TTL is
+-- the one asked for (QuorumNode.ts decodeNodeAcquire). Not when the seed is 0 or below (a clock
+-- before 2025), which the two would not tell apart.
+--
+-- Written for the server's time, as acquire-4.lua's common path: one SET both takes a free key and
+-- reads its holder (NX with GET, Redis >= 7.0); the arguments are read only as the path needs
+-- them; the seed of lib/clock.lua is computed inline (no `local function` here: a script runs its
+-- function statements on every call, and each costs the server a closure).
 --@include lib/maxBlock.lua
 
 local lock, fenceKey = KEYS[1], KEYS[2]
-local token, ttl, fences, floor = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4] or '0') or 0
-local MAX_LEAD = 60 * 1000 * 4000
-
-local left = ttl
-local again = false
-if not redis.call('SET', lock, token, 'NX', 'PX', ttl) then
-  if redis.call('GET', lock) ~= token then
-    return {0, redis.call('PTTL', lock)}
-  end
+local left, again
+local holder = redis.call('SET', lock, ARGV[1], 'NX', 'PX', ARGV[2], 'GET')
+if not holder then
+  left = tonumber(ARGV[2])
+elseif holder ~= ARGV[1] then
+  return {0, redis.call('PTTL', lock)}
+else
   -- An earlier run of this very call took the key (the client sent it again, its answer lost with
   -- the connection): its block, unrecorded if it started at the clock, ends at most MAX_BLOCK
   -- above the clock.
   left = redis.call('PTTL', lock)
   again = true
 end
-local _, seed = serverClock()
+local t = redis.call('TIME')
+local seed = (t[1] - 1735689600) * 4000000 + t[2] * 4
 local base = tonumber(redis.call('GET', fenceKey) or '0')
 if base < seed then
   base = seed
@@ -48,12 +56,29 @@ end
 if again and base < seed + MAX_BLOCK then
   base = seed + MAX_BLOCK
 end
-if floor > base + 1 and floor <= seed + MAX_LEAD then
+local floor = tonumber(ARGV[4] or '0') or 0
+-- (MAX_LEAD: 60 s of seed)
+if floor > base + 1 and floor <= seed + 240000000 then
   base = floor - 1
 end
-local count = math.max(1, math.min(fences, MAX_BLOCK))
-local last = base + count
+-- at least 1 and at most MAX_BLOCK (as math.max(1, math.min(asked, MAX_BLOCK)): 1 when not a number)
+local asked = tonumber(ARGV[3])
+local count = asked
+if not (count >= 1) then
+  count = 1
+elseif count > MAX_BLOCK then
+  count = MAX_BLOCK
+end
 if base > seed then
-  redis.call('SET', fenceKey, int(last), 'PX', math.floor((last - seed) / 4000) + 2)
+  local last = base + count
+  redis.call('SET', fenceKey, string.format('%.0f', last), 'PX', math.floor((last - seed) / 4000) + 2)
+end
+if not again and count == asked and seed > 0 then
+  if base == seed then
+    return seed
+  end
+  if base == floor - 1 then
+    return -seed
+  end
 end
 return {base + 1, count, seed, left}

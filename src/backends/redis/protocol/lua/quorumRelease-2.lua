@@ -6,24 +6,34 @@
 -- codec.ts releaseArgs).
 -- Only while the key still holds the caller's token. Returns 1 when deleted, 0 when the key was not
 -- the caller's.
+--
+-- Written for the server's time: every statement here runs on every release, so lib/clock.lua's
+-- seed and lib/recordBlock.lua's reservedBy and recordBlock are written out inline (a script runs
+-- its `local function` statements on every call, and each costs the server a closure).
+--@include lib/maxBlock.lua
 
 local lock, fenceKey = KEYS[1], KEYS[2]
 if redis.call('GET', lock) ~= ARGV[1] then
   return 0
 end
 redis.call('DEL', lock)
-if ARGV[2] == 'passed' then
+local said = ARGV[2]
+if said == 'passed' then
   return 1
 end
 
---@include lib/numbers.lua
---@include lib/clock.lua
---@include lib/maxBlock.lua
---@include lib/recordBlock.lua
-
 -- The grant's block ends here: the next grant on this node must start above it. A block that
 -- started above the clock was recorded by its grant; one that started at the clock is recorded
--- here if the clock has not passed it yet.
-local _, seed = serverClock()
-recordBlock(fenceKey, reservedBy(ARGV[2], seed), seed)
+-- here if the clock has not passed it yet. Its last fence: what the caller says, believed up to
+-- the most a grant can have reserved from this clock reading (seed + MAX_BLOCK), and that most when
+-- it says nothing (see lib/recordBlock.lua reservedBy).
+local t = redis.call('TIME')
+local seed = (t[1] - 1735689600) * 4000000 + t[2] * 4
+local last = tonumber(said or '')
+if not (last and last >= 0 and last < seed + MAX_BLOCK) then
+  last = seed + MAX_BLOCK
+end
+if last > seed and last > tonumber(redis.call('GET', fenceKey) or '0') then
+  redis.call('SET', fenceKey, string.format('%.0f', last), 'PX', math.floor((last - seed) / 4000) + 2)
+end
 return 1
