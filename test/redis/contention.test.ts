@@ -20,7 +20,7 @@ import { RedisLockStore, type RedisClient, type RedisSubscriber } from '../../sr
 import type { RedisLockStoreOptions } from '../../src/backends/redis/RedisLockStore.js';
 import { countingClient, type CountingClient } from '../../support/countingClient.js';
 import type { LockEngine } from '../../src/engine/LockEngine.js';
-import { luaScripts } from '../../src/backends/redis/protocol/lua/scripts.generated.js';
+import { COMMANDS } from '../../src/backends/redis/protocol/commands.js';
 import { findOverlaps, monotonicNs, type CriticalSection } from '../../src/testing.js';
 import type { LineWaiterSettings } from '../fixtures/lineWaiter.js';
 import { connect } from '../support/redis.js';
@@ -562,11 +562,12 @@ describe('the local map and the Redis lines are emptied', () => {
         const value: unknown = Reflect.get(target, property, target);
         if (typeof value !== 'function') return value;
         const method = value as (...args: unknown[]) => unknown;
-        if (property !== 'evalsha') return method.bind(target);
+        if (property !== COMMANDS.acquire) return method.bind(target);
         return (...args: unknown[]) => {
           const reply = method.apply(target, args);
-          // (sha, 4, keys, token, ttl, fences, placeTtl, place, inbox)
-          const queueing = args[0] === luaScripts.acquire.sha && args.length === 12 && args[10] === 'keep';
+          // (the store calls its scripts as the commands registered for them: 4 keys, then token,
+          // ttl, fences, placeTtl, place, inbox)
+          const queueing = args.length === 10 && args[8] === 'keep';
           if (queueing && cancel !== undefined) queueMicrotask(cancel);
           if (queueing) cancel = undefined;
           return reply;

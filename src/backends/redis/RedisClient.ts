@@ -20,27 +20,15 @@ export interface RedisClient {
    */
   defineCommand(name: string, definition: { lua: string; numberOfKeys?: number; readOnly?: boolean }): void;
   /**
-   * Redis `EVALSHA sha numkeys key… arg…`: how the store calls its scripts (ioredis applies its
-   * `keyPrefix` to the keys). Without it (and `eval`), scripts are called as the commands
-   * registered with `defineCommand`.
+   * Redis `EVAL script numkeys key… arg…` (ioredis applies its `keyPrefix` to the keys): how the
+   * store calls a script whose last call failed, until one succeeds. Without it, such calls go as
+   * the command registered with `defineCommand` too.
    */
-  evalsha?(sha: string, numberOfKeys: number, ...keysAndArgs: Array<string | number>): Promise<unknown>;
-  /** Redis `EVAL script numkeys key… arg…`: a script call re-sent with its source after NOSCRIPT. */
   eval?(script: string, numberOfKeys: number, ...keysAndArgs: Array<string | number>): Promise<unknown>;
   /** A transaction (MULTI … EXEC) sent in one write. */
   multi(): RedisTransaction;
   /** A batch of commands sent in one write and answered together (ioredis `pipeline()`). */
   pipeline(): RedisPipeline;
-  /**
-   * The connection's state (ioredis `Redis`: `'ready'` when a command is written at once); read
-   * with {@link RedisClient.stream} to call a script by SHA only where it ran before.
-   */
-  readonly status?: string;
-  /**
-   * The current connection (ioredis `Redis`: its socket, replaced on each reconnect): a script that
-   * ran on it is called by SHA there; on a new one its first call sends the source.
-   */
-  readonly stream?: object | null;
   /** True for an ioredis `Cluster`, whose pipelines must stay within one hash slot. */
   readonly isCluster?: boolean;
   /** The client's options; `keyPrefix` is prepended to every key it sends. */

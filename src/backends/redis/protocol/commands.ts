@@ -1,23 +1,25 @@
 /**
- * How the store's Lua scripts are called, and in what order they run. A call by SHA that meets
- * NOSCRIPT (a new connection, a restarted server) is re-sent with its source once the NOSCRIPT
- * answer is back, so a call made after it whose script the server has runs first. Two ways:
+ * How the store's Lua scripts are called, and in what order they run. Every call goes as the
+ * command registered for its script with ioredis' `defineCommand`, which decides when it writes the
+ * call: the source (EVAL) on a connection's first call of the script, the SHA (EVALSHA) after. So a
+ * call re-sent on a new connection after a reconnect (ioredis re-sends what was unanswered) carries
+ * its source too, and a client's calls run on the server in the order they were made: across
+ * reconnects, restarts without the scripts, and calls the client gave up on (ioredis'
+ * `commandTimeout`), which may still run later but then in order with the give-back behind them.
+ * The stores rely on that order: a quorum node's give-back follows a grant that has not answered;
+ * a release and the next acquire of a key go back to back.
  *
- * - {@link runRegistered}, the command registered with ioredis' `defineCommand`: its source on each
- *   connection's first write, also for a call written before a reconnect and re-sent after it, so
- *   a client's calls run in the order they were made across reconnects and restarts (only a server
- *   that loses its scripts under a live connection, SCRIPT FLUSH, answers NOSCRIPT). The quorum
- *   store calls its nodes this way: a give-back follows a grant that has not answered, on a node
- *   that may die and come back empty meanwhile.
- * - {@link runScript}, the single-node store's way: a plain `EVALSHA` on a connection where that
- *   script already ran, without the per-call wrapping of `defineCommand` (a custom command class, a
- *   reject hook and a WeakSet check per write, argument copies, an extra promise), which costs the
- *   uncontended pair measurable client CPU; the registered command on a connection's first call
- *   (and on a connection not ready yet, or a `Cluster`). A call by SHA re-sent after a reconnect to
- *   a server restarted empty meets NOSCRIPT and runs after calls made meanwhile; the engine never
- *   sends a key's next call for a token before the store answered (or gave up on) the last one
- *   (../../../engine/session/StoreSession.ts), so only different tokens' calls can swap: a grant
- *   refused that would have been taken a moment later, never a key left behind.
+ * A plain EVALSHA with an EVAL after NOSCRIPT would not keep it: the re-send goes out only once
+ * the NOSCRIPT answer is back, and a call made meanwhile whose script the server has runs first
+ * (a release overtaken by the next grant; a grant re-sent after a restart that sets the key after
+ * its own give-back ran). Such a fast path measured no faster on the uncontended pair (×1.18 the
+ * baseline either way, three alternating runs each).
+ *
+ * Two cases remain in which the server answers NOSCRIPT and ioredis re-sends the call after calls
+ * made since: a server that loses its scripts under a live connection (SCRIPT FLUSH), and a first
+ * call the server refused before running it (BUSY, OOM, READONLY), which ioredis still counts as
+ * having brought the script. For the second, {@link runScript} sends the script's next calls with
+ * their source until one succeeds.
  *
  * Pipelines queue the registered commands. Their names carry the script's SHA, so two versions of
  * this library can share one client.
@@ -46,47 +48,42 @@ export function defineCommands(client: RedisClient): void {
   }
 }
 
-/** Per script: the connections (ioredis' socket of a `Redis` client) where a call of it succeeded. */
-const LOADED_ON = Object.fromEntries(Object.keys(luaScripts).map((name) => [name, new WeakSet<object>()])) as unknown as Record<ScriptName, WeakSet<object>>;
+/**
+ * Per client: the scripts whose last call failed, maybe before the server ran it (see
+ * {@link runScript}); their next calls go as plain EVAL until one succeeds.
+ */
+const REFUSED = new WeakMap<RedisClient, Set<ScriptName>>();
 
 /**
- * Runs script `name` on `client` (registered with {@link defineCommands}): by SHA on a connection
- * where it ran before, else as the registered command (its source on a connection's first call).
+ * Runs script `name` on `client` (registered with {@link defineCommands}) as the command
+ * registered for it, so that the client's calls run on the server in the order they were made
+ * (see above). After a call failed with an error other than one of the script's own (the server
+ * refused it before running it: BUSY, OOM, READONLY, LOADING; or the connection failed), the script's next calls go
+ * as plain `EVAL` with the source until one succeeds: ioredis counts a connection as having the
+ * script once it wrote the source there, even when the server refused to run it.
  */
 export function runScript(client: RedisClient, name: ScriptName, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
-  // (ioredis writes a command of a ready client to its current socket at once)
-  const socket = client.status === 'ready' ? client.stream : undefined;
-  const { evalsha } = client;
-  if (typeof socket !== 'object' || socket === null || typeof evalsha !== 'function' || typeof client.eval !== 'function') {
-    return runRegistered(client, name, keys, args);
-  }
-  const loaded = LOADED_ON[name];
-  if (!loaded.has(socket)) {
-    return runRegistered(client, name, keys, args).then((reply) => {
-      loaded.add(socket);
+  const refused = REFUSED.get(client);
+  if (refused?.has(name) && typeof client.eval === 'function') {
+    return client.eval(luaScripts[name].source, keys.length, ...keys, ...args).then((reply) => {
+      refused.delete(name);
       return reply;
     });
   }
-  const script = luaScripts[name];
-  return evalsha.call(client, script.sha, keys.length, ...keys, ...args).catch((error: unknown) => {
-    if (!isNoScript(error)) throw error;
-    // (the re-send loads the script again: the connection has it from then on)
-    return client.eval!(script.source, keys.length, ...keys, ...args);
+  const invoke = (client as unknown as Record<string, Invoke>)[COMMANDS[name]]!;
+  return (invoke.call(client, ...keys, ...args) as Promise<unknown>).then(undefined, (error: unknown) => {
+    if (!isOwnError(error)) {
+      let names = REFUSED.get(client);
+      if (names === undefined) REFUSED.set(client, (names = new Set()));
+      names.add(name);
+    }
+    throw error;
   });
 }
 
-/**
- * Runs script `name` on `client` as the command registered for it (ioredis' `defineCommand`): the
- * client's calls run in the order they were made, across reconnects and restarts (see above).
- */
-export function runRegistered(client: RedisClient, name: ScriptName, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
-  const invoke = (client as unknown as Record<string, Invoke>)[COMMANDS[name]]!;
-  return invoke.call(client, ...keys, ...args) as Promise<unknown>;
-}
-
-/** Redis's answer to an EVALSHA of a script it does not have. */
-function isNoScript(error: unknown): boolean {
-  return error instanceof Error && error.message.startsWith('NOSCRIPT');
+/** An error a script of this library answered itself (it ran: nothing to fear for its loading). */
+function isOwnError(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('rxjs-lock:');
 }
 
 /** Queues script `name` on `pipeline` (made by a client the scripts were registered on). */

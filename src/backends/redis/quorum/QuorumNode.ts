@@ -8,7 +8,7 @@
 import { LockOptionsError } from '../../../errors/errors.js';
 import type { ReleasedGrant } from '../../../store/LockStore.js';
 import { releaseArgs } from '../protocol/codec.js';
-import { runRegistered } from '../protocol/commands.js';
+import { runScript } from '../protocol/commands.js';
 import { helperKey } from '../protocol/keyLayout.js';
 import type { RedisClient } from '../RedisClient.js';
 import { RedisLockStore } from '../RedisLockStore.js';
@@ -34,6 +34,8 @@ export interface QuorumClient extends RedisClient {
     readonly name?: string;
     readonly sentinels?: ReadonlyArray<unknown> | null;
   };
+  /** The connection's state (ioredis: `'ready'` when commands go out at once). */
+  readonly status?: string;
   on?(event: 'error', listener: (error: Error) => void): unknown;
   on?(event: 'ready' | 'close', listener: () => void): unknown;
   removeListener?(event: 'error' | 'ready', listener: (error: Error) => void): unknown;
@@ -164,14 +166,14 @@ export class QuorumNode {
    * `floor` or above (../protocol/lua/quorumAcquire-2.lua; 0: no floor).
    */
   acquire(key: string, token: string, ttlMs: number, fences: number, floor: number): Promise<NodeAcquire> {
-    return runRegistered(this.client, 'quorumAcquire', [key, this.fenceKey(key)], [token, ttlMs, fences, floor]).then((reply) =>
+    return runScript(this.client, 'quorumAcquire', [key, this.fenceKey(key)], [token, ttlMs, fences, floor]).then((reply) =>
       decodeNodeAcquire(reply, ttlMs, fences, floor),
     );
   }
 
   /** Gives `key` up on this node if `token` holds it (../protocol/lua/quorumRelease-2.lua); true when it did. */
   release(key: string, token: string, grant?: ReleasedGrant): Promise<boolean> {
-    return runRegistered(this.client, 'quorumRelease', [key, this.fenceKey(key)], releaseArgs(token, grant, performance.now())).then((reply) => reply === 1);
+    return runScript(this.client, 'quorumRelease', [key, this.fenceKey(key)], releaseArgs(token, grant, performance.now())).then((reply) => reply === 1);
   }
 
   /**
@@ -179,7 +181,7 @@ export class QuorumNode {
    * rejects when the node refuses a value too far ahead of its clock.
    */
   raiseFence(key: string, last: number): Promise<unknown> {
-    return runRegistered(this.client, 'raiseFence', [this.fenceKey(key)], [String(last)]);
+    return runScript(this.client, 'raiseFence', [this.fenceKey(key)], [String(last)]);
   }
 
   private fenceKey(key: string): string {
