@@ -128,7 +128,12 @@ export interface Acquired {
    * token earlier, whose remaining TTL this is (the holder then extends it to its own TTL).
    */
   readonly ttl?: number;
-  /** How many other waiters were in the store's line at the grant, when the store keeps one. */
+  /**
+   * How many other waiters were in the store's line at the grant, when the store keeps one. A
+   * store without a line may answer 1 when other acquisitions were refused the key lately (the
+   * in-memory and quorum stores: within 100 ms): the locker then lets them go first when it gives
+   * the key back, instead of asking again at once.
+   */
   readonly waiting?: number;
   /**
    * How long the lock stays safe, in ms, when the store measured it itself and it can be shorter

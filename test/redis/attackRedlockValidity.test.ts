@@ -27,19 +27,22 @@ const holders = (key: string) => Promise.all(nodes.admins.map((admin) => admin.g
  * without the fence floor (as by a store that has not learnt the nodes' clocks yet), so that every
  * grant needs the raise: the nodes answer blocks from their own clocks, which disagree.
  */
-function slowRaise(client: Redis, delayMs: number): Redis {
+function slowRaise(client: Redis, delayMs: number, raised?: number[]): Redis {
   return new Proxy(client, {
     get(target, property, receiver) {
       const value: unknown = Reflect.get(target, property, receiver);
       // (the quorum store calls its scripts as the commands registered for them: keys…, args…)
       if (property === COMMANDS.raiseFence && typeof value === 'function') {
         const raise = value as (...a: unknown[]) => Promise<unknown>;
-        return (...args: unknown[]) => sleep(delayMs).then(() => raise.apply(target, args));
+        return (...args: unknown[]) => {
+          raised?.push(performance.now());
+          return sleep(delayMs).then(() => raise.apply(target, args));
+        };
       }
       if (property === COMMANDS.quorumAcquire && typeof value === 'function') {
         const acquire = value as (...a: unknown[]) => Promise<unknown>;
-        // (lock key, fence key, token, ttl, fences, floor)
-        return (...args: unknown[]) => acquire.apply(target, [...args.slice(0, 5), 0]);
+        // (lock key, fence key, refused key, token, ttl, fences, floor)
+        return (...args: unknown[]) => acquire.apply(target, [...args.slice(0, 6), 0]);
       }
       return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
     },
@@ -48,16 +51,19 @@ function slowRaise(client: Redis, delayMs: number): Redis {
 
 describe('RedlockStore validity: a slow fence raise', () => {
   it('the time the raise took comes off the lease: deadline ≤ send time + ttl − raise time − drift', async () => {
+    const raised: number[] = [];
     const store = new RedlockStore(
-      nodes.clients().map((client) => slowRaise(client, 300)),
+      nodes.clients().map((client) => slowRaise(client, 300, raised)),
       { nodeTimeout: 2_000 },
     );
     await nodes.connected();
     const locker = createLocker({ store, ttl: 2_000, renew: false, commandTimeout: 5_000 });
     const key = fresh('slow-raise');
-    const before = performance.now();
     const lease = await firstValueFrom(locker.acquire(key));
-    expect(lease.validUntil).toBeLessThanOrEqual(before + 2_000 - 300 - 22);
+    // The acquire was sent before the first raise call (raised[0]), and the raise took 300 ms
+    // (1 ms less at worst: a timer fires on whole milliseconds of its own clock).
+    expect(raised.length).toBeGreaterThan(0);
+    expect(lease.validUntil).toBeLessThanOrEqual(Math.min(...raised) + 2_000 - 300 - 22 + 1);
     expect(lease.validUntil).toBeGreaterThan(performance.now());
     await lease.release();
     await locker.close();

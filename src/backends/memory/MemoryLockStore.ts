@@ -3,6 +3,7 @@
  * semantics (set-if-absent with a TTL, owner-checked delete and extend, expired keys behave as
  * absent) so code moves to Redis unchanged, but it only excludes within one process.
  */
+import { RecentRefusals } from './RecentRefusals.js';
 import { LockOptionsError } from '../../errors/errors.js';
 import { MAX_MS } from '../../options/limits.js';
 import type { ClosableStore, ExtendRequest, InspectableStore, LockInfo } from '../../store/capabilities.js';
@@ -87,6 +88,8 @@ export class MemoryLockStore implements LockStore, InspectableStore, ClosableSto
   private readonly sweepInterval: number;
   private sweeper: ReturnType<typeof setInterval> | undefined;
   private lastFence = 0;
+  /** Who was refused which key lately (see ./RecentRefusals.ts). */
+  private readonly refusals = new RecentRefusals();
 
   constructor(options: MemoryLockStoreOptions = {}) {
     if (typeof options !== 'object' || options === null || Array.isArray(options))
@@ -116,11 +119,15 @@ export class MemoryLockStore implements LockStore, InspectableStore, ClosableSto
       const left = Math.max(0, held.expiresAt - this.clock());
       // The holder's own token asking again (a call sent twice) is told the key is its.
       if (held.token === token) return Promise.resolve({ acquired: true, fence: this.reserve(fences), ttl: left });
+      this.refusals.note(key, token, this.clock());
       return Promise.resolve({ acquired: false, holderTtl: left });
     }
     const fence = this.reserve(fences);
-    this.entries.set(key, new Entry(token, this.clock() + ttlMs, fence));
+    const now = this.clock();
+    this.entries.set(key, new Entry(token, now + ttlMs, fence));
     this.startSweeper();
+    // No line here: a grant says when others were refused the key lately (Acquired.waiting).
+    if (this.refusals.othersRefused(key, token, now)) return Promise.resolve({ acquired: true, fence, waiting: 1 });
     return Promise.resolve(new Granted(fence));
   }
 

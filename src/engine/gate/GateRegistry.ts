@@ -5,6 +5,7 @@
  */
 import type { GateContext, GateDirectory } from './GateContext.js';
 import { KeyGate } from './KeyGate.js';
+import { RecentGiveBacks } from './RecentGiveBacks.js';
 
 export class GateRegistry implements GateDirectory {
   private readonly shared = new Map<string, KeyGate>();
@@ -17,6 +18,8 @@ export class GateRegistry implements GateDirectory {
   private solo: KeyGate | undefined;
   /** Gates of their own (`localGate: false`), kept only so that close() reaches them. */
   private readonly own = new Set<KeyGate>();
+  /** Keys this locker gave back to a store without a line under contention, and when. */
+  private readonly giveBacks = new RecentGiveBacks();
 
   constructor(
     private readonly ctx: GateContext,
@@ -67,6 +70,14 @@ export class GateRegistry implements GateDirectory {
     if (this.solo === keyGate) this.solo = undefined;
     else if (this.shared.get(keyGate.storeKey) === keyGate) this.shared.delete(keyGate.storeKey);
     else this.own.delete(keyGate);
+  }
+
+  noteGiveBack(storeKey: string, at: number): void {
+    this.giveBacks.note(storeKey, at);
+  }
+
+  lastGiveBack(storeKey: string): number | undefined {
+    return this.giveBacks.last(storeKey);
   }
 
   /** Closes every gate (see KeyGate.close); resolves once their releases were answered. */

@@ -10,8 +10,11 @@
  * without a store round trip (same store lease and renewal, the next fence of the grant's block),
  * as the hand-off policy allows and provided the lease is still valid and the waiter asked for the
  * same lease. Otherwise the process gives the store lock up: it releases it first and only then
- * starts the next local waiter's session, at once, with no back-off sleep; a store with a line
- * hands the key to the next process meanwhile, so processes take turns.
+ * starts the next local waiter's session; a store with a line hands the key to the next process
+ * meanwhile, so processes take turns. A store without one (a quorum store) does not: under
+ * contention, the next session of this locker for the key (with a waiter of this gate, or of a new
+ * gate soon after) sleeps one back-off step before its first attempt, as the other processes'
+ * waiters do between theirs, so that one of them can take the key.
  *
  * Waiters behind a local holder keep their own wait limit and, with a retry function, their own
  * retry clock: every time it fires counts as an attempt that found the lock held, and when it
@@ -218,7 +221,7 @@ export class KeyGate implements SessionOwner, HolderOwner {
         return Promise.resolve(true);
       }
     }
-    return this.giveBack(storeLease, holder, now);
+    return this.giveBack(storeLease, holder, now, othersAfter(turn));
   }
 
   // ─── the locker ──────────────────────────────────────────────────────────────────────────────
@@ -271,10 +274,12 @@ export class KeyGate implements SessionOwner, HolderOwner {
   private startSession(): void {
     const head = this.head()!;
     head.stopLocal();
-    const ctx = this.ctx;
-    const session = new StoreSession(this, ctx.sessions);
+    const sessions = this.ctx.sessions;
+    const session = new StoreSession(this, sessions);
     this.moveTo(new AcquiringState(session));
-    session.start(this.waiters.size > 1 || ctx.sessions.contention.recent);
+    // (a store without a line: when this locker gave the key back to it lately, see StoreSession.start)
+    const gaveBackAt = sessions.access.queue === undefined ? this.directory.lastGiveBack(this.storeKey) : undefined;
+    session.start(this.waiters.size > 1 || sessions.contention.recent, gaveBackAt);
   }
 
   /** Gives `waiter` the lock with `fence`; `passed` when it came from a local holder. */
@@ -293,7 +298,7 @@ export class KeyGate implements SessionOwner, HolderOwner {
     if (state.name !== 'passing' || state.storeLease !== storeLease) return; // lost or closed meanwhile
     const head = this.head();
     if (head === undefined || !this.mayServe(head.settings, storeLease, performance.now())) {
-      this.giveBack(storeLease, undefined);
+      this.giveBack(storeLease, undefined, performance.now(), othersAfter(turn));
       return;
     }
     this.grantTo(head, storeLease, turn, fence, true);
@@ -307,8 +312,11 @@ export class KeyGate implements SessionOwner, HolderOwner {
     return storeLease.valid(now) && settings.ttl === storeLease.renewTtl && sameRenewal(settings.renew, storeLease.renew);
   }
 
-  /** Releases the store lock, then lets the next local waiter go to the store. */
-  private giveBack(storeLease: StoreLease, holder: HeldLease | undefined, now = performance.now()): Promise<boolean> {
+  /**
+   * Releases the store lock, then lets the next local waiter go to the store. `othersAfter`: the
+   * store said at the grant that other processes were after the key.
+   */
+  private giveBack(storeLease: StoreLease, holder: HeldLease | undefined, now = performance.now(), othersAfter = false): Promise<boolean> {
     this.moveTo(RELEASING);
     const ctx = this.ctx;
     const releasing = new Promise<boolean>((resolve) => {
@@ -320,6 +328,11 @@ export class KeyGate implements SessionOwner, HolderOwner {
           if (this.closing) this.moveTo(CLOSED);
           else {
             this.moveTo(IDLE);
+            // A store without a line, under contention: this locker's next session for the key
+            // lets the other processes' polls come first (see StoreSession.start). A store with a
+            // line hands the key to the next process in it anyway.
+            const sessions = ctx.sessions;
+            if (sessions.access.queue === undefined && (othersAfter || sessions.contention.recent)) this.directory.noteGiveBack(this.storeKey, ctx.clock.now());
             this.next();
           }
           resolve(answer === true);
@@ -477,4 +490,10 @@ function sameLease(a: AcquireSettings, b: AcquireSettings): boolean {
 
 function sameRenewal(a: AcquireSettings['renew'], b: AcquireSettings['renew']): boolean {
   return a === false ? b === false : b !== false && a.interval === b.interval;
+}
+
+/** Did the store say at the turn's grant that other processes were after the key? */
+function othersAfter(turn: Turn): boolean {
+  const waiting = turn.storeWaiting;
+  return waiting !== undefined && waiting > 0;
 }

@@ -14,6 +14,11 @@ export interface Turn {
   readonly grantedAt: number;
   /** Local hand-offs made in this turn so far. */
   readonly passes: number;
+  /**
+   * How many other processes were after the key at the grant, when the store says: in its line,
+   * or (a store without one) asking and refused lately.
+   */
+  readonly storeWaiting: number | undefined;
 }
 
 export interface HandoffPolicy {
@@ -42,6 +47,7 @@ class CohortTurn implements Turn {
   constructor(
     readonly fences: FenceBlock,
     readonly grantedAt: number,
+    readonly storeWaiting: number | undefined,
     /** How long passes may go on after everyone of the batch had one. */
     readonly turnMs: number,
     /** Local waiters that were in line at the grant: each gets a pass. */
@@ -70,7 +76,7 @@ export class CohortPolicy implements HandoffPolicy {
   }
 
   startTurn(fences: FenceBlock, storeWaiting: number | undefined, localWaiting: number, now: number): Turn {
-    return new CohortTurn(fences, now, this.turnMs(storeWaiting), localWaiting);
+    return new CohortTurn(fences, now, storeWaiting, this.turnMs(storeWaiting), localWaiting);
   }
 
   mayPass(turn: Turn, now: number): boolean {
@@ -92,7 +98,7 @@ export class CohortPolicy implements HandoffPolicy {
 /** Never pass: every acquisition goes through the store (`cohort: false`). */
 export const NO_HANDOFF: HandoffPolicy = {
   fencesFor: () => 1,
-  startTurn: (fences, _storeWaiting, _localWaiting, now) => ({ fences, grantedAt: now, passes: 0 }),
+  startTurn: (fences, storeWaiting, _localWaiting, now) => ({ fences, grantedAt: now, passes: 0, storeWaiting }),
   mayPass: () => false,
   pass: () => undefined,
 };

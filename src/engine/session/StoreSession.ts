@@ -85,11 +85,29 @@ export class StoreSession {
   /**
    * @param contended the key (or this locker) was contended lately: listen for wake-up before the
    * first attempt and queue with it (a locker that meets no contention never subscribes).
+   * @param gaveBackAt when this locker last gave the key back to a store that has no line while
+   * other processes were after it (undefined: not lately, or the store has a line). Within one
+   * back-off step of that, the first attempt waits one back-off step of the retry policy, as the
+   * other processes' waiters do between theirs, so that one of them can take the key: this
+   * process, asking at once, would take it again nearly every time, and a busy key would starve
+   * them. Not with a retry function, which decides when attempts are made.
    */
-  start(contended: boolean): void {
+  start(contended: boolean, gaveBackAt?: number): void {
     if (contended && this.ctx.access.queue !== undefined) {
       this.inLine = true;
       if (this.ctx.access.wakeUp !== undefined) this.listen();
+    }
+    if (gaveBackAt !== undefined) {
+      const head = this.owner.head();
+      const retry = head?.settings.retry;
+      if (head !== undefined && retry !== undefined && typeof retry !== 'function') {
+        const now = this.ctx.clock.now();
+        const left = head.remaining(now);
+        if (now - gaveBackAt < retry.minDelay + retry.jitter && left > 0) {
+          this.wait(retry, head.attempts, left, false);
+          return;
+        }
+      }
     }
     this.attempt();
   }

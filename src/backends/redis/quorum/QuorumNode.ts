@@ -1,7 +1,7 @@
 /**
  * One node of a quorum store: an independent Redis master, with the keys, reserved namespace and
  * data-loss-safe fences of a single-node {@link RedisLockStore} (through which it extends and checks
- * keys), its own scripts for acquire and release (no line: ../protocol/lua/quorumAcquire-2.lua), every call
+ * keys), its own scripts for acquire and release (no line: ../protocol/lua/quorumAcquire-3.lua), every call
  * bounded by the per-node timeout and answered as a value or as the reason it failed — never a
  * rejection, so a dead node cannot fail a round that a quorum can decide.
  */
@@ -43,11 +43,19 @@ export interface QuorumClient extends RedisClient {
 }
 
 /**
- * A node's answer to a quorum acquire (../protocol/lua/quorumAcquire-2.lua): its block of fences,
+ * A node's answer to a quorum acquire (../protocol/lua/quorumAcquire-3.lua): its block of fences,
  * its clock's seed when it granted, and what the key has left; or the holder's TTL when refused.
  */
 export type NodeAcquire =
-  | { readonly acquired: true; readonly fence: number; readonly fences: number; readonly seed: number; readonly ttl: number }
+  | {
+      readonly acquired: true;
+      readonly fence: number;
+      readonly fences: number;
+      readonly seed: number;
+      readonly ttl: number;
+      /** Another token was refused the key on this node lately (within 100 ms). */
+      readonly othersRefused?: true;
+    }
   | { readonly acquired: false; readonly holderTtl?: number };
 
 /** A node's answer to one call: its value, or why it gave none in time. */
@@ -163,11 +171,11 @@ export class QuorumNode {
 
   /**
    * Sets `key` for `token` on this node if it is free, with a block of `fences` fences starting at
-   * `floor` or above (../protocol/lua/quorumAcquire-2.lua; 0: no floor).
+   * `floor` or above (../protocol/lua/quorumAcquire-3.lua; 0: no floor).
    */
   acquire(key: string, token: string, ttlMs: number, fences: number, floor: number): Promise<NodeAcquire> {
-    return runScript(this.client, 'quorumAcquire', [key, this.fenceKey(key)], [token, ttlMs, fences, floor]).then((reply) =>
-      decodeNodeAcquire(reply, ttlMs, fences, floor),
+    return runScript(this.client, 'quorumAcquire', [key, this.fenceKey(key), helperKey(key, 'refused', this.clientPrefix)], [token, ttlMs, fences, floor]).then(
+      (reply) => decodeNodeAcquire(reply, ttlMs, fences, floor),
     );
   }
 
@@ -216,5 +224,6 @@ export function decodeNodeAcquire(reply: unknown, ttlMs: number, fences: number,
   }
   const r = reply as number[];
   if (r[0] === 0) return r[1]! >= 0 ? { acquired: false, holderTtl: r[1]! } : { acquired: false };
-  return { acquired: true, fence: r[0]!, fences: r[1]!, seed: r[2]!, ttl: Math.max(0, r[3]!) };
+  const grant = { acquired: true, fence: r[0]!, fences: r[1]!, seed: r[2]!, ttl: Math.max(0, r[3]!) } as const;
+  return r[4] === 1 ? { ...grant, othersRefused: true } : grant;
 }

@@ -33,7 +33,9 @@ import { resolveRedlockOptions, type RedlockSettings, type RedlockStoreOptions }
  *
  * **Busy is not down.** When a quorum of nodes answered and no quorum granted the key (someone
  * else holds it, or the vote split), the answer is "not acquired": the locker keeps waiting, and
- * ends with `LockTimeoutError`. When fewer than a quorum answered, the call rejects with
+ * ends with `LockTimeoutError` (a grant answers `waiting: 1` when a node refused the key to another
+ * token within 100 ms, and the locker then lets the others' polls come first when it gives the key
+ * back). When fewer than a quorum answered, the call rejects with
  * {@link QuorumUnreachableError}, which names each failed node and why (the locker's stream gets it
  * as the `cause` of its `LockStoreError`).
  *
@@ -149,6 +151,8 @@ export class RedlockStore implements LockStore, KeyCheckingStore, ClosableStore 
             fence: block.fence,
             ...(block.fences === fences ? {} : { fences: block.fences }),
             ...(ttl === ttlMs ? {} : { ttl }),
+            // (no line: a winner says when other tokens were refused the key lately)
+            ...(winners.some((winner) => winner.othersRefused) ? { waiting: 1 } : {}),
             validity,
           };
         }
@@ -289,6 +293,8 @@ interface Winner extends NodeGrant {
   readonly node: QuorumNode;
   /** What the node's key has left (ms). */
   readonly ttl: number;
+  /** The node refused the key to another token lately. */
+  readonly othersRefused: boolean;
 }
 
 /** An acquire round's answers so far: who granted, how many refused, the shortest holder TTL heard. */
@@ -299,8 +305,8 @@ function votesOf(replies: ReadonlyArray<NodeReply<NodeAcquire>>): { winners: Win
   for (const { node, answer } of replies) {
     if (answer === undefined || !answer.ok) continue;
     if (answer.value.acquired) {
-      const { fence, fences, seed, ttl } = answer.value;
-      winners.push({ node, fence, fences, seed, ttl });
+      const { fence, fences, seed, ttl, othersRefused } = answer.value;
+      winners.push({ node, fence, fences, seed, ttl, othersRefused: othersRefused === true });
     } else {
       refused++;
       if (answer.value.holderTtl !== undefined) holderTtl = Math.min(holderTtl, answer.value.holderTtl);

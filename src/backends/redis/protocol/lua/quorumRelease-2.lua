@@ -1,5 +1,5 @@
 -- quorumRelease: one node's part of a quorum store's release (backends/redis/quorum):
--- compare-and-delete, and the fences' record. No line to hand the key to (see quorumAcquire-2.lua).
+-- compare-and-delete, and the fences' record. No line to hand the key to (see quorumAcquire-3.lua).
 -- KEYS[1] the lock key; KEYS[2] its fence counter. ARGV[1] the caller's token; ARGV[2] the last
 -- fence of the grant, when the caller knows it (else the most a grant can have reserved), or
 -- 'passed' when the caller knows this node's clock has passed it (see lib/fences.lua and

@@ -1,8 +1,8 @@
 -- quorumAcquire: one node's part of a quorum store's grant (backends/redis/quorum): set-if-absent
 -- with a time-to-live, and a block of fences that starts no lower than a floor the quorum store
 -- sends. No line and no hand-off (a quorum store polls), so none of acquire-4.lua's machinery.
--- KEYS[1] the lock key (its value: the owner's token); KEYS[2] its fence counter (lib/fences.lua).
--- ARGV[1] the caller's token; ARGV[2] the time-to-live in ms; ARGV[3] how many fences to reserve
+-- KEYS[1] the lock key (its value: the owner's token); KEYS[2] its fence counter (lib/fences.lua);
+-- KEYS[3] who was refused the key last (a token, for REFUSED_LATELY_MS = 100 ms). ARGV[1] the caller's token; ARGV[2] the time-to-live in ms; ARGV[3] how many fences to reserve
 -- (at most MAX_BLOCK); ARGV[4] the fence floor: the first fence the quorum store expects of every
 -- node ('0' for none).
 --
@@ -18,10 +18,16 @@
 -- floor (at the clock, or above the record) and the quorum store falls back on the raise, which
 -- refuses it with an error.
 --
--- Returns {fence, fences, seed, ttl} when the caller holds the key (the first fence, how many, the
--- clock's seed read here, and what the key has left: the TTL asked for, or less when an earlier
--- run of this call, whose answer was lost, had set it); else {0, holder's pttl}. When the caller
--- took the free key and got all the fences it asked for, the answer is a bare integer instead (a
+-- No line, but a grant says whether others are after the key: a refusal notes the refused token
+-- for 100 ms (KEYS[3]), and a grant while another token's note lasts answers so (the quorum store
+-- then answers `waiting: 1`, and the locker lets the others go first when it gives the key back,
+-- instead of asking again at once and taking it nearly every time).
+--
+-- Returns {fence, fences, seed, ttl[, 1 when others were refused the key lately]} when the caller
+-- holds the key (the first fence, how many, the clock's seed read here, and what the key has left:
+-- the TTL asked for, or less when an earlier run of this call, whose answer was lost, had set it);
+-- else {0, holder's pttl}. When the caller took the free key, got all the fences it asked for and
+-- nobody else was refused it lately, the answer is a bare integer instead (a
 -- table reply costs the server more): the seed when the block starts at the clock (its fence is
 -- the seed + 1), minus the seed when it starts at the floor (its fence is the floor); the TTL is
 -- the one asked for (QuorumNode.ts decodeNodeAcquire). Not when the seed is 0 or below (a clock
@@ -39,6 +45,7 @@ local holder = redis.call('SET', lock, ARGV[1], 'NX', 'PX', ARGV[2], 'GET')
 if not holder then
   left = tonumber(ARGV[2])
 elseif holder ~= ARGV[1] then
+  redis.call('SET', KEYS[3], ARGV[1], 'PX', 100)
   return {0, redis.call('PTTL', lock)}
 else
   -- An earlier run of this very call took the key (the client sent it again, its answer lost with
@@ -49,7 +56,9 @@ else
 end
 local t = redis.call('TIME')
 local seed = (t[1] - 1735689600) * 4000000 + t[2] * 4
-local base = tonumber(redis.call('GET', fenceKey) or '0')
+-- (the fence record and who was refused last, in one command)
+local records = redis.call('MGET', fenceKey, KEYS[3])
+local base = tonumber(records[1] or '0')
 if base < seed then
   base = seed
 end
@@ -72,6 +81,10 @@ end
 if base > seed then
   local last = base + count
   redis.call('SET', fenceKey, string.format('%.0f', last), 'PX', math.floor((last - seed) / 4000) + 2)
+end
+local refused = records[2]
+if refused and refused ~= ARGV[1] then
+  return {base + 1, count, seed, left, 1}
 end
 if not again and count == asked and seed > 0 then
   if base == seed then
