@@ -29,7 +29,7 @@ export interface GateContext {
 export interface GateDirectory {
   /** The gate has nothing left to do (nothing held, in flight or waiting): forget it. */
   forget(gate: object): void;
-  /** This locker gave `storeKey` back to a store without a line at `at`, while other processes were after it. */
+  /** This locker gave `storeKey` back to a store without a line at `at`, which had said other tokens were after it. */
   noteGiveBack(storeKey: string, at: number): void;
   /** When this locker last gave `storeKey` back so (see noteGiveBack), if it remembers. */
   lastGiveBack(storeKey: string): number | undefined;

@@ -11,10 +11,11 @@
  * as the hand-off policy allows and provided the lease is still valid and the waiter asked for the
  * same lease. Otherwise the process gives the store lock up: it releases it first and only then
  * starts the next local waiter's session; a store with a line hands the key to the next process
- * meanwhile, so processes take turns. A store without one (a quorum store) does not: under
- * contention, the next session of this locker for the key (with a waiter of this gate, or of a new
- * gate soon after) sleeps one back-off step before its first attempt, as the other processes'
- * waiters do between theirs, so that one of them can take the key.
+ * meanwhile, so processes take turns. A store without one (a quorum store) does not: when its
+ * grant said other tokens were refused the key lately, the next session of this locker for the key
+ * (with a waiter of this gate, or of a new gate soon after) sleeps one back-off step before its
+ * first attempt, as the other processes' waiters do between theirs, so that one of them can take
+ * the key.
  *
  * Waiters behind a local holder keep their own wait limit and, with a retry function, their own
  * retry clock: every time it fires counts as an attempt that found the lock held, and when it
@@ -328,11 +329,12 @@ export class KeyGate implements SessionOwner, HolderOwner {
           if (this.closing) this.moveTo(CLOSED);
           else {
             this.moveTo(IDLE);
-            // A store without a line, under contention: this locker's next session for the key
-            // lets the other processes' polls come first (see StoreSession.start). A store with a
-            // line hands the key to the next process in it anyway.
-            const sessions = ctx.sessions;
-            if (sessions.access.queue === undefined && (othersAfter || sessions.contention.recent)) this.directory.noteGiveBack(this.storeKey, ctx.clock.now());
+            // A store without a line that said others were after this key: this locker's next
+            // session for it lets their polls come first (see StoreSession.start). Only on the
+            // store's word for this key: the locker's own memory of refusals is locker-wide (any
+            // key, 2 s), and would make it yield keys nobody else wants. A store with a line hands
+            // the key to the next process in it anyway.
+            if (othersAfter && ctx.sessions.access.queue === undefined) this.directory.noteGiveBack(this.storeKey, ctx.clock.now());
             this.next();
           }
           resolve(answer === true);
