@@ -16,7 +16,7 @@ import { createLocker, isLockTimeoutError, MemoryLockStore, type Lease, type Loc
 import { MAX_REFUSALS } from '../../src/backends/memory/RecentRefusals.js';
 import { MAX_NOTED } from '../../src/engine/gate/RecentGiveBacks.js';
 import { RecordingStore } from '../support/recordingStore.js';
-import { settle } from '../support/virtualTime.js';
+import { settle, runVirtual } from '../support/virtualTime.js';
 import { expectNoUnhandledRejections } from '../support/unhandled.js';
 
 expectNoUnhandledRejections();
@@ -25,18 +25,6 @@ const lockers: Locker[] = [];
 afterEach(async () => {
   await Promise.all(lockers.splice(0).map((locker) => locker.close()));
 });
-
-/** Runs the virtual clock until `done()` or nothing is due by `untilFrame`. */
-async function runVirtual(scheduler: TestScheduler, done: () => boolean, untilFrame: number): Promise<void> {
-  await settle();
-  while (!done()) {
-    const next = scheduler.actions[0];
-    if (next === undefined || next.delay > untilFrame) return;
-    scheduler.maxFrames = next.delay;
-    scheduler.flush();
-    await settle();
-  }
-}
 
 interface Outcome {
   lease?: Lease;

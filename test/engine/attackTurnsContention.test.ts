@@ -14,7 +14,7 @@ import { firstValueFrom, type Subscription } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLocker, MemoryLockStore, type Lease, type Locker } from '../../src/index.js';
-import { settle } from '../support/virtualTime.js';
+import { runVirtual } from '../support/virtualTime.js';
 import { expectNoUnhandledRejections } from '../support/unhandled.js';
 
 expectNoUnhandledRejections();
@@ -23,18 +23,6 @@ const lockers: Locker[] = [];
 afterEach(async () => {
   await Promise.all(lockers.splice(0).map((locker) => locker.close()));
 });
-
-/** Runs the virtual clock until `done()` or nothing due before `untilFrame`. */
-async function runVirtual(scheduler: TestScheduler, done: () => boolean, untilFrame: number): Promise<void> {
-  await settle();
-  while (!done()) {
-    const next = scheduler.actions[0];
-    if (next === undefined || next.delay > untilFrame) return;
-    scheduler.maxFrames = next.delay;
-    scheduler.flush();
-    await settle();
-  }
-}
 
 function setup() {
   const scheduler = new TestScheduler((actual, expected) => expect(actual).toEqual(expected));

@@ -5,7 +5,7 @@
  * answered and won nearly every time: in the bench's hot key over 3 and 5 quorum nodes, loops of
  * other processes waited seconds (max 5–8 s, Jain 0.3–0.8, some timed out at 10 s).
  */
-import { firstValueFrom, timer } from 'rxjs';
+import { turnLoops } from '../support/turnLoops.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLocker, MemoryLockStore, type Locker } from '../../src/index.js';
 
@@ -14,25 +14,6 @@ afterEach(async () => {
   await Promise.all(lockers.splice(0).map((locker) => locker.close()));
 });
 
-/** Loops that take `key`, hold it `holdMs`, give it back and go again until `until`; acquisitions and longest wait per loop. */
-async function loops(locker: Locker, key: string, count: number, holdMs: number, until: number) {
-  return Promise.all(
-    Array.from({ length: count }, async () => {
-      let acquisitions = 0;
-      let longestWait = 0;
-      while (performance.now() < until) {
-        const asked = performance.now();
-        const lease = await firstValueFrom(locker.acquire(key, { waitTimeout: 5_000 }));
-        longestWait = Math.max(longestWait, performance.now() - asked);
-        acquisitions++;
-        await firstValueFrom(timer(holdMs));
-        await lease.release();
-      }
-      return { acquisitions, longestWait };
-    }),
-  );
-}
-
 describe('a store without a line: lockers take turns on a busy key', () => {
   it('a locker with three busy loops lets a one-loop locker in every turn, and the one-loop locker lets it back', async () => {
     const store = new MemoryLockStore();
@@ -40,7 +21,7 @@ describe('a store without a line: lockers take turns on a busy key', () => {
     const single = createLocker({ store });
     lockers.push(busy, single);
     const until = performance.now() + 1_500;
-    const [many, one] = await Promise.all([loops(busy, 'hot', 3, 1, until), loops(single, 'hot', 1, 1, until)]);
+    const [many, one] = await Promise.all([turnLoops(busy, 'hot', 3, 1, until), turnLoops(single, 'hot', 1, 1, until)]);
     const busyTotal = many.reduce((sum, loop) => sum + loop.acquisitions, 0);
     // Taking turns: the busy locker's turn is a cohort of local passes (up to 12 ms), the other's
     // one acquisition; each waits one back-off step (10–30 ms) after its turn. Before the change

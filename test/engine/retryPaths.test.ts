@@ -40,7 +40,7 @@ import { countingClient, type CountingClient } from '../../support/countingClien
 import { RecordingStore } from '../support/recordingStore.js';
 import { connect } from '../support/redis.js';
 import { redisSuite } from '../support/redisSuite.js';
-import { settle } from '../support/virtualTime.js';
+import { runVirtual } from '../support/virtualTime.js';
 import { eventually, sleep } from '../support/timing.js';
 import { expectNoUnhandledRejections } from '../support/unhandled.js';
 
@@ -129,21 +129,6 @@ async function memoryWorld(path: MemoryPath): Promise<MemoryWorld> {
       return outcome;
     },
   };
-}
-
-/**
- * Runs the virtual clock frame by frame (letting the store's promises settle in between) until
- * `done()` holds, nothing is scheduled any more, or the next action is past `untilFrame`.
- */
-async function runVirtual(scheduler: TestScheduler, done: () => boolean, untilFrame: number): Promise<void> {
-  await settle();
-  while (!done()) {
-    const next = scheduler.actions[0];
-    if (next === undefined || next.delay > untilFrame) return;
-    scheduler.maxFrames = next.delay;
-    scheduler.flush();
-    await settle();
-  }
 }
 
 const timedOutEvents = (events: LockEvent[]) => events.filter((e): e is Extract<LockEvent, { type: 'timed-out' }> => e.type === 'timed-out');

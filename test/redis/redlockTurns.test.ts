@@ -5,8 +5,8 @@
  * again at once and won nearly every time: in the bench's hot key over 3 and 5 nodes, loops of
  * other processes waited 5–8 s and some timed out at 10 s.
  */
-import { firstValueFrom, timer } from 'rxjs';
 import { sleep } from '../support/timing.js';
+import { turnLoops } from '../support/turnLoops.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createLocker, type Locker } from '../../src/index.js';
 import { quorumNodes } from '../support/quorumNodes.js';
@@ -20,25 +20,6 @@ afterEach(async () => {
   await Promise.all(lockers.splice(0).map((locker) => locker.close()));
 });
 
-/** Loops that take `key`, hold it `holdMs`, give it back and go again until `until`. */
-async function loops(locker: Locker, key: string, count: number, holdMs: number, until: number) {
-  return Promise.all(
-    Array.from({ length: count }, async () => {
-      let acquisitions = 0;
-      let longestWait = 0;
-      while (performance.now() < until) {
-        const asked = performance.now();
-        const lease = await firstValueFrom(locker.acquire(key, { waitTimeout: 5_000 }));
-        longestWait = Math.max(longestWait, performance.now() - asked);
-        acquisitions++;
-        await firstValueFrom(timer(holdMs));
-        await lease.release();
-      }
-      return { acquisitions, longestWait };
-    }),
-  );
-}
-
 describe('RedlockStore: lockers take turns on a busy key', () => {
   it('a locker with three busy loops lets a one-loop locker (another store, other connections) in, turn after turn', async () => {
     const busy = createLocker({ store: nodes.store() });
@@ -46,7 +27,7 @@ describe('RedlockStore: lockers take turns on a busy key', () => {
     lockers.push(busy, single);
     await nodes.connected();
     const until = performance.now() + 2_000;
-    const [many, one] = await Promise.all([loops(busy, 'hot', 3, 1, until), loops(single, 'hot', 1, 1, until)]);
+    const [many, one] = await Promise.all([turnLoops(busy, 'hot', 3, 1, until), turnLoops(single, 'hot', 1, 1, until)]);
     const busyTotal = many.reduce((sum, loop) => sum + loop.acquisitions, 0);
     if (process.env.FIG) console.log('FIG', busyTotal, JSON.stringify(one), JSON.stringify(many));
     // (before: the one-loop locker got a handful and waited most of the run)

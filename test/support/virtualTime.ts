@@ -18,3 +18,18 @@ export async function runUntil(scheduler: TestScheduler, done: () => boolean, li
     await settle();
   }
 }
+
+/**
+ * Runs the virtual clock frame by frame (letting the store's promises settle in between) until
+ * `done()` holds, nothing is scheduled any more, or the next action is past `untilFrame`.
+ */
+export async function runVirtual(scheduler: TestScheduler, done: () => boolean, untilFrame: number): Promise<void> {
+  await settle();
+  while (!done()) {
+    const next = scheduler.actions[0];
+    if (next === undefined || next.delay > untilFrame) return;
+    scheduler.maxFrames = next.delay;
+    scheduler.flush();
+    await settle();
+  }
+}
