@@ -3,14 +3,14 @@
  * grant when other acquisitions were refused the key within {@link REFUSED_LATELY_MS}
  * (`Acquired.waiting: 1`), so that the locker that gets it lets them go first when it gives it
  * back (a locker asking again at once would take it nearly every time). Memory stays bounded: a
- * key is forgotten at its next grant, and old notes are dropped once more than
- * {@link MAX_REFUSALS} are kept.
+ * key is forgotten at its next grant, and all notes are dropped when {@link MAX_REFUSALS} are kept
+ * and another key comes (a note lost costs one grant that does not say so: one turn less fair).
  */
 
 /** How long a refusal counts as "lately" (longer than the default back-off between two attempts, 10–30 ms). */
 export const REFUSED_LATELY_MS = 100;
 
-/** Notes kept before old ones are dropped. */
+/** Notes kept at most. */
 export const MAX_REFUSALS = 1024;
 
 class Refusal {
@@ -26,14 +26,8 @@ export class RecentRefusals {
   /** `key` was refused to `token` at `now`. */
   note(key: string, token: string, now: number): void {
     const last = this.last;
-    last.delete(key);
+    if (last.size >= MAX_REFUSALS && !last.has(key)) last.clear();
     last.set(key, new Refusal(now, token));
-    if (last.size <= MAX_REFUSALS) return;
-    // (in insertion order: the oldest first)
-    for (const [noted, refusal] of last) {
-      if (last.size <= MAX_REFUSALS / 2 && now - refusal.at < REFUSED_LATELY_MS) break;
-      last.delete(noted);
-    }
   }
 
   /** Was `key` refused to anyone but `token` within REFUSED_LATELY_MS before `now`? Forgets the key. */
