@@ -46,6 +46,7 @@ async function worker(): Promise<void> {
   const port = Number(process.env.DIAG_PORT);
   const loops = Number(process.env.DIAG_LOOPS);
   const ms = Number(process.env.DIAG_MS);
+  const hold = Number(process.env.DIAG_HOLD_MS ?? '0');
   const redis = new Redis({ port });
   const subscriber = new Redis({ port, autoResubscribe: false });
   const report: WorkerReport = { held: [], grants: [], releases: [] };
@@ -74,7 +75,7 @@ async function worker(): Promise<void> {
       while (performance.now() < end) {
         const lease = await firstValueFrom(locker.acquire(KEY, { ttl: 10_000, waitTimeout: 10_000 }));
         const enter = process.hrtime.bigint();
-        await new Promise(setImmediate);
+        await (hold > 0 ? new Promise((resolve) => setTimeout(resolve, hold)) : new Promise(setImmediate));
         const exit = process.hrtime.bigint();
         report.held.push({ enter: enter.toString(), exit: exit.toString(), token: lease.token });
         await lease.release();

@@ -64,7 +64,9 @@ export type LeaveResult =
   | { readonly granted: true; readonly fence: number; readonly fences: number; readonly ttl: number };
 
 /**
- * Wake-up signals for waiters in a {@link QueueingStore}'s line.
+ * Wake-up signals for waiters in a {@link QueueingStore}'s line; on a store without a line, hints
+ * that a key a waiter was refused is free again (`'freed'`), so that it asks at once instead of at
+ * the end of its back-off step.
  *
  * @example
  * ```ts
@@ -95,6 +97,7 @@ export interface WakeUpStore {
  *   switch (signal.type) {
  *     case 'granted': return grantArrived(signal.fence, signal.fences);
  *     case 'behind': return lookAgainIn(signal.ttl);
+ *     case 'freed': return lookAgainIn(0); // a store without a line: a hint, not a grant
  *     case 'interrupted': return pollInstead();
  *     case 'resumed': return lookAgainIn(0); // grants made while it was down were not signalled
  *   }
@@ -121,6 +124,11 @@ export type WakeSignal =
    * waiter never claims it, `token` is next, so it should look again by then.
    */
   | { readonly type: 'behind'; readonly token: string; readonly ttl: number }
+  /**
+   * A store without a line: the key was given back while `token` was the acquisition refused it
+   * last, so it may be free now. A hint, not a grant: whoever asks first takes the key.
+   */
+  | { readonly type: 'freed'; readonly token: string }
   /** The channel dropped (`active` is false now): grants may go unsignalled until it resumes. */
   | { readonly type: 'interrupted' }
   /** The channel is back (`active` again); grants made while it was down were not signalled. */
@@ -273,9 +281,14 @@ export function queueingOf(store: LockStore): (LockStore & QueueingStore) | unde
   return has(store, 'tryAcquireInLine') && has(store, 'leave') ? (store as LockStore & QueueingStore) : undefined;
 }
 
-/** The store's wake-up, or `undefined`; only meaningful with a line. */
+/** The store's wake-up for waiters in its line, or `undefined`. */
 export function wakeUpOf(store: LockStore): (LockStore & QueueingStore & WakeUpStore) | undefined {
   return queueingOf(store) !== undefined && has(store, 'watch') ? (store as LockStore & QueueingStore & WakeUpStore) : undefined;
+}
+
+/** A store without a line that hints when a key is free (`WakeSignal` `'freed'`), or `undefined`. */
+export function freedHintsOf(store: LockStore): (LockStore & WakeUpStore) | undefined {
+  return queueingOf(store) === undefined && has(store, 'watch') ? (store as LockStore & WakeUpStore) : undefined;
 }
 
 export function batchExtendOf(store: LockStore): (LockStore & BatchExtendStore) | undefined {

@@ -5,6 +5,7 @@
 import type { StoreOperation } from '../../errors/errors.js';
 import {
   batchExtendOf,
+  freedHintsOf,
   keyCheckOf,
   queueingOf,
   wakeUpOf,
@@ -23,6 +24,8 @@ export class StoreAccess implements CallTracker {
   readonly queue: (LockStore & QueueingStore) | undefined;
   /** The store's wake-up signals, if it has them (only with a line). */
   readonly wakeUp: (LockStore & QueueingStore & WakeUpStore) | undefined;
+  /** A store without a line: its hints that a key is free, if it gives them. */
+  readonly hints: (LockStore & WakeUpStore) | undefined;
   readonly batch: (LockStore & BatchExtendStore) | undefined;
   readonly keyCheck: (LockStore & KeyCheckingStore) | undefined;
 
@@ -33,6 +36,7 @@ export class StoreAccess implements CallTracker {
     this.deadlines = new CallDeadlines(commandTimeout);
     this.queue = queueingOf(store);
     this.wakeUp = wakeUpOf(store);
+    this.hints = freedHintsOf(store);
     this.batch = batchExtendOf(store);
     this.keyCheck = keyCheckOf(store);
   }

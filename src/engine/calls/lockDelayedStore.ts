@@ -19,7 +19,7 @@
  */
 import { MAX_MS } from '../../options/limits.js';
 import { leaseValidity } from '../../options/validity.js';
-import { batchExtendOf, closerOf, inspectorOf, keyCheckOf, queueingOf, wakeUpOf, type LeaveResult } from '../../store/capabilities.js';
+import { batchExtendOf, closerOf, freedHintsOf, inspectorOf, keyCheckOf, queueingOf, wakeUpOf, type LeaveResult } from '../../store/capabilities.js';
 import type { AcquireResult, LockStore } from '../../store/LockStore.js';
 import { sharedOf, type InspectableSharedStore, type SharedPlace } from '../../store/SharedLockStore.js';
 
@@ -56,7 +56,7 @@ export function lockDelayed(store: LockStore, delayMs: number): LockStore {
       queue.tryAcquireInLine(key, token, longer(ttlMs), fences, place).then(acquired);
     view.leave = (key: string, token: string) => queue.leave(key, token).then(left);
   }
-  const wakeUp = wakeUpOf(store);
+  const wakeUp = wakeUpOf(store) ?? freedHintsOf(store);
   if (wakeUp !== undefined) view.watch = wakeUp.watch.bind(wakeUp);
   const batch = batchExtendOf(store);
   if (batch !== undefined) {

@@ -10,5 +10,6 @@ export class AnsweredGrant implements ReleasedGrant {
     readonly fence: number,
     readonly fences: number,
     readonly answeredAt: number,
+    readonly waiting: number | undefined,
   ) {}
 }

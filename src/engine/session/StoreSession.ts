@@ -25,7 +25,7 @@
  */
 import { asyncScheduler, Subscription, type SchedulerAction } from 'rxjs';
 import type { RetryPolicy } from '../../options/validate.js';
-import type { WakeSignal, StoreWatch, LeaveResult } from '../../store/capabilities.js';
+import type { WakeSignal, StoreWatch, LeaveResult, WakeUpStore } from '../../store/capabilities.js';
 import type { AcquireResult, NotAcquired } from '../../store/LockStore.js';
 import type { LockStoreError } from '../../errors/errors.js';
 import type { StoreCall, StoreRequest } from '../calls/storeCall.js';
@@ -132,6 +132,17 @@ export class StoreSession {
     const watch = (this.watch = wakeUp.watch(this.owner.storeKey, this.token, (signal) => this.signalled(signal)));
     // Re-plan as soon as the channel is live, rather than after a whole back-off step.
     if (!watch.active) void watch.ready.then(() => this.replanSleep());
+  }
+
+  /**
+   * A store without a line that hints when a key is free: listens for the hints to this token
+   * (the store hints the acquisition refused last when the key is given back). The polling goes
+   * on as before; a hint only cuts a sleep short.
+   */
+  private listenForHints(hints: WakeUpStore): void {
+    this.watch = hints.watch(this.owner.storeKey, this.token, (signal) => {
+      if (signal.type === 'freed' && signal.token === this.token && !this.closed && typeof this.owner.head()?.settings.retry !== 'function') this.wakeNow();
+    });
   }
 
   /**
@@ -267,7 +278,8 @@ export class StoreSession {
       owner.emptied(this);
       return;
     }
-    if (this.watch === undefined && ctx.access.wakeUp !== undefined) {
+    if (this.watch === undefined && ctx.access.hints !== undefined) this.listenForHints(ctx.access.hints);
+    else if (this.watch === undefined && ctx.access.wakeUp !== undefined) {
       this.listen();
       // Already live (another waiter of this store listens): take the place in line now — unless
       // a retry function decides when each attempt is made.

@@ -171,17 +171,25 @@ export class QuorumNode {
 
   /**
    * Sets `key` for `token` on this node if it is free, with a block of `fences` fences starting at
-   * `floor` or above (../protocol/lua/quorumAcquire-3.lua; 0: no floor).
+   * `floor` or above (../protocol/lua/quorumAcquire-3.lua; 0: no floor). A refusal notes `token`
+   * and `inbox` (the channel where the release hints it; '' for none).
    */
-  acquire(key: string, token: string, ttlMs: number, fences: number, floor: number): Promise<NodeAcquire> {
-    return runScript(this.client, 'quorumAcquire', [key, this.fenceKey(key), helperKey(key, 'refused', this.clientPrefix)], [token, ttlMs, fences, floor]).then(
-      (reply) => decodeNodeAcquire(reply, ttlMs, fences, floor),
+  acquire(key: string, token: string, ttlMs: number, fences: number, floor: number, inbox: string): Promise<NodeAcquire> {
+    const args = inbox === '' ? [token, ttlMs, fences, floor] : [token, ttlMs, fences, floor, inbox];
+    return runScript(this.client, 'quorumAcquire', [key, this.fenceKey(key), this.refusedKey(key)], args).then((reply) =>
+      decodeNodeAcquire(reply, ttlMs, fences, floor),
     );
   }
 
-  /** Gives `key` up on this node if `token` holds it (../protocol/lua/quorumRelease-2.lua); true when it did. */
+  /**
+   * Gives `key` up on this node if `token` holds it (../protocol/lua/quorumRelease-3.lua); true when
+   * it did. When the grant said others were after the key, the acquisition refused it last is
+   * hinted that it is free.
+   */
   release(key: string, token: string, grant?: ReleasedGrant): Promise<boolean> {
-    return runScript(this.client, 'quorumRelease', [key, this.fenceKey(key)], releaseArgs(token, grant, performance.now())).then((reply) => reply === 1);
+    const args = releaseArgs(token, grant, performance.now());
+    if (grant?.waiting !== undefined && grant.waiting > 0) args.push(...(args.length === 1 ? ['', '1'] : ['1']));
+    return runScript(this.client, 'quorumRelease', [key, this.fenceKey(key), this.refusedKey(key)], args).then((reply) => reply === 1);
   }
 
   /**
@@ -194,6 +202,10 @@ export class QuorumNode {
 
   private fenceKey(key: string): string {
     return helperKey(key, 'fence', this.clientPrefix);
+  }
+
+  private refusedKey(key: string): string {
+    return helperKey(key, 'refused', this.clientPrefix);
   }
 
   /** Stops listening to the client's connection errors. */

@@ -1,8 +1,9 @@
 /**
  * The quorum store (Redlock): a lock held on a majority of independent Redis masters, so it
- * survives the loss of a minority of them. It implements the core store contract only (no line,
- * no wake-up): the engine polls it with back-off and adds the local gate, renewal and loss
- * detection on top. Each node is a single-node RedisLockStore used through its core operations.
+ * survives the loss of a minority of them. It implements the core store contract (no line: the
+ * engine polls it with back-off and adds the local gate, renewal and loss detection on top), and
+ * hints a waiter when a busy key is given back (wake-up without a line). Each node is a
+ * single-node RedisLockStore used through its core operations.
  */
 import { LockOptionsError, QuorumUnreachableError, type FailedNode, type StoreOperation } from '../../../errors/errors.js';
 import { MAX_MS } from '../../../options/limits.js';
@@ -14,6 +15,14 @@ import { covers, quorumFences, type NodeGrant, type QuorumFenceBlock } from './q
 import { QuorumNode, type NodeAcquire, type QuorumClient } from './QuorumNode.js';
 import { decided, round, tally, type NodeReply } from './round.js';
 import { resolveRedlockOptions, type RedlockSettings, type RedlockStoreOptions } from './RedlockStoreOptions.js';
+import { v4 as uuidv4 } from 'uuid';
+import type { StoreWatch, WakeSignal } from '../../../store/capabilities.js';
+import type { RedisSubscriber } from '../RedisClient.js';
+import { INBOX_PREFIX } from '../RedisLockStore.js';
+import { WakeInbox, type InboxListener } from '../WakeInbox.js';
+
+/** How long a node's hint connection stays open after the last wait (ms), as the Redis store's default. */
+const HINT_LINGER_MS = 2_000;
 
 /**
  * A lock store over N independent Redis masters (Redlock): a key is held when a majority
@@ -35,7 +44,8 @@ import { resolveRedlockOptions, type RedlockSettings, type RedlockStoreOptions }
  * else holds it, or the vote split), the answer is "not acquired": the locker keeps waiting, and
  * ends with `LockTimeoutError` (a grant answers `waiting: 1` when a node refused the key to another
  * token within 100 ms, and the locker then lets the others' polls come first when it gives the key
- * back). When fewer than a quorum answered, the call rejects with
+ * back; with `wakeUp`, the default, each node's release hints the acquisition it refused last, which
+ * then asks at once instead of at the end of its back-off step). When fewer than a quorum answered, the call rejects with
  * {@link QuorumUnreachableError}, which names each failed node and why (the locker's stream gets it
  * as the `cause` of its `LockStoreError`).
  *
@@ -78,6 +88,9 @@ export class RedlockStore implements LockStore, KeyCheckingStore, ClosableStore 
   private readonly quorum: number;
   private readonly settings: RedlockSettings;
   private readonly floor: FenceFloor;
+  /** This store's channel for hints that a key is free ('' with `wakeUp` off), and its subscription on each node. */
+  private readonly inbox: string;
+  private readonly inboxes: readonly WakeInbox[];
 
   /**
    * @param clients One ioredis `Redis` client per independent Redis master (not a `Cluster`, and
@@ -100,6 +113,40 @@ export class RedlockStore implements LockStore, KeyCheckingStore, ClosableStore 
     this.nodes = nodes;
     this.quorum = quorumOf(nodes.length);
     this.floor = new FenceFloor(nodes.length, this.quorum);
+    const hinting = this.settings.wakeUp ? nodes.filter(({ client }) => typeof client.duplicate === 'function') : [];
+    this.inbox = hinting.length === 0 ? '' : INBOX_PREFIX + uuidv4();
+    this.inboxes = hinting.map(({ client }) => {
+      const duplicate = client.duplicate!.bind(client) as (override?: { autoResubscribe: boolean }) => RedisSubscriber;
+      return new WakeInbox(this.inbox, () => duplicate({ autoResubscribe: false }), HINT_LINGER_MS, true);
+    });
+  }
+
+  /**
+   * Hints to `token` that `key` may be free (`WakeSignal` `'freed'`), from any node, until the
+   * watch is stopped: the store's `WakeUpStore` capability without a line (absent with `wakeUp`
+   * off). `active` while the channel is subscribed on at least one node.
+   */
+  get watch(): ((key: string, token: string, listener: (signal: WakeSignal) => void) => StoreWatch) | undefined {
+    if (this.inboxes.length === 0) return undefined;
+    return (_key, token, listener) => {
+      const hint = `freed ${token}`;
+      const onNode: InboxListener = {
+        message: (message) => {
+          if (message === hint) listener({ type: 'freed', token });
+        },
+        status: () => undefined, // polling goes on either way
+      };
+      const watches = this.inboxes.map((inbox) => inbox.watch(token, onNode));
+      return {
+        get active() {
+          return watches.some((watch) => watch.active);
+        },
+        ready: Promise.race(watches.map((watch) => watch.ready)),
+        stop: () => {
+          for (const watch of watches) watch.stop();
+        },
+      };
+    };
   }
 
   async tryAcquire(key: string, token: string, ttlMs: number, fences = 1): Promise<AcquireResult> {
@@ -113,7 +160,7 @@ export class RedlockStore implements LockStore, KeyCheckingStore, ClosableStore 
       this.nodes,
       this.settings.nodeTimeout,
       (node) =>
-        node.acquire(key, token, ttlMs, fences, floor).then((answer) => {
+        node.acquire(key, token, ttlMs, fences, floor, this.inbox).then((answer) => {
           if (answer.acquired) this.floor.learn(node.index, answer.seed, start);
           return answer;
         }),
@@ -209,9 +256,10 @@ export class RedlockStore implements LockStore, KeyCheckingStore, ClosableStore 
     for (const node of this.nodes) node.store.checkKey(key);
   }
 
-  /** Stops listening to the clients' connection errors; the clients are yours to close. */
+  /** Stops listening to the clients' connection errors and closes the store's own hint connections; the clients are yours to close. */
   close(): void {
     for (const node of this.nodes) node.close();
+    for (const inbox of this.inboxes) inbox.close();
   }
 
   /**

@@ -1,9 +1,12 @@
 -- quorumRelease: one node's part of a quorum store's release (backends/redis/quorum):
 -- compare-and-delete, and the fences' record. No line to hand the key to (see quorumAcquire-3.lua).
--- KEYS[1] the lock key; KEYS[2] its fence counter. ARGV[1] the caller's token; ARGV[2] the last
--- fence of the grant, when the caller knows it (else the most a grant can have reserved), or
--- 'passed' when the caller knows this node's clock has passed it (see lib/fences.lua and
--- codec.ts releaseArgs).
+-- KEYS[1] the lock key; KEYS[2] its fence counter; KEYS[3] who was refused the key last
+-- (quorumAcquire-3.lua). ARGV[1] the caller's token; ARGV[2] the last fence of the grant, when the
+-- caller knows it ('' or absent: the most a grant can have reserved), or 'passed' when the caller
+-- knows this node's clock has passed it (see lib/fences.lua and codec.ts releaseArgs); ARGV[3]
+-- '1' when the grant said others were after the key: the token refused last is then hinted, on
+-- its inbox, that the key is free ('freed <token>'), so that it asks at once instead of at the end
+-- of its back-off step (a hint only: whoever asks first takes the key).
 -- Only while the key still holds the caller's token. Returns 1 when deleted, 0 when the key was not
 -- the caller's.
 --
@@ -17,6 +20,15 @@ if redis.call('GET', lock) ~= ARGV[1] then
   return 0
 end
 redis.call('DEL', lock)
+if ARGV[3] == '1' then
+  -- ('<ms> <inbox> <token>', see quorumAcquire-3.lua)
+  local refused = redis.call('GET', KEYS[3])
+  local first = refused and string.find(refused, ' ', 1, true)
+  local second = first and string.find(refused, ' ', first + 1, true)
+  if second and second > first + 1 and string.sub(refused, second + 1) ~= ARGV[1] then
+    redis.call('PUBLISH', string.sub(refused, first + 1, second - 1), 'freed ' .. string.sub(refused, second + 1))
+  end
+end
 local said = ARGV[2]
 if said == 'passed' then
   return 1

@@ -1,0 +1,175 @@
+/**
+ * Hints on the quorum store (no line): when a busy key is given back, each node tells the
+ * acquisition it refused last (through that store's inbox channel, subscribed on each node) that the
+ * key is free, and its locker asks at once instead of at the end of its back-off step. Without the
+ * hint a waiter finds a freed key only at its next poll: with the default retry policy 10–30 ms
+ * later, and with a slow one (seconds) that much later.
+ *
+ * The hint is sent only when the grant said others were after the key (`waiting: 1`), so an
+ * uncontended pair costs the nodes nothing more; a hint is never a grant (the waiter still asks,
+ * and whoever asks first takes the key); a retry function keeps its own pace.
+ */
+import { firstValueFrom, timer } from 'rxjs';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createLocker, LockOptionsError, type Lease, type Locker } from '../../src/index.js';
+import { RedlockStore, type RedlockStore as Store } from '../../src/redis.js';
+import { quorumNodes } from '../support/quorumNodes.js';
+import { eventually, sleep } from '../support/timing.js';
+
+const nodes = quorumNodes(3);
+beforeEach(async () => {
+  await nodes.flush();
+  await Promise.all(nodes.admins.map((admin) => admin.config('RESETSTAT')));
+});
+const lockers: Locker[] = [];
+afterEach(async () => {
+  await Promise.all(lockers.splice(0).map((locker) => locker.close()));
+});
+
+/** A waiter's back-off step, far longer than a hinted hand-off takes. */
+const SLOW_STEP = 1_500;
+
+/** Pub/sub connections (the stores' hint subscribers) on every node. */
+async function subscribers(): Promise<number> {
+  const lists = await Promise.all(nodes.admins.map((admin) => admin.client('LIST', 'TYPE', 'pubsub') as Promise<string>));
+  return lists.reduce((sum, list) => sum + list.split('\n').filter((line) => line.includes('sub=')).length, 0);
+}
+
+/**
+ * A key held by a grant that saw another acquisition refused (so its release hints), while a waiter
+ * of another store with a slow back-off waits for it: `holder` holds it, `waiting` resolves with
+ * the waiter's lease.
+ */
+async function heldWithWaiter(key: string, waiterOptions: Parameters<typeof createLocker>[0]): Promise<{ holder: Lease; waiting: Promise<Lease> }> {
+  const other = nodes.store();
+  const holderLocker = createLocker({ store: nodes.store() });
+  const waiter = createLocker(waiterOptions);
+  lockers.push(holderLocker, waiter);
+  await nodes.connected();
+  // 1. someone holds the key; 2. the waiter is refused (the nodes note it) and sleeps its long step;
+  // 3. the key is given back (that grant saw no refusal: no hint); 4. the holder takes it at once,
+  // within 100 ms of the refusal, so its grant says others are after the key.
+  expect((await other.tryAcquire(`lock:${key}`, 'first', 10_000)).acquired).toBe(true);
+  const waiting = firstValueFrom(waiter.acquire(key, { waitTimeout: 10_000 }));
+  await eventually(async () => (await nodes.admins[0]!.exists(`rxjs-lock:refused:{lock:${key}}`)) === 1, 2_000, 2);
+  await other.release(`lock:${key}`, 'first');
+  const holder = await firstValueFrom(holderLocker.acquire(key));
+  return { holder, waiting };
+}
+
+describe('RedlockStore: hints to a waiter when a busy key is given back', () => {
+  it('a waiter with a slow back-off takes the key within moments of the release, not at the end of its step', async () => {
+    const { holder, waiting } = await heldWithWaiter('hint:fast', { store: nodes.store(), retry: { minDelay: SLOW_STEP, jitter: 0 } });
+    await sleep(100); // the waiter's hint channel is up (it subscribed after its refusal)
+    const releasedAt = performance.now();
+    await holder.release();
+    const lease = await waiting;
+    const after = performance.now() - releasedAt;
+    if (process.env.FIG) console.log('FIG hinted hand-off ms', after.toFixed(1));
+    expect(after).toBeLessThan(SLOW_STEP / 3);
+    await lease.release();
+  });
+
+  it('without wakeUp the same waiter finds the key only at its next poll (what the hint saves)', async () => {
+    const { holder, waiting } = await heldWithWaiter('hint:off', { store: nodes.store({ wakeUp: false }), retry: { minDelay: SLOW_STEP, jitter: 0 } });
+    await sleep(100);
+    const releasedAt = performance.now();
+    await holder.release();
+    const lease = await waiting;
+    expect(performance.now() - releasedAt).toBeGreaterThan(SLOW_STEP / 2);
+    await lease.release();
+  });
+
+  it('a retry function keeps its own pace: a hint does not cut its sleep', async () => {
+    const { holder, waiting } = await heldWithWaiter('hint:function', { store: nodes.store(), retry: () => timer(SLOW_STEP) });
+    await sleep(100);
+    const releasedAt = performance.now();
+    await holder.release();
+    const lease = await waiting;
+    expect(performance.now() - releasedAt).toBeGreaterThan(SLOW_STEP / 2);
+    await lease.release();
+  });
+
+  it('an uncontended release asks the nodes for no hint (no read of the refusal note, no PUBLISH)', async () => {
+    const pairs = 20;
+    /** The commands the nodes ran for `pairs` uncontended pairs of a locker on `store`. */
+    const commandsOf = async (store: Store, key: string): Promise<string[]> => {
+      const locker = createLocker({ store });
+      lockers.push(locker);
+      await nodes.connected();
+      await (await firstValueFrom(locker.acquire(key))).release(); // (scripts loaded, fences agreed)
+      await Promise.all(nodes.admins.map((admin) => admin.config('RESETSTAT')));
+      for (let i = 0; i < pairs; i++) await (await firstValueFrom(locker.acquire(key))).release();
+      const stats = await Promise.all(nodes.admins.map((admin) => admin.info('commandstats')));
+      return stats.map((info) =>
+        [...info.matchAll(/cmdstat_(\w+):calls=(\d+)/g)]
+          .map(([, name, calls]) => `${name}=${calls}`)
+          .filter((c) => !/^(info|config)/.test(c))
+          .sort()
+          .join(' '),
+      );
+    };
+    const hinting = await commandsOf(nodes.store(), 'hint:none');
+    const polling = await commandsOf(nodes.store({ wakeUp: false }), 'hint:none:polling');
+    expect(hinting.join(' ')).not.toMatch(/publish/);
+    // the same reads as without hints (a fence record may or may not be written: not compared)
+    const reads = (commands: string[]) => commands.map((node) => node.split(' ').filter((c) => /^(get|mget|exists)=/.test(c)));
+    expect(reads(hinting)).toEqual(reads(polling));
+  });
+
+  it('the hint goes to the acquisition refused last, and not to the releaser itself', async () => {
+    const store = nodes.store();
+    await nodes.connected();
+    const hints: string[] = [];
+    const watchB = store.watch!('k', 'b', (signal) => hints.push(`b:${signal.type}`));
+    const watchC = store.watch!('k', 'c', (signal) => hints.push(`c:${signal.type}`));
+    await Promise.all([watchB.ready, watchC.ready]);
+    await eventually(() => watchB.active && watchC.active, 2_000);
+    const key = 'lock:hint:last';
+    expect((await store.tryAcquire(key, 'h', 10_000)).acquired).toBe(true);
+    expect((await store.tryAcquire(key, 'c', 10_000)).acquired).toBe(false);
+    expect((await store.tryAcquire(key, 'b', 10_000)).acquired).toBe(false);
+    await store.release(key, 'h');
+    // c takes it (b was refused last: its grant says others waited), b is refused again after it
+    const grant = await store.tryAcquire(key, 'c', 10_000);
+    expect(grant).toMatchObject({ acquired: true, waiting: 1 });
+    expect((await store.tryAcquire(key, 'b', 10_000)).acquired).toBe(false);
+    await store.release(key, 'c', { fence: grant.acquired ? grant.fence : 0, fences: 1, answeredAt: performance.now(), waiting: 1 });
+    await eventually(() => hints.length >= 3, 2_000);
+    await sleep(50);
+    // one hint per node, to b only
+    expect(hints).toEqual(['b:freed', 'b:freed', 'b:freed']);
+    // a release whose token was the one refused last hints nobody
+    hints.length = 0;
+    expect((await store.tryAcquire(key, 'b', 10_000)).acquired).toBe(true);
+    await store.release(key, 'b', { fence: 1, fences: 1, answeredAt: performance.now(), waiting: 1 });
+    await sleep(100);
+    expect(hints).toEqual([]);
+    watchB.stop();
+    watchC.stop();
+  });
+
+  it('a node whose hint connection is killed keeps the others hinting; close() closes every hint connection', async () => {
+    const store: Store = nodes.store();
+    await nodes.connected();
+    const hints: string[] = [];
+    const watch = store.watch!('k', 'w', (signal) => hints.push(signal.type));
+    await watch.ready;
+    await eventually(async () => (await subscribers()) === 3, 2_000);
+    await nodes.admins[0]!.client('KILL', 'TYPE', 'pubsub');
+    const key = 'lock:hint:killed';
+    expect((await store.tryAcquire(key, 'h', 10_000)).acquired).toBe(true);
+    expect((await store.tryAcquire(key, 'w', 10_000)).acquired).toBe(false);
+    await store.release(key, 'h', { fence: 1, fences: 1, answeredAt: performance.now(), waiting: 1 });
+    await eventually(() => hints.filter((type) => type === 'freed').length >= 2, 2_000);
+    expect(watch.active).toBe(true);
+    watch.stop();
+    store.close();
+    await eventually(async () => (await subscribers()) === 0, 2_000);
+  });
+
+  it('refuses a wakeUp that is not a boolean, naming it', () => {
+    expect(() => new RedlockStore(nodes.clients(), { wakeUp: 'yes' as unknown as boolean })).toThrow(LockOptionsError);
+    expect(() => new RedlockStore(nodes.clients(), { wakeUp: 1 as unknown as boolean })).toThrow(/wakeUp.*true or false/);
+  });
+});
