@@ -111,7 +111,8 @@ export class LockEngine implements Locker, AcquisitionContext {
     );
     const gates = this.gates;
     const sharedStore = sharedOf(store);
-    this.shared = sharedStore === undefined ? undefined : new SharedLocks(sharedStore, settings.commandTimeout, clock, this.reporter, settings.lockDelay > 0);
+    this.shared =
+      sharedStore === undefined ? undefined : new SharedLocks(sharedStore, settings.commandTimeout, clock, this.reporter, longWaits, settings.lockDelay > 0);
     this.inspector = new KeyInspector({ access, clock, localSide: (storeKey) => gates.localSide(storeKey) });
   }
 

@@ -290,8 +290,9 @@ export interface LockerOptions extends AcquireOptions {
    * again every as long while it still waits), in ms: an integer from 1 to 2147483647, or
    * `Infinity` for never. Each report reads the key from the store once (who holds it, its TTL,
    * how long the read took: see `LongWaitEvent`). Nothing is read or reported while nobody listens
-   * to `events$`. Mutex waits only (`withLock`, `using`, `acquire`, and each key of `withLocks`):
-   * semaphore and read-write waits are not reported.
+   * to `events$`. Mutex waits (`withLock`, `using`, `acquire`, each key of `withLocks`) report the
+   * holder; semaphore and read-write waits (`withPermit`, `withReadLock`, `withWriteLock`) report
+   * the lock's `permits` (in use, holders, waiters).
    * @default 5000
    * @example
    * ```ts

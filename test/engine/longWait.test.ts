@@ -193,3 +193,59 @@ describe('long-wait events', () => {
     expect((error as Error).message).toContain('or Infinity');
   });
 });
+
+describe('long-wait events of shared locks (permits, read-write locks)', () => {
+  it('report a permit wait with the lock as the store reads it: permits used of the limit, holders, waiters, what it asks for', async () => {
+    const store = new MemoryLockStore();
+    const holder = locker({ store });
+    const waiter = locker({ store, longWait: 100 });
+    const events = record(waiter);
+    const held = await firstValueFrom(holder.acquirePermit('pool', { limit: 2, permits: 2, ttl: 5_000 }));
+    const waited = firstValueFrom(waiter.acquirePermit('pool', { limit: 2, waitTimeout: 5_000 }));
+    await sleep(350);
+    const reports = longWaits(events);
+    expect(reports.length).toBeGreaterThanOrEqual(2);
+    for (const report of reports) {
+      expect(report).toMatchObject({ key: 'pool', heldHere: false, permits: { used: 2, limit: 2, weight: 1, holders: 1, waiting: 1 } });
+      expect(report.holder).toBeUndefined();
+      expect(report.storeReadMs).toBeGreaterThanOrEqual(0);
+    }
+    await held.release();
+    await (await waited).release();
+    const after = longWaits(events).length;
+    await sleep(250);
+    // granted: no more reports
+    expect(longWaits(events).length).toBe(after);
+  });
+
+  it("say when one of the locker's own acquisitions holds the lock (a writer waiting behind this locker's reader)", async () => {
+    const store = new MemoryLockStore();
+    const l = locker({ store, longWait: 80 });
+    const events = record(l);
+    const reader = await firstValueFrom(l.acquireReadLock('doc'));
+    const writer = firstValueFrom(l.acquireWriteLock('doc', { waitTimeout: 5_000 }));
+    await sleep(250);
+    const reports = longWaits(events);
+    expect(reports.length).toBeGreaterThanOrEqual(2);
+    expect(reports[0]).toMatchObject({ key: 'doc', heldHere: true, permits: { used: 1, holders: 1, waiting: 1, weight: 2 ** 31 - 1 } });
+    await reader.release();
+    await (await writer).release();
+  });
+
+  it('a shared wait that ends (timed out, or unsubscribed) is reported no more', async () => {
+    const store = new MemoryLockStore();
+    const holder = locker({ store });
+    const waiter = locker({ store, longWait: 50 });
+    const events = record(waiter);
+    const held = await firstValueFrom(holder.acquirePermit('gone', { limit: 1, ttl: 5_000 }));
+    await expect(firstValueFrom(waiter.acquirePermit('gone', { limit: 1, waitTimeout: 180 }))).rejects.toThrow(/gone/);
+    const cancelled = waiter.acquirePermit('gone', { limit: 1, waitTimeout: 5_000 }).subscribe({ error: () => undefined });
+    await sleep(130);
+    cancelled.unsubscribe();
+    const seen = longWaits(events).length;
+    expect(seen).toBeGreaterThanOrEqual(4);
+    await sleep(200);
+    expect(longWaits(events).length).toBe(seen);
+    await held.release();
+  });
+});

@@ -45,6 +45,23 @@ function longWaitsOf(l: Locker): LongWaitEvent[] {
 }
 
 describe('long-wait events on Redis', () => {
+  it('report a permit wait behind another process with the lock as Redis keeps it (permits used, holders, the line)', async () => {
+    const holder = lockerOn(server.port);
+    const waiter = lockerOn(server.port, { longWait: 120 });
+    const reports = longWaitsOf(waiter);
+    const held = await firstValueFrom(holder.acquirePermit('pool-long', { limit: 3, permits: 3, ttl: 3_000 }));
+    const waited = firstValueFrom(waiter.acquirePermit('pool-long', { limit: 3, permits: 2, waitTimeout: 10_000 }));
+    await sleep(450);
+    expect(reports.length).toBeGreaterThanOrEqual(2);
+    for (const report of reports) {
+      expect(report).toMatchObject({ key: 'pool-long', heldHere: false, permits: { used: 3, limit: 3, weight: 2, holders: 1, waiting: 1 } });
+      expect(report.holder).toBeUndefined();
+      expect(report.error).toBeUndefined();
+    }
+    await held.release();
+    await (await waited).release();
+  });
+
   it('name the holder another process keeps the key for, its TTL and the line, seen for longer at each report', async () => {
     const holder = lockerOn(server.port);
     const waiter = lockerOn(server.port, { longWait: 120 });

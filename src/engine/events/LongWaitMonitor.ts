@@ -13,6 +13,7 @@
 import type { Subscription } from 'rxjs';
 import type { LockStoreError } from '../../errors/errors.js';
 import { inspectorOf, type LockInfo } from '../../store/capabilities.js';
+import { sharedInspectorOf, type SharedLockInfo } from '../../store/SharedLockStore.js';
 import type { StoreAccess } from '../calls/StoreAccess.js';
 import type { Clock } from '../timing/Clock.js';
 import type { EventReporter } from './EventReporter.js';
@@ -24,6 +25,11 @@ export interface WaitedKey {
   readonly storeKey: string;
   /** The gate's state: `held` or `passing` means one of this locker's own acquisitions has it. */
   readonly stateName: string;
+  /**
+   * A shared lock's wait (semaphore, read-write lock): its limit and what the waiter asks for. The
+   * key is then read with `inspectShared` and reported as the event's `permits`.
+   */
+  readonly shared?: { readonly limit: number; readonly weight: number };
 }
 
 /** A waiter, as far as its long wait is concerned. */
@@ -110,6 +116,10 @@ export class LongWaitMonitor implements LongWaitWatch {
   /** One read of the key for the waiters of `gate` that are due, then a report for each still waiting. */
   private look(gate: WaitedKey, waiters: readonly WatchedWaiter[]): void {
     const heldHere = gate.stateName === 'held' || gate.stateName === 'passing';
+    if (gate.shared !== undefined) {
+      this.lookShared(gate, waiters, heldHere);
+      return;
+    }
     const inspector = inspectorOf(this.access.store);
     if (inspector === undefined) {
       for (const waiter of waiters) this.report(gate, waiter, heldHere, {});
@@ -128,11 +138,31 @@ export class LongWaitMonitor implements LongWaitWatch {
     });
   }
 
+  /** {@link look} for a shared lock: one `inspectShared`. */
+  private lookShared(gate: WaitedKey, waiters: readonly WatchedWaiter[], heldHere: boolean): void {
+    const inspector = sharedInspectorOf(this.access.store);
+    if (inspector === undefined) {
+      for (const waiter of waiters) this.report(gate, waiter, heldHere, {});
+      return;
+    }
+    const sentAt = performance.now();
+    this.access.call('inspect', gate.key, () => inspector.inspectShared(gate.storeKey), {
+      value: (shared) => {
+        const storeReadMs = performance.now() - sentAt;
+        for (const waiter of waiters) this.report(gate, waiter, heldHere, { shared, storeReadMs });
+      },
+      error: (error) => {
+        const storeReadMs = performance.now() - sentAt;
+        for (const waiter of waiters) this.report(gate, waiter, heldHere, { error, storeReadMs });
+      },
+    });
+  }
+
   private report(
     gate: WaitedKey,
     waiter: WatchedWaiter,
     heldHere: boolean,
-    look: { info?: LockInfo | null; error?: LockStoreError; storeReadMs?: number },
+    look: { info?: LockInfo | null; shared?: SharedLockInfo | null; error?: LockStoreError; storeReadMs?: number },
   ): void {
     const mark = this.marks.get(waiter);
     // Granted, failed or gone while the store answered: its own event tells how the wait ended.
@@ -154,8 +184,14 @@ export class LongWaitMonitor implements LongWaitWatch {
       attempts: waiter.attempts,
       heldHere,
       ...(holder === undefined ? {} : { holder }),
+      ...(look.shared === undefined || gate.shared === undefined ? {} : { permits: permitsOf(look.shared, gate.shared) }),
       ...(look.storeReadMs === undefined ? {} : { storeReadMs: look.storeReadMs }),
       ...(look.error === undefined ? {} : { error: look.error }),
     });
   }
+}
+
+/** A shared lock's read as a long-wait report tells it (`null`: neither holder nor waiter). */
+function permitsOf(info: SharedLockInfo | null, asked: { readonly limit: number; readonly weight: number }): NonNullable<LongWaitEvent['permits']> {
+  return { used: info?.used ?? 0, limit: asked.limit, weight: asked.weight, holders: info?.holders.length ?? 0, waiting: info?.waiting ?? 0 };
 }

@@ -269,7 +269,8 @@ export interface LongWaitEvent {
   readonly heldHere: boolean;
   /**
    * The key's holder as the store answered this report's read: `null` when the key was free at
-   * that moment; absent when the store cannot be read (no `inspect` capability) or the read failed.
+   * that moment; absent when the store cannot be read (no `inspect` capability) or the read
+   * failed, and for a shared lock's wait (see `permits`).
    */
   readonly holder?: {
     /** The holder's token (its store session: one per locker and key). */
@@ -287,6 +288,21 @@ export interface LongWaitEvent {
      */
     readonly seenForMs: number;
   } | null;
+  /**
+   * A shared lock's wait (`withPermit`, `withReadLock`, `withWriteLock`), as the store answered this
+   * report's read (`inspectShared`): the permits in use out of `limit`, how many holders hold them,
+   * how many wait in its line (this acquisition included), and how many this acquisition asks for
+   * (a read lock 1, a write lock all of them). Absent for a mutex (see `holder`), and when the
+   * store cannot be read or the read failed. `heldHere` then says that one of this locker's own
+   * acquisitions holds permits of the lock.
+   */
+  readonly permits?: {
+    readonly used: number;
+    readonly limit: number;
+    readonly weight: number;
+    readonly holders: number;
+    readonly waiting: number;
+  };
   /** How long this report's store read took, in ms (absent without an `inspect` capability). */
   readonly storeReadMs?: number;
   /** Why this report's store read failed (unreachable, or slower than `commandTimeout`). */

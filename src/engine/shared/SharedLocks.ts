@@ -26,6 +26,7 @@ import { ContentionMemory } from '../session/ContentionMemory.js';
 import type { Clock } from '../timing/Clock.js';
 import { sharedLeaseView } from './sharedLeaseView.js';
 import { SharedWait, type SharedGrant, type SharedWaitContext } from './SharedWait.js';
+import type { LongWaitWatch, WaitedKey } from '../events/LongWaitMonitor.js';
 
 export class SharedLocks implements HolderOwner {
   /** Questions about this locker's store's shared locks that take nothing (`locker.inspectPermits` and kin). */
@@ -44,6 +45,8 @@ export class SharedLocks implements HolderOwner {
     commandTimeout: number,
     private readonly clock: Clock,
     private readonly events: EventReporter,
+    /** Reports waits that last (`long-wait` events). */
+    private readonly longWaits: LongWaitWatch,
     /** Lock-delay is on (`store` adds it to every TTL): a lapsed holder's permits are not given back. */
     lockDelay = false,
   ) {
@@ -81,20 +84,44 @@ export class SharedLocks implements HolderOwner {
       const outcome = subscriberOutcome(subscriber);
       const wait: SharedWait = new SharedWait(this.ctx, key, storeKey, settings, weight, capacity, this.clock.now(), {
         granted: (grant) => {
-          this.waits.delete(wait);
+          this.ended(wait);
           outcome.granted(this.hold(wait, grant));
         },
         failed: (error) => {
-          this.waits.delete(wait);
+          this.ended(wait);
           outcome.failed(error);
         },
       });
       this.waits.add(wait);
+      this.longWaits.watch(this.waitedKey(key, storeKey, capacity, weight), wait);
       wait.start(this.ctx.contention.recent);
       return () => {
-        if (this.waits.delete(wait)) wait.abandon();
+        if (this.waits.has(wait)) {
+          this.ended(wait);
+          wait.abandon();
+        }
       };
     });
+  }
+
+  /** A wait is over (granted, failed or abandoned). */
+  private ended(wait: SharedWait): void {
+    this.waits.delete(wait);
+    this.longWaits.forget(wait);
+  }
+
+  /** The shared lock a wait is for, as its long-wait reports tell it. */
+  private waitedKey(key: string, storeKey: string, limit: number, weight: number): WaitedKey {
+    const locks = this;
+    return {
+      key,
+      storeKey,
+      shared: { limit, weight },
+      // (read when a report is due: one of this locker's own acquisitions holds permits then)
+      get stateName() {
+        return locks.localSide(storeKey).tokens.size > 0 ? 'held' : 'waiting';
+      },
+    };
   }
 
   /** A grant becomes a holder with a store lease of its own. */
@@ -144,7 +171,7 @@ export class SharedLocks implements HolderOwner {
   async close(): Promise<void> {
     this.closing = true;
     for (const wait of [...this.waits]) {
-      this.waits.delete(wait);
+      this.ended(wait);
       const error = new LockerClosedError(wait.key);
       this.events.closed(wait.key, error);
       wait.fail(error);
