@@ -142,6 +142,25 @@ describe('instrumentLocker', () => {
     expect(total(m, 'rxjs_lock.long_waits', { 'rxjs_lock.cause': 'store_failed' })).toBe(0);
   });
 
+  it("counts a permit wait's long waits as held by the permits' holders, not as unknown", async () => {
+    const client = connect(suite.server);
+    const waiter = createLocker({ store: new RedisLockStore(client), longWait: 60 });
+    const waiting = instrumentLocker(waiter, { meterProvider, tracerProvider, keyGroup: (key) => key.split(':')[0] });
+    suite.closers.push(
+      () => client.disconnect(),
+      () => waiter.close(),
+      () => waiting.stop(),
+    );
+    const held = await firstValueFrom(locker.acquirePermit('pool:1', { limit: 1 }));
+    const waited = firstValueFrom(waiter.acquirePermit('pool:1', { limit: 1 }));
+    await sleep(250);
+    await held.release();
+    await (await waited).release();
+    const m = await collect();
+    expect(total(m, 'rxjs_lock.long_waits', { 'rxjs_lock.cause': 'held', 'rxjs_lock.key_group': 'pool' })).toBeGreaterThanOrEqual(2);
+    expect(total(m, 'rxjs_lock.long_waits', { 'rxjs_lock.cause': 'unknown', 'rxjs_lock.key_group': 'pool' })).toBe(0);
+  });
+
   it('spans each hold from grant to release, with fence, renewals and the release outcome', async () => {
     const lease = await firstValueFrom(locker.acquire('report:1', { ttl: 300 }));
     await sleep(350); // renewed at least once (every third of the TTL by default)

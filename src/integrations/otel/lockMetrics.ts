@@ -29,8 +29,9 @@ export type AcquisitionOutcome = 'acquired' | 'timed_out' | 'skipped' | 'failed'
 export type ReleaseOutcome = 'released' | 'passed' | 'gone' | 'failed' | 'abandoned';
 /**
  * What a long wait was behind, as the `rxjs_lock.cause` attribute of `rxjs_lock.long_waits`: a
- * holder of this process (`held_here`) or of another (`held`), a key found free (the grant on its
- * way), a failed store read (`store_failed`), or a store that cannot be read (`unknown`).
+ * holder of this process (`held_here`) or of another (`held`; for a semaphore or read-write lock,
+ * holders of its permits), a key found free (the grant on its way), a failed store read
+ * (`store_failed`), or a store that cannot be read (`unknown`).
  */
 export type LongWaitCause = 'held_here' | 'held' | 'free' | 'store_failed' | 'unknown';
 
@@ -127,11 +128,15 @@ export class LockMetrics {
             ? 'store_failed'
             : event.heldHere
               ? 'held_here'
-              : event.holder === null
-                ? 'free'
-                : event.holder === undefined
-                  ? 'unknown'
-                  : 'held';
+              : event.permits !== undefined
+                ? event.permits.holders === 0
+                  ? 'free'
+                  : 'held'
+                : event.holder === null
+                  ? 'free'
+                  : event.holder === undefined
+                    ? 'unknown'
+                    : 'held';
         this.longWaits.add(1, { ...key, 'rxjs_lock.cause': cause });
         if (event.storeReadMs !== undefined) this.longWaitReadTime.record(event.storeReadMs, { ...key, 'rxjs_lock.cause': cause });
         return;
