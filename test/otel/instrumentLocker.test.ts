@@ -121,7 +121,8 @@ describe('instrumentLocker', () => {
     expect(ms).toBeGreaterThanOrEqual(25);
   });
 
-  it('counts long waits by what they were behind, with the read time of each report', async () => {
+  /** A second locker, reporting long waits after 60 ms, instrumented with keys grouped by their first segment. */
+  function instrumentedWaiter(): Locker {
     const client = connect(suite.server);
     const waiter = createLocker({ store: new RedisLockStore(client), longWait: 60 });
     const waiting = instrumentLocker(waiter, { meterProvider, tracerProvider, keyGroup: (key) => key.split(':')[0] });
@@ -130,6 +131,11 @@ describe('instrumentLocker', () => {
       () => waiter.close(),
       () => waiting.stop(),
     );
+    return waiter;
+  }
+
+  it('counts long waits by what they were behind, with the read time of each report', async () => {
+    const waiter = instrumentedWaiter();
     const held = await firstValueFrom(locker.acquire('report:1'));
     const waited = firstValueFrom(waiter.acquire('report:1'));
     await sleep(250);
@@ -143,14 +149,7 @@ describe('instrumentLocker', () => {
   });
 
   it("counts a permit wait's long waits as held by the permits' holders, not as unknown", async () => {
-    const client = connect(suite.server);
-    const waiter = createLocker({ store: new RedisLockStore(client), longWait: 60 });
-    const waiting = instrumentLocker(waiter, { meterProvider, tracerProvider, keyGroup: (key) => key.split(':')[0] });
-    suite.closers.push(
-      () => client.disconnect(),
-      () => waiter.close(),
-      () => waiting.stop(),
-    );
+    const waiter = instrumentedWaiter();
     const held = await firstValueFrom(locker.acquirePermit('pool:1', { limit: 1 }));
     const waited = firstValueFrom(waiter.acquirePermit('pool:1', { limit: 1 }));
     await sleep(250);

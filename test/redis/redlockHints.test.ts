@@ -11,7 +11,7 @@
  */
 import { firstValueFrom, timer } from 'rxjs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createLocker, LockOptionsError, type Lease, type Locker } from '../../src/index.js';
+import { createLocker, LockOptionsError, type Locker } from '../../src/index.js';
 import { RedlockStore, type RedlockStore as Store } from '../../src/redis.js';
 import { quorumNodes } from '../support/quorumNodes.js';
 import { eventually, sleep } from '../support/timing.js';
@@ -36,11 +36,11 @@ async function subscribers(): Promise<number> {
 }
 
 /**
- * A key held by a grant that saw another acquisition refused (so its release hints), while a waiter
- * of another store with a slow back-off waits for it: `holder` holds it, `waiting` resolves with
- * the waiter's lease.
+ * How long after a release a waiter of another store, with `waiterOptions`, takes the key (ms):
+ * the key is held by a grant that saw the waiter refused (so its release hints), while the waiter
+ * waits for it.
  */
-async function heldWithWaiter(key: string, waiterOptions: Parameters<typeof createLocker>[0]): Promise<{ holder: Lease; waiting: Promise<Lease> }> {
+async function handOffMs(key: string, waiterOptions: Parameters<typeof createLocker>[0]): Promise<number> {
   const other = nodes.store();
   const holderLocker = createLocker({ store: nodes.store() });
   const waiter = createLocker(waiterOptions);
@@ -54,40 +54,28 @@ async function heldWithWaiter(key: string, waiterOptions: Parameters<typeof crea
   await eventually(async () => (await nodes.admins[0]!.exists(`rxjs-lock:refused:{lock:${key}}`)) === 1, 2_000, 2);
   await other.release(`lock:${key}`, 'first');
   const holder = await firstValueFrom(holderLocker.acquire(key));
-  return { holder, waiting };
+  await sleep(100); // (the waiter's hint channel is up: it subscribed after its refusal)
+  const releasedAt = performance.now();
+  await holder.release();
+  const lease = await waiting;
+  const ms = performance.now() - releasedAt;
+  await lease.release();
+  return ms;
 }
 
 describe('RedlockStore: hints to a waiter when a busy key is given back', () => {
   it('a waiter with a slow back-off takes the key within moments of the release, not at the end of its step', async () => {
-    const { holder, waiting } = await heldWithWaiter('hint:fast', { store: nodes.store(), retry: { minDelay: SLOW_STEP, jitter: 0 } });
-    await sleep(100); // the waiter's hint channel is up (it subscribed after its refusal)
-    const releasedAt = performance.now();
-    await holder.release();
-    const lease = await waiting;
-    const after = performance.now() - releasedAt;
-    if (process.env.FIG) console.log('FIG hinted hand-off ms', after.toFixed(1));
-    expect(after).toBeLessThan(SLOW_STEP / 3);
-    await lease.release();
+    const ms = await handOffMs('hint:fast', { store: nodes.store(), retry: { minDelay: SLOW_STEP, jitter: 0 } });
+    if (process.env.FIG) console.log('FIG hinted hand-off ms', ms.toFixed(1));
+    expect(ms).toBeLessThan(SLOW_STEP / 3);
   });
 
   it('without wakeUp the same waiter finds the key only at its next poll (what the hint saves)', async () => {
-    const { holder, waiting } = await heldWithWaiter('hint:off', { store: nodes.store({ wakeUp: false }), retry: { minDelay: SLOW_STEP, jitter: 0 } });
-    await sleep(100);
-    const releasedAt = performance.now();
-    await holder.release();
-    const lease = await waiting;
-    expect(performance.now() - releasedAt).toBeGreaterThan(SLOW_STEP / 2);
-    await lease.release();
+    expect(await handOffMs('hint:off', { store: nodes.store({ wakeUp: false }), retry: { minDelay: SLOW_STEP, jitter: 0 } })).toBeGreaterThan(SLOW_STEP / 2);
   });
 
   it('a retry function keeps its own pace: a hint does not cut its sleep', async () => {
-    const { holder, waiting } = await heldWithWaiter('hint:function', { store: nodes.store(), retry: () => timer(SLOW_STEP) });
-    await sleep(100);
-    const releasedAt = performance.now();
-    await holder.release();
-    const lease = await waiting;
-    expect(performance.now() - releasedAt).toBeGreaterThan(SLOW_STEP / 2);
-    await lease.release();
+    expect(await handOffMs('hint:function', { store: nodes.store(), retry: () => timer(SLOW_STEP) })).toBeGreaterThan(SLOW_STEP / 2);
   });
 
   it('an uncontended release asks the nodes for no hint (no read of the refusal note, no PUBLISH)', async () => {

@@ -55,6 +55,12 @@ interface Mark {
   holder?: { readonly token: string; readonly since: number };
 }
 
+/** What one read of a waited key found: a mutex's holder, or a shared lock (`null`: free). */
+interface Look {
+  readonly info?: LockInfo | null;
+  readonly shared?: SharedLockInfo | null;
+}
+
 /** The longest pause between two sweeps, in ms: a report comes at most this late. */
 const MAX_SWEEP_MS = 1_000;
 
@@ -116,54 +122,39 @@ export class LongWaitMonitor implements LongWaitWatch {
   /** One read of the key for the waiters of `gate` that are due, then a report for each still waiting. */
   private look(gate: WaitedKey, waiters: readonly WatchedWaiter[]): void {
     const heldHere = gate.stateName === 'held' || gate.stateName === 'passing';
+    const read = this.readerOf(gate);
+    if (read === undefined) {
+      for (const waiter of waiters) this.report(gate, waiter, heldHere, {});
+      return;
+    }
+    const sentAt = performance.now();
+    this.access.call('inspect', gate.key, read, {
+      value: (look) => {
+        const storeReadMs = performance.now() - sentAt;
+        for (const waiter of waiters) this.report(gate, waiter, heldHere, { ...look, storeReadMs });
+      },
+      error: (error) => {
+        const storeReadMs = performance.now() - sentAt;
+        for (const waiter of waiters) this.report(gate, waiter, heldHere, { error, storeReadMs });
+      },
+    });
+  }
+
+  /**
+   * How a report reads `gate`'s key: its holder (`inspect`), or a shared lock's permits
+   * (`inspectShared`); `undefined` when the store cannot say.
+   */
+  private readerOf(gate: WaitedKey): (() => Promise<Look>) | undefined {
+    const store = this.access.store;
     if (gate.shared !== undefined) {
-      this.lookShared(gate, waiters, heldHere);
-      return;
+      const shared = sharedInspectorOf(store);
+      return shared && (() => shared.inspectShared(gate.storeKey).then((info): Look => ({ shared: info })));
     }
-    const inspector = inspectorOf(this.access.store);
-    if (inspector === undefined) {
-      for (const waiter of waiters) this.report(gate, waiter, heldHere, {});
-      return;
-    }
-    const sentAt = performance.now();
-    this.access.call('inspect', gate.key, () => inspector.inspect(gate.storeKey), {
-      value: (info) => {
-        const storeReadMs = performance.now() - sentAt;
-        for (const waiter of waiters) this.report(gate, waiter, heldHere, { info, storeReadMs });
-      },
-      error: (error) => {
-        const storeReadMs = performance.now() - sentAt;
-        for (const waiter of waiters) this.report(gate, waiter, heldHere, { error, storeReadMs });
-      },
-    });
+    const inspector = inspectorOf(store);
+    return inspector && (() => inspector.inspect(gate.storeKey).then((info): Look => ({ info })));
   }
 
-  /** {@link look} for a shared lock: one `inspectShared`. */
-  private lookShared(gate: WaitedKey, waiters: readonly WatchedWaiter[], heldHere: boolean): void {
-    const inspector = sharedInspectorOf(this.access.store);
-    if (inspector === undefined) {
-      for (const waiter of waiters) this.report(gate, waiter, heldHere, {});
-      return;
-    }
-    const sentAt = performance.now();
-    this.access.call('inspect', gate.key, () => inspector.inspectShared(gate.storeKey), {
-      value: (shared) => {
-        const storeReadMs = performance.now() - sentAt;
-        for (const waiter of waiters) this.report(gate, waiter, heldHere, { shared, storeReadMs });
-      },
-      error: (error) => {
-        const storeReadMs = performance.now() - sentAt;
-        for (const waiter of waiters) this.report(gate, waiter, heldHere, { error, storeReadMs });
-      },
-    });
-  }
-
-  private report(
-    gate: WaitedKey,
-    waiter: WatchedWaiter,
-    heldHere: boolean,
-    look: { info?: LockInfo | null; shared?: SharedLockInfo | null; error?: LockStoreError; storeReadMs?: number },
-  ): void {
+  private report(gate: WaitedKey, waiter: WatchedWaiter, heldHere: boolean, look: Look & { error?: LockStoreError; storeReadMs?: number }): void {
     const mark = this.marks.get(waiter);
     // Granted, failed or gone while the store answered: its own event tells how the wait ended.
     if (mark === undefined || waiter.done) return;
