@@ -31,7 +31,7 @@ const SLOW_STEP = 1_500;
 
 /** Pub/sub connections (the stores' hint subscribers) on every node. */
 async function subscribers(): Promise<number> {
-  const lists = await Promise.all(nodes.admins.map((admin) => admin.client('LIST', 'TYPE', 'pubsub') as Promise<string>));
+  const lists = await Promise.all(nodes.admins.map((admin) => admin.call('CLIENT', 'LIST', 'TYPE', 'pubsub').then(String)));
   return lists.reduce((sum, list) => sum + list.split('\n').filter((line) => line.includes('sub=')).length, 0);
 }
 
@@ -156,7 +156,7 @@ describe('RedlockStore: hints to a waiter when a busy key is given back', () => 
     const watch = store.watch!('k', 'w', (signal) => hints.push(signal.type));
     await watch.ready;
     await eventually(async () => (await subscribers()) === 3, 2_000);
-    await nodes.admins[0]!.client('KILL', 'TYPE', 'pubsub');
+    await nodes.admins[0]!.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
     const key = 'lock:hint:killed';
     expect((await store.tryAcquire(key, 'h', 10_000)).acquired).toBe(true);
     expect((await store.tryAcquire(key, 'w', 10_000)).acquired).toBe(false);
