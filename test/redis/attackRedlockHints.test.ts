@@ -11,10 +11,13 @@
  * last wait. Promise: a hint is only ever a hint — it never makes two holders, never fails an
  * acquire or a release, and leaves no connection behind.
  */
+import { fileURLToPath } from 'node:url';
 import { firstValueFrom } from 'rxjs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createLocker, type Lease, type Locker } from '../../src/index.js';
 import type { RedlockStore } from '../../src/redis.js';
+import type { HintedWaiterReport, HintedWaiterSettings } from '../fixtures/hintedWaiter.js';
+import { exitOf, forkFixture, killIfRunning, messagesOf, within } from '../support/children.js';
 import { quorumNodes } from '../support/quorumNodes.js';
 import { eventually, sleep } from '../support/timing.js';
 
@@ -67,6 +70,12 @@ describe('attack: hostile input to the hints', () => {
     const store = nodes.store();
     await nodes.connected();
     expect(await hintsAfterRelease(store, 'lock:spaces', 'a b c')).toEqual(['freed', 'freed', 'freed']);
+  });
+
+  it('a key with a hash tag is hinted', async () => {
+    const store = nodes.store();
+    await nodes.connected();
+    expect(await hintsAfterRelease(store, 'lock:{tag}:x', 'w')).toEqual(['freed', 'freed', 'freed']);
   });
 
   it('garbage in the note never fails an acquire or a release', async () => {
@@ -169,6 +178,70 @@ describe('attack: closing while hinted waits go on', () => {
   });
 });
 
+describe('attack: a process whose waiter listens for hints when it closes everything', () => {
+  it('exits by itself at once (not after the hint connections linger), with no unhandled rejection', async () => {
+    const file = fileURLToPath(new URL('../fixtures/hintedWaiter.ts', import.meta.url));
+    const child = forkFixture(file, 'HINTED_WAITER', { ports: nodes.servers.map((server) => server.port) } satisfies HintedWaiterSettings);
+    try {
+      const message = messagesOf(child);
+      await within(message('ready'), 15_000, "'ready' from the hinted waiter");
+      child.send('close');
+      const report = await within(message<HintedWaiterReport>('report'), 10_000, 'report from the hinted waiter');
+      const reportedAt = performance.now();
+      const exit = await exitOf(child, 5_000);
+      expect(exit).toEqual({ code: 0, signal: null });
+      expect(performance.now() - reportedAt).toBeLessThan(1_000);
+      expect(report.activeResources.filter((r) => r !== 'PipeWrap')).toEqual([]);
+      expect(report.unhandled).toEqual([]);
+    } finally {
+      killIfRunning(child);
+    }
+  });
+});
+
+describe('attack: nodes restarted, connections counted', () => {
+  it('a node killed and restarted while watching: its hints come back once it is up again', async () => {
+    const store = nodes.store();
+    await nodes.connected();
+    const hints: string[] = [];
+    const watch = store.watch!('k', 'w', (signal) => hints.push(signal.type));
+    await eventually(async () => (await subscribers()) === 3, 2_000);
+    await nodes.kill(0);
+    await nodes.restart(0);
+    await eventually(async () => (await subscribers()) === 3, 4_000);
+    const key = 'lock:restarted';
+    expect((await store.tryAcquire(key, 'h', 10_000)).acquired).toBe(true);
+    expect((await store.tryAcquire(key, 'w', 10_000)).acquired).toBe(false);
+    expect(await store.release(key, 'h', busyGrant())).toBe(true);
+    await eventually(() => hints.length === 3, 2_000);
+    watch.stop();
+  });
+
+  it('many waits on one store, and waits on many stores: one hint connection per store and node, none after the linger', async () => {
+    const store = nodes.store();
+    const holder = nodes.store();
+    await nodes.connected();
+    await eventually(async () => (await subscribers()) === 0, 4_000); // (earlier tests' linger)
+    let most = 0;
+    for (let i = 0; i < 20; i++) {
+      const key = `lock:many:${i}`;
+      expect((await holder.tryAcquire(key, 'h', 10_000)).acquired).toBe(true);
+      const watch = store.watch!(key, `w${i}`, () => undefined);
+      await watch.ready;
+      most = Math.max(most, await subscribers());
+      watch.stop();
+      await holder.release(key, 'h');
+    }
+    expect(most).toBe(3);
+    const stores = Array.from({ length: 5 }, () => nodes.store());
+    const watches = stores.map((s, i) => s.watch!('k', `m${i}`, () => undefined));
+    await Promise.all(watches.map((w) => w.ready));
+    await eventually(async () => (await subscribers()) === 3 + 15, 2_000); // (ready: the first node subscribed)
+    for (const w of watches) w.stop();
+    await eventually(async () => (await subscribers()) === 0, 4_000);
+  });
+});
+
 describe('attack: a hot key while the hint connections are killed again and again', () => {
   it('never two holders, no unhandled rejection, and no connection left after close', async () => {
     const stores = [nodes.store(), nodes.store(), nodes.store()];
@@ -208,5 +281,179 @@ describe('attack: a hot key while the hint connections are killed again and agai
     await Promise.all(lockers.splice(0).map((locker) => locker.close()));
     for (const store of stores) store.close();
     await eventually(async () => (await subscribers()) === 0, 4_000);
+  });
+});
+
+/** quorumAcquire-3.lua as of f61955d^ (the previous version: a token-only note for 100 ms), comments stripped. */
+const PREVIOUS_ACQUIRE = `
+local MAX_BLOCK = 1024
+local lock, fenceKey = KEYS[1], KEYS[2]
+local left, again
+local holder = redis.call('SET', lock, ARGV[1], 'NX', 'PX', ARGV[2], 'GET')
+if not holder then
+  left = tonumber(ARGV[2])
+elseif holder ~= ARGV[1] then
+  redis.call('SET', KEYS[3], ARGV[1], 'PX', 100)
+  return {0, redis.call('PTTL', lock)}
+else
+  left = redis.call('PTTL', lock)
+  again = true
+end
+local t = redis.call('TIME')
+local seed = (t[1] - 1735689600) * 4000000 + t[2] * 4
+local records = redis.call('MGET', fenceKey, KEYS[3])
+local base = tonumber(records[1] or '0')
+if base < seed then
+  base = seed
+end
+if again and base < seed + MAX_BLOCK then
+  base = seed + MAX_BLOCK
+end
+local floor = tonumber(ARGV[4] or '0') or 0
+if floor > base + 1 and floor <= seed + 240000000 then
+  base = floor - 1
+end
+local asked = tonumber(ARGV[3])
+local count = asked
+if not (count >= 1) then
+  count = 1
+elseif count > MAX_BLOCK then
+  count = MAX_BLOCK
+end
+if base > seed then
+  local last = base + count
+  redis.call('SET', fenceKey, string.format('%.0f', last), 'PX', math.floor((last - seed) / 4000) + 2)
+end
+local refused = records[2]
+if refused and refused ~= ARGV[1] then
+  return {base + 1, count, seed, left, 1}
+end
+if not again and count == asked and seed > 0 then
+  if base == seed then
+    return seed
+  end
+  if base == floor - 1 then
+    return -seed
+  end
+end
+return {base + 1, count, seed, left}
+`;
+
+describe('attack: mixed versions (a process on the previous acquire script shares the nodes)', () => {
+  it('the previous script reads a new note as a refusal for 2 s, not 100 ms (measured: its grants say waiting: 1 that long)', async () => {
+    const store = nodes.store();
+    await nodes.connected();
+    const key = 'lock:mixed';
+    const keys = [key, `rxjs-lock:fence:{${key}}`, `rxjs-lock:refused:{${key}}`];
+    expect((await store.tryAcquire(key, 'h', 10_000)).acquired).toBe(true);
+    expect((await store.tryAcquire(key, 'new-waiter', 10_000)).acquired).toBe(false);
+    await store.release(key, 'h');
+    await sleep(300);
+    // the previous version's grant 300 ms after the refusal (with the previous notes: none after 100 ms)
+    const previous = (await nodes.admins[0]!.eval(PREVIOUS_ACQUIRE, 3, ...keys, 'old', 10_000, 1, 0)) as unknown;
+    if (process.env.FIG) console.log('FIG previous grant 300 ms after a new refusal', JSON.stringify(previous));
+    expect(Array.isArray(previous) && previous[4] === 1).toBe(true);
+    // this version reads the previous version's note (the token alone) as a refusal, as that version did
+    await nodes.admins[0]!.eval(`return redis.call('DEL', KEYS[1])`, 1, key);
+    await Promise.all(nodes.admins.map((admin) => admin.set(keys[2]!, 'old-waiter', 'PX', 100)));
+    const grant = await store.tryAcquire(key, 'n', 10_000);
+    expect(grant).toMatchObject({ acquired: true, waiting: 1 });
+  });
+});
+
+describe('measured: what the hints cost and where they do not reach', () => {
+  /** Acquire-script calls on every node per acquisition, for 3 lockers × 2 loops on one hot key for 1.5 s. */
+  async function callsPerAcquisition(wakeUp: boolean, key: string): Promise<{ acquisitions: number; calls: number }> {
+    const ls = [0, 1, 2].map(() => createLocker({ store: nodes.store({ wakeUp }) }));
+    lockers.push(...ls);
+    await nodes.connected();
+    for (const locker of ls) await (await firstValueFrom(locker.acquire(`${key}:warm`))).release();
+    await Promise.all(nodes.admins.map((admin) => admin.config('RESETSTAT')));
+    let acquisitions = 0;
+    const until = performance.now() + 1_500;
+    await Promise.all(
+      ls.flatMap((locker) =>
+        [0, 1].map(async () => {
+          while (performance.now() < until) {
+            const lease = await firstValueFrom(locker.acquire(key, { waitTimeout: 10_000 }));
+            acquisitions++;
+            await sleep(2);
+            await lease.release();
+          }
+        }),
+      ),
+    );
+    const stats = await Promise.all(nodes.admins.map((admin) => admin.info('commandstats')));
+    const calls = stats.reduce((sum, info) => sum + [...info.matchAll(/cmdstat_(evalsha|eval):calls=(\d+)/g)].reduce((s, m) => s + Number(m[2]), 0), 0);
+    return { acquisitions, calls };
+  }
+
+  it('no busy loop: script calls per acquisition on a hot key, hints on vs off', async () => {
+    const on = await callsPerAcquisition(true, 'measure:on');
+    const off = await callsPerAcquisition(false, 'measure:off');
+    if (process.env.FIG)
+      console.log(
+        'FIG hot key 3x2 loops 1.5 s: on',
+        JSON.stringify(on),
+        (on.calls / on.acquisitions).toFixed(1),
+        'off',
+        JSON.stringify(off),
+        (off.calls / off.acquisitions).toFixed(1),
+      );
+    expect(on.calls / on.acquisitions).toBeLessThan((2 * off.calls) / off.acquisitions);
+  });
+
+  it('a waiter refused during a hold whose grant saw nobody waiting is not hinted (it finds the key at its next poll)', async () => {
+    const holderStore = nodes.store();
+    const waiter = createLocker({ store: nodes.store(), retry: { minDelay: SLOW_STEP, jitter: 0 } });
+    const holderLocker = createLocker({ store: holderStore });
+    lockers.push(waiter, holderLocker);
+    await nodes.connected();
+    const holder = await firstValueFrom(holderLocker.acquire('unhinted')); // uncontended: no waiting
+    const waiting = firstValueFrom(waiter.acquire('unhinted', { waitTimeout: 10_000 }));
+    await sleep(200);
+    const releasedAt = performance.now();
+    await holder.release();
+    const lease = await waiting;
+    const after = performance.now() - releasedAt;
+    if (process.env.FIG) console.log('FIG hand-off after a hold without waiting:', after.toFixed(0), 'ms (step', SLOW_STEP, ')');
+    expect(after).toBeGreaterThan(SLOW_STEP / 2);
+    await lease.release();
+  });
+});
+
+describe('measured: a waiter that is never hinted, among hinted ones', () => {
+  /** One loop each on three lockers (`hinted[i]`: wakeUp of locker i), hold 2 ms, 2 s: acquisitions and longest wait of each. */
+  async function share(hinted: readonly boolean[], key: string): Promise<Array<{ acquisitions: number; longestWait: number }>> {
+    const ls = hinted.map((wakeUp) => createLocker({ store: nodes.store({ wakeUp }) }));
+    lockers.push(...ls);
+    await nodes.connected();
+    const until = performance.now() + 2_000;
+    return Promise.all(
+      ls.map(async (locker) => {
+        let acquisitions = 0;
+        let longestWait = 0;
+        while (performance.now() < until) {
+          const asked = performance.now();
+          const lease = await firstValueFrom(locker.acquire(key, { waitTimeout: 10_000 }));
+          longestWait = Math.max(longestWait, performance.now() - asked);
+          acquisitions++;
+          await sleep(2);
+          await lease.release();
+        }
+        return { acquisitions, longestWait: Math.round(longestWait) };
+      }),
+    );
+  }
+
+  it('a locker with wakeUp off against two hinted lockers, and the same three with hints off', async () => {
+    await share([true, true, true], 'share:warm'); // (warm-up: scripts loaded, connections up)
+    const off = await share([false, false, false], 'share:off');
+    const mixed = await share([false, true, true], 'share:mixed');
+    const on = await share([true, true, true], 'share:on');
+    if (process.env.FIG) console.log('FIG all on', JSON.stringify(on));
+    if (process.env.FIG) console.log('FIG unhinted vs hinted', JSON.stringify(mixed), 'all off', JSON.stringify(off));
+    // not starved: the unhinted locker gets at least half the hinted ones' mean
+    expect(mixed[0]!.acquisitions).toBeGreaterThan((mixed[1]!.acquisitions + mixed[2]!.acquisitions) / 4);
   });
 });
