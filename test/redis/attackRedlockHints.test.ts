@@ -12,6 +12,8 @@
  * acquire or a release, and leaves no connection behind.
  */
 import { fileURLToPath } from 'node:url';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { firstValueFrom } from 'rxjs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createLocker, type Lease, type Locker } from '../../src/index.js';
@@ -215,6 +217,35 @@ describe('attack: nodes restarted, connections counted', () => {
     expect(await store.release(key, 'h', busyGrant())).toBe(true);
     await eventually(() => hints.length === 3, 2_000);
     watch.stop();
+  });
+
+  it("a node down: waits keep no memory (a watch raced every node's pending subscription, anchored for good to a never-settling promise)", async () => {
+    setFlagsFromString('--expose_gc');
+    const gc = runInNewContext('gc') as () => void;
+    const heap = async () => {
+      await sleep(50);
+      gc();
+      await sleep(10);
+      gc();
+      return process.memoryUsage().heapUsed;
+    };
+    const store = nodes.store();
+    await nodes.connected();
+    await nodes.kill(2);
+    try {
+      const keep = store.watch!('k', 'keep', () => undefined); // (no linger: one open throughout)
+      await sleep(500); // (the down node's SUBSCRIBE failed meanwhile)
+      const before = await heap();
+      for (let i = 0; i < 50_000; i++) store.watch!('k', `t${i}`, () => undefined).stop();
+      const grown = (await heap()) - before;
+      if (process.env.FIG) console.log('FIG heap growth for 50k watches, a node down:', (grown / 1e6).toFixed(1), 'MB');
+      // (before the fix: 15 MB, and still so after close() and the node's return)
+      expect(grown).toBeLessThan(5e6);
+      keep.stop();
+      store.close();
+    } finally {
+      await nodes.restart(2);
+    }
   });
 
   it('many waits on one store, and waits on many stores: one hint connection per store and node, none after the linger', async () => {
