@@ -273,6 +273,43 @@ describe('attack: nodes restarted, connections counted', () => {
   });
 });
 
+describe('attack: a hot key while a node freezes (SIGSTOP) and thaws', () => {
+  it('never two holders, and every loop goes on', async () => {
+    const ls = [0, 1, 2].map(() => createLocker({ store: nodes.store({ nodeTimeout: 100 }) }));
+    lockers.push(...ls);
+    await nodes.connected();
+    let holders = 0;
+    let overlaps = 0;
+    const counts = [0, 0, 0];
+    const until = performance.now() + 2_500;
+    const freezer = (async () => {
+      await sleep(600);
+      nodes.servers[1]!.pause();
+      await sleep(800);
+      nodes.servers[1]!.resume();
+    })();
+    try {
+      await Promise.all(
+        ls.map(async (locker, i) => {
+          while (performance.now() < until) {
+            const lease = await firstValueFrom(locker.acquire('frozen-hot', { waitTimeout: 10_000, ttl: 2_000 }));
+            if (++holders > 1) overlaps++;
+            counts[i]!++;
+            await sleep(2);
+            holders--;
+            await lease.release();
+          }
+        }),
+      );
+    } finally {
+      await freezer;
+    }
+    if (process.env.FIG) console.log('FIG frozen node hot key', JSON.stringify(counts));
+    expect(overlaps).toBe(0);
+    for (const count of counts) expect(count).toBeGreaterThan(0);
+  });
+});
+
 describe('attack: a hot key while the hint connections are killed again and again', () => {
   it('never two holders, no unhandled rejection, and no connection left after close', async () => {
     const stores = [nodes.store(), nodes.store(), nodes.store()];
