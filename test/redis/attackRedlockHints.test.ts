@@ -127,11 +127,12 @@ describe('attack: hostile input to the hints', () => {
 
 describe('attack: closing while hinted waits go on', () => {
   /** `waiter` waits (slow step) for a key `other` holds; resolves once the waiter was refused. */
-  async function waitingFor(key: string, waiter: Locker): Promise<{ other: RedlockStore; waiting: Promise<Lease> }> {
+  async function waitingFor(key: string, waiter: Locker, waitTimeout = 10_000): Promise<{ other: RedlockStore; waiting: Promise<Lease> }> {
     const other = nodes.store();
     await nodes.connected();
     expect((await other.tryAcquire(`lock:${key}`, 'first', 10_000)).acquired).toBe(true);
-    const waiting = firstValueFrom(waiter.acquire(key, { waitTimeout: 10_000 }));
+    const waiting = firstValueFrom(waiter.acquire(key, { waitTimeout }));
+    waiting.catch(() => undefined); // (a wait that times out on purpose)
     await eventually(async () => (await nodes.admins[0]!.exists(`rxjs-lock:refused:{lock:${key}}`)) === 1, 2_000, 2);
     return { other, waiting };
   }
@@ -158,6 +159,25 @@ describe('attack: closing while hinted waits go on', () => {
     await waiting.catch(() => undefined);
     await other.release('lock:close:locker', 'first', busyGrant());
     await eventually(async () => (await subscribers()) === 0, 4_000);
+  });
+
+  it('a hint that comes after the wait ended (timed out) makes no attempt', async () => {
+    const store = nodes.store();
+    const waiter = createLocker({ store, retry: { minDelay: 100, jitter: 0 } });
+    lockers.push(waiter);
+    const { other } = await waitingFor('late:hint', waiter, 400);
+    await sleep(600); // timed out; its note (2 s) still names it
+    expect(await nodes.admins[0]!.get('rxjs-lock:refused:{lock:late:hint}')).toMatch(/ rxjs-lock:inbox:/);
+    await Promise.all(nodes.admins.map((admin) => admin.config('RESETSTAT')));
+    await other.release('lock:late:hint', 'first', busyGrant());
+    await sleep(200);
+    const stats = await Promise.all(nodes.admins.map((admin) => admin.info('commandstats')));
+    // the release alone (one script call per node), and its PUBLISH
+    for (const info of stats) {
+      const calls = [...info.matchAll(/cmdstat_(evalsha|eval):calls=(\d+)/g)].reduce((sum, m) => sum + Number(m[2]), 0);
+      expect(calls).toBe(1);
+      expect(info).toMatch(/cmdstat_publish:calls=1,/);
+    }
   });
 
   it('a frozen node while watching: close() leaves no connection once it thaws', async () => {
