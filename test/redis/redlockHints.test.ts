@@ -31,7 +31,7 @@ const SLOW_STEP = 1_500;
 
 /** Pub/sub connections (the stores' hint subscribers) on every node. */
 async function subscribers(): Promise<number> {
-  const lists = await Promise.all(nodes.admins.map((admin) => admin.call('CLIENT', 'LIST', 'TYPE', 'pubsub') as Promise<string>));
+  const lists = await Promise.all(nodes.admins.map((admin) => admin.call('CLIENT', 'LIST', 'TYPE', 'pubsub').then(String)));
   return lists.reduce((sum, list) => sum + list.split('\n').filter((line) => line.includes('sub=')).length, 0);
 }
 

@@ -36,7 +36,12 @@ export interface InboxListener {
   status(active: boolean): void;
 }
 
-const NEVER = new Promise<void>(() => undefined);
+/**
+ * A promise that never settles, made afresh each time: one shared module-wide would be kept alive
+ * by the module and keep every promise resolved with it, and every reaction attached to those
+ * (one per wait while a node stays down: a leak).
+ */
+const never = (): Promise<void> => new Promise<void>(() => undefined);
 
 export class WakeInbox {
   private subscriber: RedisSubscriber | undefined;
@@ -61,7 +66,7 @@ export class WakeInbox {
 
   /** Delivers the messages addressed to `token` to `listener` until stopped. */
   watch(token: string, listener: InboxListener): InboxWatch {
-    if (this.closed) return { active: false, ready: NEVER, stop: () => undefined };
+    if (this.closed) return { active: false, ready: never(), stop: () => undefined };
     if (this.linger !== undefined) {
       clearTimeout(this.linger);
       this.linger = undefined;
@@ -121,7 +126,7 @@ export class WakeInbox {
       () => {
         if (this.generation === generation && this.subscriber === subscriber) this.setActive(true);
       },
-      () => NEVER,
+      () => never(),
     );
   }
 

@@ -147,8 +147,12 @@ export function decodeInboxMessage(message: string): ({ kind: 'granted' } & Gran
   return undefined;
 }
 
-/** The token an inbox message is for (without decoding the rest): the inbox routes by it. */
+/**
+ * The token an inbox message is for (without decoding the rest): the inbox routes by it. A quorum
+ * store's hint, `freed <token>`, ends with the token, which may hold spaces.
+ */
 export function grantRecipient(message: string): string | undefined {
+  if (message.startsWith('freed ')) return message.slice(6);
   return message.split(' ', 2)[1];
 }
 

@@ -141,7 +141,11 @@ export class RedlockStore implements LockStore, KeyCheckingStore, ClosableStore 
         get active() {
           return watches.some((watch) => watch.active);
         },
-        ready: Promise.race(watches.map((watch) => watch.ready)),
+        // (raced when asked only: the engine never asks, and a race over a node's pending
+        // subscription, while that node is down, would keep a reaction per wait)
+        get ready() {
+          return Promise.race(watches.map((watch) => watch.ready));
+        },
         stop: () => {
           for (const watch of watches) watch.stop();
         },

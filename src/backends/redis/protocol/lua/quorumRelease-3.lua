@@ -21,9 +21,10 @@ if redis.call('GET', lock) ~= ARGV[1] then
 end
 redis.call('DEL', lock)
 if ARGV[3] == '1' then
-  -- ('<ms> <inbox> <token>', see quorumAcquire-3.lua)
-  local refused = redis.call('GET', KEYS[3])
-  local first = refused and string.find(refused, ' ', 1, true)
+  -- ('<ms> <inbox> <token>', see quorumAcquire-3.lua; pcall and a string only: a note key of
+  -- another type must not fail the release after its DEL, before the fences' record)
+  local refused = redis.pcall('GET', KEYS[3])
+  local first = type(refused) == 'string' and string.find(refused, ' ', 1, true)
   local second = first and string.find(refused, ' ', first + 1, true)
   if second and second > first + 1 and string.sub(refused, second + 1) ~= ARGV[1] then
     redis.call('PUBLISH', string.sub(refused, first + 1, second - 1), 'freed ' .. string.sub(refused, second + 1))
