@@ -87,12 +87,6 @@ export interface ReleasedGrant {
   readonly fences: number;
   /** `performance.now()` at, or after, the moment the grant's answer reached the caller. */
   readonly answeredAt: number;
-  /**
-   * The grant's {@link Acquired.waiting}, when it said others were after the key: a store without
-   * a line may then tell them at the release that the key is free (the quorum store hints the
-   * acquisition refused last; see `WakeSignal` `'freed'`).
-   */
-  readonly waiting?: number;
 }
 
 /**

@@ -90,7 +90,7 @@ describe('RedlockStore fence floor: one round', () => {
     defineCommands(admin);
     // (the reply decoded as the store does, as [fence, fences, seed, ttl], or [0, holder's pttl])
     const acquire = async (key: string, token: string, fences: number, floor: number): Promise<number[]> => {
-      const reply = await runScript(admin, 'quorumAcquire', [key, helperKey(key, 'fence'), helperKey(key, 'refused')], [token, 10_000, fences, floor]);
+      const reply = await runScript(admin, 'quorumAcquire', [key, helperKey(key, 'fence'), helperKey(key, 'refused'), helperKey(key, 'hint')], [token, 10_000, fences, floor]);
       const answer = decodeNodeAcquire(reply, 10_000, fences, floor);
       return answer.acquired ? [answer.fence, answer.fences, answer.seed, answer.ttl] : [0, answer.holderTtl!];
     };
@@ -119,7 +119,7 @@ describe('RedlockStore fence floor: one round', () => {
     // the bare-integer replies (a free key, all the fences asked for): the seed for a block at the
     // clock, minus the seed for one at the floor; more fences than a grant reserves: the table
     const raw = (key: string, fences: number, floor: number) =>
-      runScript(admin, 'quorumAcquire', [key, helperKey(key, 'fence'), helperKey(key, 'refused')], ['t', 10_000, fences, floor]);
+      runScript(admin, 'quorumAcquire', [key, helperKey(key, 'fence'), helperKey(key, 'refused'), helperKey(key, 'hint')], ['t', 10_000, fences, floor]);
     expect(await raw(fresh('raw-clock'), 1, 0)).toBeGreaterThan(seed);
     expect(await raw(fresh('raw-floor'), 2, (await seedOf(admin)) + 2_000 * 4_000)).toBeLessThan(-seed);
     expect(await raw(fresh('raw-table'), 2_000, 0)).toEqual([expect.any(Number), 1_024, expect.any(Number), 10_000]);

@@ -117,7 +117,7 @@ export class KeyGate implements SessionOwner, HolderOwner {
     const settings = head?.settings ?? ctx.defaults;
     // (now: after the store's answer reached us, as the release must be told)
     const now = performance.now();
-    const answered = new AnsweredGrant(grant.fence, grant.fences, now, grant.waiting);
+    const answered = new AnsweredGrant(grant.fence, grant.fences, now);
     const storeLease = ctx.leases.open(
       this.key,
       this.storeKey,

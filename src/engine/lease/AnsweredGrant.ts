@@ -10,6 +10,5 @@ export class AnsweredGrant implements ReleasedGrant {
     readonly fence: number,
     readonly fences: number,
     readonly answeredAt: number,
-    readonly waiting: number | undefined,
   ) {}
 }

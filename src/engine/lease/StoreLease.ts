@@ -116,7 +116,7 @@ export class StoreLease implements Scheduled {
     const grant = this.grant;
     const given = this.fencesGiven;
     if (grant === undefined || given === undefined || given.issued >= grant.fences || given.issued < 1) return grant;
-    return new AnsweredGrant(grant.fence, given.issued, grant.answeredAt, grant.waiting);
+    return new AnsweredGrant(grant.fence, given.issued, grant.answeredAt);
   }
 
   get validUntil(): number {

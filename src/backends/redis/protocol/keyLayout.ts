@@ -26,7 +26,7 @@ import { LockOptionsError } from '../../../errors/errors.js';
 export const RESERVED_PREFIX = 'rxjs-lock:';
 
 /** What each helper key is for (the `shared-*` ones: semaphores and read-write locks, see lua/lib/shared.lua). */
-export type HelperKind = 'fence' | 'line' | 'places' | 'refused' | SharedKind;
+export type HelperKind = 'fence' | 'line' | 'places' | 'refused' | 'hint' | SharedKind;
 
 /** The helper keys of a shared lock (semaphore, read-write lock). */
 export type SharedKind = 'shared-holders' | 'shared-permits' | 'shared-line' | 'shared-places' | 'shared-fence';

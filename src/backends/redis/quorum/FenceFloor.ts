@@ -2,7 +2,7 @@
  * The fence floor a quorum store sends with each acquire: its estimate of the highest fence seed
  * (lua/lib/clock.lua) among the quorum of nodes whose clocks are lowest, at the moment the nodes
  * will read their clocks, plus a margin. A node starts its block at the floor when the floor is
- * above its own clock and record, and records it (lua/quorumAcquire-3.lua): when the quorum of
+ * above its own clock and record, and records it (lua/quorumAcquire-4.lua): when the quorum of
  * winners all answer the floor's block, each has already made sure its next grant starts above it,
  * and the grant needs no raise round (see quorumFences.ts). A floor that is too low (a node read its
  * clock later than expected, or holds a record above it) only costs that raise round; one that is

@@ -1,7 +1,7 @@
 /**
  * One node of a quorum store: an independent Redis master, with the keys, reserved namespace and
  * data-loss-safe fences of a single-node {@link RedisLockStore} (through which it extends and checks
- * keys), its own scripts for acquire and release (no line: ../protocol/lua/quorumAcquire-3.lua), every call
+ * keys), its own scripts for acquire and release (no line: ../protocol/lua/quorumAcquire-4.lua), every call
  * bounded by the per-node timeout and answered as a value or as the reason it failed — never a
  * rejection, so a dead node cannot fail a round that a quorum can decide.
  */
@@ -43,7 +43,7 @@ export interface QuorumClient extends RedisClient {
 }
 
 /**
- * A node's answer to a quorum acquire (../protocol/lua/quorumAcquire-3.lua): its block of fences,
+ * A node's answer to a quorum acquire (../protocol/lua/quorumAcquire-4.lua): its block of fences,
  * its clock's seed when it granted, and what the key has left; or the holder's TTL when refused.
  */
 export type NodeAcquire =
@@ -171,25 +171,25 @@ export class QuorumNode {
 
   /**
    * Sets `key` for `token` on this node if it is free, with a block of `fences` fences starting at
-   * `floor` or above (../protocol/lua/quorumAcquire-3.lua; 0: no floor). A refusal notes `token`
-   * and `inbox` (the channel where the release hints it; '' for none).
+   * `floor` or above (../protocol/lua/quorumAcquire-4.lua; 0: no floor). A refusal notes `token`,
+   * and with `inbox` (the channel where the release hints it; '' for none) where it listens.
    */
   acquire(key: string, token: string, ttlMs: number, fences: number, floor: number, inbox: string): Promise<NodeAcquire> {
     const args = inbox === '' ? [token, ttlMs, fences, floor] : [token, ttlMs, fences, floor, inbox];
-    return runScript(this.client, 'quorumAcquire', [key, this.fenceKey(key), this.refusedKey(key)], args).then((reply) =>
+    return runScript(this.client, 'quorumAcquire', [key, this.fenceKey(key), this.helper(key, 'refused'), this.helper(key, 'hint')], args).then((reply) =>
       decodeNodeAcquire(reply, ttlMs, fences, floor),
     );
   }
 
   /**
    * Gives `key` up on this node if `token` holds it (../protocol/lua/quorumRelease-3.lua); true when
-   * it did. When the grant said others were after the key, the acquisition refused it last is
-   * hinted that it is free.
+   * it did. The acquisition that listens and was refused the key last (within 2 s) is hinted that
+   * it is free.
    */
   release(key: string, token: string, grant?: ReleasedGrant): Promise<boolean> {
-    const args = releaseArgs(token, grant, performance.now());
-    if (grant?.waiting !== undefined && grant.waiting > 0) args.push(...(args.length === 1 ? ['', '1'] : ['1']));
-    return runScript(this.client, 'quorumRelease', [key, this.fenceKey(key), this.refusedKey(key)], args).then((reply) => reply === 1);
+    return runScript(this.client, 'quorumRelease', [key, this.fenceKey(key), this.helper(key, 'hint')], releaseArgs(token, grant, performance.now())).then(
+      (reply) => reply === 1,
+    );
   }
 
   /**
@@ -204,8 +204,8 @@ export class QuorumNode {
     return helperKey(key, 'fence', this.clientPrefix);
   }
 
-  private refusedKey(key: string): string {
-    return helperKey(key, 'refused', this.clientPrefix);
+  private helper(key: string, kind: 'refused' | 'hint'): string {
+    return helperKey(key, kind, this.clientPrefix);
   }
 
   /** Stops listening to the client's connection errors. */

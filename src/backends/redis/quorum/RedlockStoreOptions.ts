@@ -66,10 +66,10 @@ export interface RedlockStoreOptions {
    * each at its retry policy's pace. With this on, an acquisition that a node refused notes there
    * where it listens (one pub/sub channel per store, subscribed on a connection to each node that
    * the store opens with `duplicate()` on the first wait and closes 2 s after the last); when the
-   * holder gives the key back, each node tells the acquisition it refused last that the key is
-   * free, and it asks at once instead of at the end of its back-off step. A hint only: whoever
-   * asks first takes the key, and a lost hint costs one back-off step. A release sends it only
-   * when its grant said others were after the key, so an uncontended pair costs nothing more.
+   * holder gives the key back, each node tells the acquisition it refused last (within 2 s) that
+   * the key is free, and it asks at once instead of at the end of its back-off step. A hint only:
+   * whoever asks first takes the key, and a lost hint costs one back-off step. The release reads
+   * the note with the key, in one MGET: an uncontended pair costs nothing more.
    * @default true
    * @example
    * ```ts

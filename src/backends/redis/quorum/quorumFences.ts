@@ -15,7 +15,7 @@
  *
  * The common case needs no second round: the store sends every node a fence floor (FenceFloor.ts),
  * above the clocks of the lowest quorum of nodes; each of them starts its block at the floor and
- * records it (../protocol/lua/quorumAcquire-3.lua), so they all answer the same block, and each one
+ * records it (../protocol/lua/quorumAcquire-4.lua), so they all answer the same block, and each one
  * covers it. When they disagree (a floor too low, a record above it), the nodes that do not cover
  * the block are raised.
  *
@@ -65,7 +65,7 @@ export function quorumFences(grants: readonly NodeGrant[], quorum: number): Quor
  * ends this one (a release, which may say the clock has passed the block, or the key's TTL)? Yes
  * when its block reaches the block's last fence, within 60 s of its clock, and either
  * - it started above the node's clock (from the floor or a record): the node recorded it until its
- *   clock passes it (quorumAcquire-3.lua); or
+ *   clock passes it (quorumAcquire-4.lua); or
  * - it started at the clock, no lower than the block's first fence: unrecorded, but a release that
  *   says the block has passed comes when the node's clock has gone on by the block's span since it
  *   read `seed`, so past the block; a release that says the block's last fence records it; and the

@@ -1,12 +1,14 @@
 -- quorumRelease: one node's part of a quorum store's release (backends/redis/quorum):
--- compare-and-delete, and the fences' record. No line to hand the key to (see quorumAcquire-3.lua).
--- KEYS[1] the lock key; KEYS[2] its fence counter; KEYS[3] who was refused the key last
--- (quorumAcquire-3.lua). ARGV[1] the caller's token; ARGV[2] the last fence of the grant, when the
--- caller knows it ('' or absent: the most a grant can have reserved), or 'passed' when the caller
--- knows this node's clock has passed it (see lib/fences.lua and codec.ts releaseArgs); ARGV[3]
--- '1' when the grant said others were after the key: the token refused last is then hinted, on
--- its inbox, that the key is free ('freed <token>'), so that it asks at once instead of at the end
--- of its back-off step (a hint only: whoever asks first takes the key).
+-- compare-and-delete, and the fences' record. No line to hand the key to (see quorumAcquire-4.lua).
+-- KEYS[1] the lock key; KEYS[2] its fence counter; KEYS[3] who was refused the key last among those
+-- that listen for hints ('<inbox> <token>', quorumAcquire-4.lua). ARGV[1] the caller's token;
+-- ARGV[2] the last fence of the grant, when the caller knows it (else the most a grant can have
+-- reserved), or 'passed' when the caller knows this node's clock has passed it (see
+-- lib/fences.lua and codec.ts releaseArgs).
+-- When another token that listens was refused the key within 2 s, it is hinted, on its inbox, that
+-- the key is free ('freed <token>'), so that it asks at once instead of at the end of its back-off
+-- step (a hint only: whoever asks first takes the key). The note is read with the key, in one MGET
+-- (which answers nil for a key of another type): an uncontended release costs nothing more.
 -- Only while the key still holds the caller's token. Returns 1 when deleted, 0 when the key was not
 -- the caller's.
 --
@@ -16,18 +18,16 @@
 --@include lib/maxBlock.lua
 
 local lock, fenceKey = KEYS[1], KEYS[2]
-if redis.call('GET', lock) ~= ARGV[1] then
+local values = redis.call('MGET', lock, KEYS[3])
+if values[1] ~= ARGV[1] then
   return 0
 end
 redis.call('DEL', lock)
-if ARGV[3] == '1' then
-  -- ('<ms> <inbox> <token>', see quorumAcquire-3.lua; pcall and a string only: a note key of
-  -- another type must not fail the release after its DEL, before the fences' record)
-  local refused = redis.pcall('GET', KEYS[3])
-  local first = type(refused) == 'string' and string.find(refused, ' ', 1, true)
-  local second = first and string.find(refused, ' ', first + 1, true)
-  if second and second > first + 1 and string.sub(refused, second + 1) ~= ARGV[1] then
-    redis.call('PUBLISH', string.sub(refused, first + 1, second - 1), 'freed ' .. string.sub(refused, second + 1))
+local hint = values[2]
+if hint then
+  local space = string.find(hint, ' ', 1, true)
+  if space and space > 1 and string.sub(hint, space + 1) ~= ARGV[1] then
+    redis.call('PUBLISH', string.sub(hint, 1, space - 1), 'freed ' .. string.sub(hint, space + 1))
   end
 end
 local said = ARGV[2]

@@ -1,7 +1,7 @@
 -- raiseFence: a quorum store's fence record on one node. After a quorum of nodes granted a key, the
 -- quorum store derives its fences from a quorum of theirs (the highest first fence and the smallest
 -- block among the quorum of winners with the lowest first fences) and, when the winners' blocks
--- disagree (see quorumAcquire-3.lua for the floor that usually makes them agree), raises the fence
+-- disagree (see quorumAcquire-4.lua for the floor that usually makes them agree), raises the fence
 -- record of each winner whose own block does not cover it to the last of them, so the next grant on that node
 -- starts above every fence of this grant, whichever node issued it (see
 -- backends/redis/quorum/quorumFences.ts).

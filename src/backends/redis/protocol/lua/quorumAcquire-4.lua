@@ -2,12 +2,12 @@
 -- with a time-to-live, and a block of fences that starts no lower than a floor the quorum store
 -- sends. No line and no hand-off (a quorum store polls), so none of acquire-4.lua's machinery.
 -- KEYS[1] the lock key (its value: the owner's token); KEYS[2] its fence counter (lib/fences.lua);
--- KEYS[3] who was refused the key last, for 2 s: '<ms> <inbox> <token>' (the server's time in ms
--- at the refusal; the inbox empty when the caller listens for no hints; an older version's note is
--- the token alone). ARGV[1] the caller's token; ARGV[2] the time-to-live in ms;
--- ARGV[3] how many fences to reserve (at most MAX_BLOCK); ARGV[4] the fence floor: the first fence
--- the quorum store expects of every node ('0' for none); ARGV[5] the caller's inbox channel, where
--- a release hints that the key is free (quorumRelease-3.lua; absent or '' for none).
+-- KEYS[3] who was refused the key last (a token, for 100 ms); KEYS[4] who was refused it last
+-- among those that listen for hints, and where ('<inbox> <token>', for 2 s). ARGV[1] the caller's
+-- token; ARGV[2] the time-to-live in ms; ARGV[3] how many fences to reserve (at most MAX_BLOCK);
+-- ARGV[4] the fence floor: the first fence the quorum store expects of every node ('0' for none);
+-- ARGV[5] the caller's inbox channel, where a release hints that the key is free
+-- (quorumRelease-3.lua; absent or '' when the caller does not listen).
 --
 -- The block starts above this node's clock (its seed), above its fence record, and at the floor or
 -- above. A block that starts at the clock is not recorded, as on the single-node store's common
@@ -22,11 +22,12 @@
 -- refuses it with an error.
 --
 -- No line, but a grant says whether others are after the key: a refusal notes the refused token
--- and its inbox (KEYS[3]), and a grant within 100 ms of another token's refusal answers so (the
--- quorum store then answers `waiting: 1`, and the locker lets the others go first when it gives
--- the key back, instead of asking again at once and taking it nearly every time; the release then
--- hints the token refused last, through its inbox, that the key is free). The note lasts 2 s, so
--- that a waiter polling that slowly is hinted too.
+-- for 100 ms (KEYS[3]), and a grant while another token's note lasts answers so (the quorum store
+-- then answers `waiting: 1`, and the locker lets the others go first when it gives the key back,
+-- instead of asking again at once and taking it nearly every time). A refused caller that listens
+-- for hints is also noted with its inbox, for 2 s (KEYS[4]), so that a waiter polling that slowly
+-- is hinted too: the release tells it that the key is free. (Two notes rather than one, so that an
+-- older version, which reads KEYS[3] as a token, reads it right.)
 --
 -- Returns {fence, fences, seed, ttl[, 1 when others were refused the key lately]} when the caller
 -- holds the key (the first fence, how many, the clock's seed read here, and what the key has left:
@@ -50,8 +51,10 @@ local holder = redis.call('SET', lock, ARGV[1], 'NX', 'PX', ARGV[2], 'GET')
 if not holder then
   left = tonumber(ARGV[2])
 elseif holder ~= ARGV[1] then
-  local t = redis.call('TIME')
-  redis.call('SET', KEYS[3], string.format('%.0f', t[1] * 1000 + math.floor(t[2] / 1000)) .. ' ' .. (ARGV[5] or '') .. ' ' .. ARGV[1], 'PX', 2000)
+  redis.call('SET', KEYS[3], ARGV[1], 'PX', 100)
+  if ARGV[5] and ARGV[5] ~= '' then
+    redis.call('SET', KEYS[4], ARGV[5] .. ' ' .. ARGV[1], 'PX', 2000)
+  end
   return {0, redis.call('PTTL', lock)}
 else
   -- An earlier run of this very call took the key (the client sent it again, its answer lost with
@@ -88,15 +91,9 @@ if base > seed then
   local last = base + count
   redis.call('SET', fenceKey, string.format('%.0f', last), 'PX', math.floor((last - seed) / 4000) + 2)
 end
--- Another token refused within 100 ms (an older version's note, the token alone, lasts 100 ms)
 local refused = records[2]
 if refused and refused ~= ARGV[1] then
-  local first = string.find(refused, ' ', 1, true)
-  local second = first and string.find(refused, ' ', first + 1, true)
-  local at = second and tonumber(string.sub(refused, 1, first - 1))
-  if not at or (string.sub(refused, second + 1) ~= ARGV[1] and t[1] * 1000 + math.floor(t[2] / 1000) - at <= 100) then
-    return {base + 1, count, seed, left, 1}
-  end
+  return {base + 1, count, seed, left, 1}
 end
 if not again and count == asked and seed > 0 then
   if base == seed then
