@@ -297,10 +297,15 @@ export interface LongWaitEvent {
    * acquisitions holds permits of the lock.
    */
   readonly permits?: {
+    /** Permits held now by live holders (the sum of their weights). */
     readonly used: number;
+    /** The lock's limit, as this acquisition asked for it (a read-write lock: 2,147,483,647). */
     readonly limit: number;
+    /** The permits this acquisition asks for. */
     readonly weight: number;
+    /** Live holders. */
     readonly holders: number;
+    /** Live waiters in the store's line, this acquisition included. */
     readonly waiting: number;
   };
   /** How long this report's store read took, in ms (absent without an `inspect` capability). */
