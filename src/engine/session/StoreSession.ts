@@ -278,8 +278,10 @@ export class StoreSession {
       owner.emptied(this);
       return;
     }
-    if (this.watch === undefined && ctx.access.hints !== undefined) this.listenForHints(ctx.access.hints);
-    else if (this.watch === undefined && ctx.access.wakeUp !== undefined) {
+    if (ctx.access.hints !== undefined) {
+      // (a retry function keeps its own pace: its waiter listens for no hints, and opens no channel)
+      if (this.watch === undefined && typeof head.settings.retry !== 'function') this.listenForHints(ctx.access.hints);
+    } else if (this.watch === undefined && ctx.access.wakeUp !== undefined) {
       this.listen();
       // Already live (another waiter of this store listens): take the place in line now — unless
       // a retry function decides when each attempt is made.
