@@ -5,11 +5,14 @@
  * client's long script), the next quorumAcquire still goes as plain EVAL. Were it sent by SHA
  * (the refused set of the client replaced by the release's), it would meet NOSCRIPT and be
  * re-sent only after the release written behind it: the node would keep the key of a lease its
- * holder was told it released. Found by mutation testing (npm run mutation:quorum). Three private
+ * holder was told it released. And the plain EVAL that follows a refusal answers the script's
+ * reply (a grant is a grant), after which the script goes by SHA again. Found by mutation testing (npm run mutation:quorum). Three private
  * Redis servers (support/quorumNodes.ts).
  */
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
+import { defineCommands, runScript } from '../../src/backends/redis/protocol/commands.js';
+import { helperKey } from '../../src/backends/redis/protocol/keyLayout.js';
 import { RedlockStore } from '../../src/redis.js';
 import { quorumNodes } from '../support/quorumNodes.js';
 import { connect } from '../support/redis.js';
@@ -81,5 +84,32 @@ describe('script order after two scripts were refused before they ran (BUSY)', (
     await drained(clients[0]!);
     expect(await nodes.admins[0]!.get(key)).toBeNull();
     store.close();
+  });
+
+  it("after a refusal, the script's next call goes with its source and answers the script's reply; the calls after it go by SHA again", async () => {
+    const [client] = nodes.clients();
+    const admin = nodes.admins[0]!;
+    defineCommands(client!);
+    await nodes.connected();
+    const acquire = (key: string) => runScript(client!, 'quorumAcquire', [key, helperKey(key, 'fence'), helperKey(key, 'refused')], ['t', 10_000, 1, 0]);
+    /** EVAL and EVALSHA calls on node 0 since the last RESETSTAT. */
+    const calls = async (): Promise<{ eval: number; evalsha: number }> => {
+      const info = await admin.info('commandstats');
+      const of = (name: string) => Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
+      return { eval: of('eval'), evalsha: of('evalsha') };
+    };
+    await admin.script('FLUSH');
+    // the client's first call of the script is refused before it ran
+    await whileBusy(0, () => expect(acquire(fresh('refused'))).rejects.toThrow(/BUSY/));
+    await admin.config('RESETSTAT');
+    const key = fresh('after');
+    const reply = await acquire(key);
+    // a bare seed: the key taken with a block at the node's clock
+    expect(typeof reply).toBe('number');
+    expect(reply).toBeGreaterThan(0);
+    expect(await admin.get(key)).toBe('t');
+    expect(await calls()).toEqual({ eval: 1, evalsha: 0 });
+    expect(typeof (await acquire(fresh('again')))).toBe('number');
+    expect(await calls()).toEqual({ eval: 1, evalsha: 1 });
   });
 });
