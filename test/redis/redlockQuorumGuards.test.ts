@@ -4,7 +4,8 @@
  * - the TTL a grant answers, and the validity counted from it, is the quorum-th LONGEST of the
  *   winners' keys (each capped at the TTL asked for): with exactly a quorum of winners, one of
  *   them holding our token from an earlier attempt with little left, the lock lasts only that
- *   long — not the TTL asked for.
+ *   long — not the TTL asked for;
+ * - a refused attempt gives the key back on the nodes that granted it (a minority of winners).
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import { quorumNodes } from '../support/quorumNodes.js';
@@ -33,5 +34,15 @@ describe('RedlockStore: the validity of exactly a quorum of winners', () => {
     expect(result.ttl).toBeGreaterThan(1_000);
     expect(result.validity).toBeLessThanOrEqual(2_000 - (performance.now() - started) + 1);
     expect(await store.release(key, 'mine')).toBe(true);
+  });
+});
+
+describe('RedlockStore: a refused attempt gives its key back', () => {
+  it('2 winners of 5 (another token holds 3 nodes): not acquired, and nothing of ours is left on the 2', async () => {
+    const store = nodes.store();
+    const key = fresh('give-back');
+    await Promise.all(nodes.admins.slice(0, 3).map((admin) => admin.set(key, 'other', 'PX', 30_000)));
+    expect(await store.tryAcquire(key, 'mine', 30_000)).toMatchObject({ acquired: false });
+    expect(await Promise.all(nodes.admins.map((admin) => admin.get(key)))).toEqual(['other', 'other', 'other', null, null]);
   });
 });
