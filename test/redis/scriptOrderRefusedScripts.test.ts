@@ -91,7 +91,7 @@ describe('script order after two scripts were refused before they ran (BUSY)', (
     const admin = nodes.admins[0]!;
     defineCommands(client!);
     await nodes.connected();
-    const acquire = (key: string) => runScript(client!, 'quorumAcquire', [key, helperKey(key, 'fence'), helperKey(key, 'refused')], ['t', 10_000, 1, 0]);
+    const acquire = (key: string) => runScript(client!, 'quorumAcquire', [key, helperKey(key, 'fence'), helperKey(key, 'refused'), helperKey(key, 'hint')], ['t', 10_000, 1, 0]);
     /** EVAL and EVALSHA calls on node 0 since the last RESETSTAT. */
     const calls = async (): Promise<{ eval: number; evalsha: number }> => {
       const info = await admin.info('commandstats');
