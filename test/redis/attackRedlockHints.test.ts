@@ -36,12 +36,6 @@ afterEach(async () => {
 
 const SLOW_STEP = 1_500;
 
-/** Pub/sub connections on every node. */
-async function subscribers(): Promise<number> {
-  const lists = await Promise.all(nodes.admins.map((admin) => admin.call('CLIENT', 'LIST', 'TYPE', 'pubsub').then(String)));
-  return lists.reduce((sum, list) => sum + list.split('\n').filter((line) => line.includes('sub=')).length, 0);
-}
-
 /** A release grant (fence 1 unless said). */
 const busyGrant = (fence = 1) => ({ fence, fences: 1, answeredAt: performance.now() });
 
@@ -155,18 +149,18 @@ describe('attack: closing while hinted waits go on', () => {
     await other.release('lock:close:store', 'first', busyGrant());
     const lease = await waiting;
     await lease.release();
-    await eventually(async () => (await subscribers()) === 0, 3_000);
+    await eventually(async () => (await nodes.pubsubConnections()) === 0, 3_000);
   });
 
   it('locker.close() during a wait: the hint connections close after the linger without store.close()', async () => {
     const store = nodes.store();
     const waiter = createLocker({ store, retry: { minDelay: SLOW_STEP, jitter: 0 } });
     const { other, waiting } = await waitingFor('close:locker', waiter);
-    await eventually(async () => (await subscribers()) === 3, 2_000);
+    await eventually(async () => (await nodes.pubsubConnections()) === 3, 2_000);
     await waiter.close();
     await waiting.catch(() => undefined);
     await other.release('lock:close:locker', 'first', busyGrant());
-    await eventually(async () => (await subscribers()) === 0, 4_000);
+    await eventually(async () => (await nodes.pubsubConnections()) === 0, 4_000);
   });
 
   it('a hint that comes after the wait ended (timed out) makes no attempt', async () => {
@@ -193,7 +187,7 @@ describe('attack: closing while hinted waits go on', () => {
     const waiter = createLocker({ store, retry: { minDelay: 200, jitter: 0 } });
     lockers.push(waiter);
     const { other, waiting } = await waitingFor('frozen', waiter);
-    await eventually(async () => (await subscribers()) === 3, 2_000);
+    await eventually(async () => (await nodes.pubsubConnections()) === 3, 2_000);
     nodes.servers[2]!.pause();
     try {
       await other.release('lock:frozen', 'first', busyGrant()).catch(() => undefined);
@@ -204,7 +198,7 @@ describe('attack: closing while hinted waits go on', () => {
       nodes.servers[2]!.resume();
     }
     await nodes.connected();
-    await eventually(async () => (await subscribers()) === 0, 4_000);
+    await eventually(async () => (await nodes.pubsubConnections()) === 0, 4_000);
   });
 });
 
@@ -235,10 +229,10 @@ describe('attack: nodes restarted, connections counted', () => {
     await nodes.connected();
     const hints: string[] = [];
     const watch = store.watch!('k', 'w', (signal) => hints.push(signal.type));
-    await eventually(async () => (await subscribers()) === 3, 2_000);
+    await eventually(async () => (await nodes.pubsubConnections()) === 3, 2_000);
     await nodes.kill(0);
     await nodes.restart(0);
-    await eventually(async () => (await subscribers()) === 3, 4_000);
+    await eventually(async () => (await nodes.pubsubConnections()) === 3, 4_000);
     const key = 'lock:restarted';
     expect((await store.tryAcquire(key, 'h', 10_000)).acquired).toBe(true);
     expect((await store.tryAcquire(key, 'w', 10_000)).acquired).toBe(false);
@@ -280,14 +274,14 @@ describe('attack: nodes restarted, connections counted', () => {
     const store = nodes.store();
     const holder = nodes.store();
     await nodes.connected();
-    await eventually(async () => (await subscribers()) === 0, 4_000); // (earlier tests' linger)
+    await eventually(async () => (await nodes.pubsubConnections()) === 0, 4_000); // (earlier tests' linger)
     let most = 0;
     for (let i = 0; i < 20; i++) {
       const key = `lock:many:${i}`;
       expect((await holder.tryAcquire(key, 'h', 10_000)).acquired).toBe(true);
       const watch = store.watch!(key, `w${i}`, () => undefined);
       await watch.ready;
-      most = Math.max(most, await subscribers());
+      most = Math.max(most, await nodes.pubsubConnections());
       watch.stop();
       await holder.release(key, 'h');
     }
@@ -295,9 +289,9 @@ describe('attack: nodes restarted, connections counted', () => {
     const stores = Array.from({ length: 5 }, () => nodes.store());
     const watches = stores.map((s, i) => s.watch!('k', `m${i}`, () => undefined));
     await Promise.all(watches.map((w) => w.ready));
-    await eventually(async () => (await subscribers()) === 3 + 15, 2_000); // (ready: the first node subscribed)
+    await eventually(async () => (await nodes.pubsubConnections()) === 3 + 15, 2_000); // (ready: the first node subscribed)
     for (const w of watches) w.stop();
-    await eventually(async () => (await subscribers()) === 0, 4_000);
+    await eventually(async () => (await nodes.pubsubConnections()) === 0, 4_000);
   });
 });
 
@@ -376,7 +370,7 @@ describe('attack: a hot key while the hint connections are killed again and agai
     expect(acquisitions).toBeGreaterThan(20);
     await Promise.all(lockers.splice(0).map((locker) => locker.close()));
     for (const store of stores) store.close();
-    await eventually(async () => (await subscribers()) === 0, 4_000);
+    await eventually(async () => (await nodes.pubsubConnections()) === 0, 4_000);
   });
 });
 

@@ -90,7 +90,12 @@ describe('RedlockStore fence floor: one round', () => {
     defineCommands(admin);
     // (the reply decoded as the store does, as [fence, fences, seed, ttl], or [0, holder's pttl])
     const acquire = async (key: string, token: string, fences: number, floor: number): Promise<number[]> => {
-      const reply = await runScript(admin, 'quorumAcquire', [key, helperKey(key, 'fence'), helperKey(key, 'refused'), helperKey(key, 'hint')], [token, 10_000, fences, floor]);
+      const reply = await runScript(
+        admin,
+        'quorumAcquire',
+        [key, helperKey(key, 'fence'), helperKey(key, 'refused'), helperKey(key, 'hint')],
+        [token, 10_000, fences, floor],
+      );
       const answer = decodeNodeAcquire(reply, 10_000, fences, floor);
       return answer.acquired ? [answer.fence, answer.fences, answer.seed, answer.ttl] : [0, answer.holderTtl!];
     };

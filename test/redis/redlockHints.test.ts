@@ -29,12 +29,6 @@ afterEach(async () => {
 /** A waiter's back-off step, far longer than a hinted hand-off takes. */
 const SLOW_STEP = 1_500;
 
-/** Pub/sub connections (the stores' hint subscribers) on every node. */
-async function subscribers(): Promise<number> {
-  const lists = await Promise.all(nodes.admins.map((admin) => admin.call('CLIENT', 'LIST', 'TYPE', 'pubsub').then(String)));
-  return lists.reduce((sum, list) => sum + list.split('\n').filter((line) => line.includes('sub=')).length, 0);
-}
-
 /**
  * How long after a release a waiter of another store, with `waiterOptions`, takes the key (ms):
  * the waiter was refused the key (the nodes note it) and sleeps its back-off step.
@@ -144,7 +138,7 @@ describe('RedlockStore: hints to a waiter when a busy key is given back', () => 
     const hints: string[] = [];
     const watch = store.watch!('k', 'w', (signal) => hints.push(signal.type));
     await watch.ready;
-    await eventually(async () => (await subscribers()) === 3, 2_000);
+    await eventually(async () => (await nodes.pubsubConnections()) === 3, 2_000);
     await nodes.admins[0]!.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
     const key = 'lock:hint:killed';
     expect((await store.tryAcquire(key, 'h', 10_000)).acquired).toBe(true);
@@ -154,7 +148,7 @@ describe('RedlockStore: hints to a waiter when a busy key is given back', () => 
     expect(watch.active).toBe(true);
     watch.stop();
     store.close();
-    await eventually(async () => (await subscribers()) === 0, 2_000);
+    await eventually(async () => (await nodes.pubsubConnections()) === 0, 2_000);
   });
 
   it('refuses a wakeUp that is not a boolean, naming it', () => {

@@ -1,59 +1,14 @@
-/**
- * The script-order fallback of runScript (../../src/backends/redis/protocol/commands.ts) keeps
- * every script refused on a client, not only the last one: after a first quorumAcquire AND a
- * first quorumRelease were both refused BUSY on a node (as after an empty restart, behind another
- * client's long script), the next quorumAcquire still goes as plain EVAL. Were it sent by SHA
- * (the refused set of the client replaced by the release's), it would meet NOSCRIPT and be
- * re-sent only after the release written behind it: the node would keep the key of a lease its
- * holder was told it released. And the plain EVAL that follows a refusal answers the script's
- * reply (a grant is a grant), after which the script goes by SHA again. Found by mutation testing (npm run mutation:quorum). Three private
- * Redis servers (support/quorumNodes.ts).
- */
-import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { defineCommands, runScript } from '../../src/backends/redis/protocol/commands.js';
 import { helperKey } from '../../src/backends/redis/protocol/keyLayout.js';
 import { RedlockStore } from '../../src/redis.js';
+import { drained, whileBusy } from '../support/busyServer.js';
 import { quorumNodes } from '../support/quorumNodes.js';
-import { connect } from '../support/redis.js';
-import { eventually, sleep } from '../support/timing.js';
 
 const nodes = quorumNodes(3);
 
 let n = 0;
 const fresh = (what: string) => `script-order-refused:${what}:${++n}`;
-
-/**
- * Runs `run` while server `index` is busy with another client's endless script (every other
- * command is refused `BUSY`), then kills that script.
- */
-async function whileBusy<T>(index: number, run: () => Promise<T>): Promise<T> {
-  const admin = nodes.admins[index]!;
-  await admin.config('SET', 'busy-reply-threshold', '10');
-  const blocker = connect(nodes.servers[index]!, { maxRetriesPerRequest: 0 });
-  const looping = blocker.eval('while true do end', 0).catch((error: unknown) => error);
-  try {
-    await eventually(() =>
-      admin.ping().then(
-        () => false,
-        (error: Error) => error.message.startsWith('BUSY'),
-      ),
-    );
-    return await run();
-  } finally {
-    await admin.script('KILL');
-    await looping;
-    blocker.disconnect();
-    await admin.config('SET', 'busy-reply-threshold', '5000');
-  }
-}
-
-/** Resolves once every call written to `client` before it was answered, re-sends included. */
-async function drained(client: Redis): Promise<void> {
-  await client.ping();
-  await client.ping();
-  await sleep(50);
-}
 
 describe('script order after two scripts were refused before they ran (BUSY)', () => {
   it('the grant refused first still goes with its source after the release was refused too: no key left on the node', async () => {
@@ -65,7 +20,7 @@ describe('script order after two scripts were refused before they ran (BUSY)', (
     // The store's first grant and first release on node 0 are both refused BUSY (nodes 1 and 2
     // answer them).
     const warm = fresh('warm');
-    await whileBusy(0, async () => {
+    await whileBusy(nodes, 0, async () => {
       expect((await store.tryAcquire(warm, 'w', 30_000)).acquired).toBe(true);
       expect(await store.release(warm, 'w')).toBe(true);
       await drained(clients[0]!).catch(() => undefined);
@@ -91,7 +46,8 @@ describe('script order after two scripts were refused before they ran (BUSY)', (
     const admin = nodes.admins[0]!;
     defineCommands(client!);
     await nodes.connected();
-    const acquire = (key: string) => runScript(client!, 'quorumAcquire', [key, helperKey(key, 'fence'), helperKey(key, 'refused'), helperKey(key, 'hint')], ['t', 10_000, 1, 0]);
+    const acquire = (key: string) =>
+      runScript(client!, 'quorumAcquire', [key, helperKey(key, 'fence'), helperKey(key, 'refused'), helperKey(key, 'hint')], ['t', 10_000, 1, 0]);
     /** EVAL and EVALSHA calls on node 0 since the last RESETSTAT. */
     const calls = async (): Promise<{ eval: number; evalsha: number }> => {
       const info = await admin.info('commandstats');
@@ -100,7 +56,7 @@ describe('script order after two scripts were refused before they ran (BUSY)', (
     };
     await admin.script('FLUSH');
     // the client's first call of the script is refused before it ran
-    await whileBusy(0, () => expect(acquire(fresh('refused'))).rejects.toThrow(/BUSY/));
+    await whileBusy(nodes, 0, () => expect(acquire(fresh('refused'))).rejects.toThrow(/BUSY/));
     await admin.config('RESETSTAT');
     const key = fresh('after');
     const reply = await acquire(key);

@@ -33,6 +33,8 @@ export interface QuorumNodes {
   connected(): Promise<void>;
   /** Starts those of servers `indexes` that were killed again (empty), and waits until the admin clients are ready. */
   restart(...indexes: number[]): Promise<void>;
+  /** Pub/sub connections (subscribers, such as the stores' hint connections) on every server. */
+  pubsubConnections(): Promise<number>;
 }
 
 /** The lock keys alive on a node (not the store's helper keys). */
@@ -102,6 +104,10 @@ export function quorumNodes(count: number): QuorumNodes {
       await Promise.all(dead.map((i) => servers[i]!.restart()));
       for (const i of dead) down.delete(i);
       await this.connected();
+    },
+    async pubsubConnections() {
+      const lists = await Promise.all(admins.map((admin) => admin.call('CLIENT', 'LIST', 'TYPE', 'pubsub').then(String)));
+      return lists.reduce((sum, list) => sum + list.split('\n').filter((line) => line.includes('sub=')).length, 0);
     },
     async connected() {
       // (a command sent while a client still retries a connection made before the restart can
