@@ -47,6 +47,7 @@ describe('long-wait events', () => {
     const events = record(waiter);
     const lease = await firstValueFrom(holder.acquire('report', { ttl: 5_000 }));
     const waited = firstValueFrom(waiter.acquire('report', { waitTimeout: 5_000 }));
+    waited.catch(() => undefined); // (a failed assertion below closes the locker under it: no unhandled rejection)
     await sleep(480);
     const reports = longWaits(events);
     expect(reports.length).toBeGreaterThanOrEqual(3);
@@ -60,7 +61,9 @@ describe('long-wait events', () => {
       // one report per longWait of waiting: the n-th comes after n × longWait
       expect(report.waitedMs).toBeGreaterThanOrEqual((i + 1) * 100);
       if (i > 0) {
-        expect(report.waitedMs).toBeGreaterThanOrEqual(reports[i - 1]!.waitedMs + 50);
+        // (a report late on a loaded machine is followed by the next on schedule: the n-th
+        // after n × longWait, asserted above, and never two for one period)
+        expect(report.waitedMs).toBeGreaterThan(reports[i - 1]!.waitedMs);
         expect(report.holder!.seenForMs).toBeGreaterThan(reports[i - 1]!.holder!.seenForMs);
         expect(report.attempts).toBeGreaterThanOrEqual(reports[i - 1]!.attempts);
       }

@@ -18,8 +18,8 @@ import { createLocker, MemoryLockStore, type AcquireResult, type ExtendOutcome, 
 import { leaseValidity } from '../../src/options/validity.js';
 import { sleep } from '../support/timing.js';
 
-/** What the store does with the next extend call. */
-type ExtendFate = 'run-unanswered' | 'fail-unrun';
+/** What the store does with the next extend call ('run-held': run now, answered at {@link SteeredLink.answerHeld}). */
+type ExtendFate = 'run-unanswered' | 'fail-unrun' | 'run-held';
 
 /**
  * The memory store behind a link the test steers: grants can be held back until
@@ -31,6 +31,7 @@ class SteeredLink implements LockStore {
   holdAcquires = false;
   readonly extendFates: ExtendFate[] = [];
   private readonly heldAcquires: Array<() => void> = [];
+  private readonly heldAnswers: Array<() => void> = [];
   constructor(readonly inner: MemoryLockStore) {}
 
   tryAcquire(key: string, token: string, ttlMs: number, fences?: number): Promise<AcquireResult> {
@@ -51,7 +52,19 @@ class SteeredLink implements LockStore {
       return new Promise<ExtendOutcome>(() => undefined);
     }
     if (fate === 'fail-unrun') return Promise.reject(new Error('connection lost'));
+    if (fate === 'run-held') {
+      const ran = this.inner.extend(key, token, ttlMs);
+      return new Promise<ExtendOutcome>((resolve) => this.heldAnswers.push(() => void ran.then(resolve)));
+    }
     return this.inner.extend(key, token, ttlMs);
+  }
+  /** Extend calls run and waiting for their answers. */
+  get answersHeld(): number {
+    return this.heldAnswers.length;
+  }
+  /** Answers the held extend calls at once, in the order the store ran them (replies read together off a socket). */
+  answerHeld(): void {
+    for (const answer of this.heldAnswers.splice(0)) answer();
   }
 }
 
@@ -119,5 +132,36 @@ describe('an extend call with a shorter TTL counts from its sending', () => {
     expect(lost.reason).toBe('store-unreachable');
     await other.release();
     await Promise.all([a.close(), b.close()]);
+  });
+
+  it('a renewal and a later manual extend(ttl) to a shorter TTL answered together: the lease keeps the shorter TTL, whichever answer the engine reads first', async () => {
+    // (Found by the in-memory attack fuzz, test/engine/attackFuzz.test.ts, on a loaded machine: a
+    // renewal's answer goes through more promise steps than a manual extend's, so when both come in
+    // the same moment — as replies read from one socket do — the renewal's was handled last and
+    // set the deadline by its TTL, though the store ran the shorter extend after it.)
+    const memory = new MemoryLockStore();
+    const link = new SteeredLink(memory);
+    const a = createLocker({ store: link, ttl: 300, commandTimeout: 1_000 });
+    const lease = await firstValueFrom(a.acquire('k'));
+    link.extendFates.push('run-held', 'run-held');
+    // the renewal (a third of the TTL) goes out and is run; its answer is held
+    const deadline = performance.now() + 1_000;
+    while (link.answersHeld === 0 && performance.now() < deadline) await sleep(5);
+    expect(link.answersHeld).toBe(1);
+    const extending = lease.extend(60);
+    const sent = performance.now();
+    expect(link.answersHeld).toBe(2);
+    link.answerHeld();
+    expect(await extending).toBe(true);
+    await sleep(0);
+    expect(lease.ttl).toBe(60);
+    expect(lease.validUntil).toBeLessThanOrEqual(sent + leaseValidity(60));
+    // Renewals go on at the new TTL (every 20 ms): the lease never counts on more than 60 ms.
+    await sleep(150);
+    expect(lease.held).toBe(true);
+    expect(lease.ttl).toBe(60);
+    expect(lease.validUntil).toBeLessThanOrEqual(performance.now() + leaseValidity(60));
+    await lease.release();
+    await a.close();
   });
 });

@@ -63,6 +63,13 @@ export class StoreLease implements Scheduled {
    * later call settles every call sent before it (a store runs one client's calls in order).
    */
   private shortening: Array<{ readonly sentAt: number; readonly until: number }> | undefined;
+  /**
+   * When the extend call whose answer set the deadline was sent. Answers can reach this lease out
+   * of the order the store ran their calls: replies read together (off one socket, or a stalled
+   * link) go through promise chains of different lengths (a renewal's runs through more steps
+   * than a manual `extend`'s). An answer to a call sent before this one tells nothing newer.
+   */
+  private appliedSentAt = Number.NEGATIVE_INFINITY;
   /** Holders that passed it on and wait for the store's word (kept only while events are observed). */
   private unconfirmed: PassedHolder[] | undefined;
   /** What counts the grant's fences given out (see {@link countsFencesBy}); all of them when unset. */
@@ -201,10 +208,14 @@ export class StoreLease implements Scheduled {
     if (this.state !== 'held') return false;
     const now = performance.now();
     if (!this.checkValid(now)) return false;
-    this.renewPending = false;
     if (outcome === 'gone') return (this.lose('expired'), false);
     if (outcome === 'taken') return (this.lose('taken-over'), false);
-    // Replies come in the order the calls were sent, so the last answered call sets the TTL.
+    // The store ran this call before the one whose answer set the deadline: that one's TTL stands
+    // (and a renewal sent since is still pending).
+    if (sentAt < this.appliedSentAt) return true;
+    // The store runs one client's calls in the order they were sent: the last one run sets the TTL.
+    this.appliedSentAt = sentAt;
+    this.renewPending = false;
     this.currentTtl = ttl;
     this.wantedTtl = ttl;
     this.until = this.settleShortening(sentAt, sentAt + leaseValidity(ttl));
