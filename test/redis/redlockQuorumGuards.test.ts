@@ -5,10 +5,13 @@
  *   winners' keys (each capped at the TTL asked for): with exactly a quorum of winners, one of
  *   them holding our token from an earlier attempt with little left, the lock lasts only that
  *   long — not the TTL asked for;
- * - a refused attempt gives the key back on the nodes that granted it (a minority of winners).
+ * - a refused attempt gives the key back on the nodes that granted it (a minority of winners),
+ *   whether their grants were answered before the round was decided or not.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
+import { connect } from '../support/redis.js';
 import { quorumNodes } from '../support/quorumNodes.js';
+import { sleep } from '../support/timing.js';
 
 const nodes = quorumNodes(5);
 beforeEach(async () => {
@@ -43,6 +46,26 @@ describe('RedlockStore: a refused attempt gives its key back', () => {
     const key = fresh('give-back');
     await Promise.all(nodes.admins.slice(0, 3).map((admin) => admin.set(key, 'other', 'PX', 30_000)));
     expect(await store.tryAcquire(key, 'mine', 30_000)).toMatchObject({ acquired: false });
+    expect(await Promise.all(nodes.admins.map((admin) => admin.get(key)))).toEqual(['other', 'other', 'other', null, null]);
+  });
+
+  it('the 2 winners answered first (the refusing nodes slowed by a 200 ms script): their grants, known at the give-back, are given back', async () => {
+    // (in the test above the round may be decided before the winners answer: the give-back then
+    // goes to them as nodes that had not answered, and a give-back that skipped the nodes that
+    // answered a grant would go unnoticed)
+    const store = nodes.store();
+    const key = fresh('give-back-answered');
+    await Promise.all(nodes.admins.slice(0, 3).map((admin) => admin.set(key, 'other', 'PX', 30_000)));
+    const blockers = nodes.servers.slice(0, 3).map((server) => connect(server));
+    const slow = 'local s = redis.call("TIME") repeat local t = redis.call("TIME") until (t[1] - s[1]) * 1000000 + (t[2] - s[2]) > 200000 return 1';
+    const busy = blockers.map((blocker) => blocker.eval(slow, 0));
+    await sleep(20); // (the scripts reach the servers before the attempt does)
+    try {
+      expect(await store.tryAcquire(key, 'mine', 30_000)).toMatchObject({ acquired: false });
+    } finally {
+      await Promise.all(busy);
+      for (const blocker of blockers) blocker.disconnect();
+    }
     expect(await Promise.all(nodes.admins.map((admin) => admin.get(key)))).toEqual(['other', 'other', 'other', null, null]);
   });
 });
