@@ -5,6 +5,8 @@
  * again (signals lost): every waiter still gets its key (by polling), never two holders at once,
  * and no shard channel stays subscribed once the waits are over.
  */
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import type { Cluster, Redis } from 'ioredis';
 import { defer, lastValueFrom, mergeMap, range, toArray } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -67,6 +69,50 @@ describe('attack: a shard channel dropped and watched again while its SSUBSCRIBE
       expect(count).toBe(1);
       keep.stop();
       second.stop();
+    } finally {
+      wake.close();
+    }
+  });
+});
+
+/**
+ * A wait that looks again once its channel is live (as a session does: `ready.then`), then gives
+ * up at once (linger 0: the channel goes before its SSUBSCRIBE is answered). A weak reference to
+ * the wait's state (made here, so that no frame of the test keeps it).
+ */
+function waitThatGivesUp(wake: ShardedWake, key: string): WeakRef<object> {
+  const watch = wake.watch(key, 'a', quiet);
+  const wait = { session: new Array(1_000).fill('state') };
+  void watch.ready.then(() => wait.session.length);
+  watch.stop();
+  return new WeakRef(wait);
+}
+
+describe('attack: a shard channel dropped while its SSUBSCRIBE is on its way, and not watched again', () => {
+  it('what waited for its watch to be ready is not kept for good (no reaction anchored to a promise that never settles)', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const wake = new ShardedWake(client, 'attack-store-gc', '', 0);
+    try {
+      const keep = wake.watch('keep-gc', 't0', quiet);
+      await keep.ready;
+      const key = 'dropped';
+      const channel = shardChannel(key, 'attack-store-gc').subscribed;
+      const server = cluster.nodes[nodes.findIndex((node) => addressOf(node) === masterOf(client, channel))]!;
+      let waiter: WeakRef<object>;
+      server.pause();
+      try {
+        waiter = waitThatGivesUp(wake, key);
+        await sleep(50);
+      } finally {
+        server.resume();
+      }
+      await sleep(200); // the late answer came: the channel is gone, its ready will never resolve
+      gc();
+      await sleep(10);
+      gc();
+      expect(waiter.deref()).toBeUndefined();
+      keep.stop();
     } finally {
       wake.close();
     }

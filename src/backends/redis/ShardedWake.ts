@@ -21,12 +21,10 @@
  * `SSUBSCRIBE` (an unknown or renamed command), the store falls back to the broadcast inbox for
  * every later wait ({@link ShardedWake.available} turns false).
  */
-import type { InboxListener, InboxWatch } from './WakeInbox.js';
+import { never, type InboxListener, type InboxWatch } from './WakeInbox.js';
 import { grantRecipient } from './protocol/codec.js';
 import { shardChannel } from './protocol/keyLayout.js';
 import type { RedisClient, ShardSubscriber } from './RedisClient.js';
-
-const NEVER = new Promise<void>(() => undefined);
 
 /** One shard channel's waiters and state. */
 interface Channel {
@@ -73,11 +71,11 @@ export class ShardedWake {
 
   /** Delivers the messages addressed to `token` on `key`'s channel to `listener` until stopped. */
   watch(key: string, token: string, listener: InboxListener): InboxWatch {
-    if (this.closed) return { active: false, ready: NEVER, stop: () => undefined };
+    if (this.closed) return { active: false, ready: never(), stop: () => undefined };
     const { subscribed, published } = shardChannel(key, this.storeId, this.clientPrefix);
     let channel = this.channels.get(published);
     if (channel === undefined) {
-      channel = { name: published, listeners: new Map(), active: false, ready: NEVER, subscribed: false, linger: undefined };
+      channel = { name: published, listeners: new Map(), active: false, ready: never(), subscribed: false, linger: undefined };
       this.channels.set(published, channel);
       channel.ready = this.subscribe(channel, subscribed);
     } else if (channel.linger !== undefined) {
@@ -149,7 +147,7 @@ export class ShardedWake {
             // sent now would land after that one: the node would drop the subscription the new
             // watch counts on (it says active, its waiters sleep long and miss every grant).
             if (current === undefined) this.subscriber?.sunsubscribe(subscribed).catch(() => undefined);
-            return NEVER;
+            return never();
           }
           channel.subscribed = true;
           if (!this.down) this.setActive(channel, true);
@@ -157,7 +155,7 @@ export class ShardedWake {
         },
         (error: unknown) => {
           if (error instanceof Error && /unknown command|unknown subcommand|not allowed|NOPERM/i.test(error.message)) this.unavailable = true;
-          return NEVER;
+          return never();
         },
       );
   }

@@ -41,7 +41,7 @@ export interface InboxListener {
  * by the module and keep every promise resolved with it, and every reaction attached to those
  * (one per wait while a node stays down: a leak).
  */
-const never = (): Promise<void> => new Promise<void>(() => undefined);
+export const never = (): Promise<void> => new Promise<void>(() => undefined);
 
 export class WakeInbox {
   private subscriber: RedisSubscriber | undefined;
