@@ -18,8 +18,11 @@ import { createLocker, MemoryLockStore, type AcquireResult, type ExtendOutcome, 
 import { leaseValidity } from '../../src/options/validity.js';
 import { sleep } from '../support/timing.js';
 
-/** What the store does with the next extend call ('run-held': run now, answered at {@link SteeredLink.answerHeld}). */
-type ExtendFate = 'run-unanswered' | 'fail-unrun' | 'run-held';
+/**
+ * What the store does with the next extend call ('run-held': run now, answered at
+ * {@link SteeredLink.answerHeld}; 'run-failed': run, then failed as a lost connection would).
+ */
+type ExtendFate = 'run-unanswered' | 'fail-unrun' | 'run-held' | 'run-failed';
 
 /**
  * The memory store behind a link the test steers: grants can be held back until
@@ -52,6 +55,7 @@ class SteeredLink implements LockStore {
       return new Promise<ExtendOutcome>(() => undefined);
     }
     if (fate === 'fail-unrun') return Promise.reject(new Error('connection lost'));
+    if (fate === 'run-failed') return this.inner.extend(key, token, ttlMs).then(() => Promise.reject(new Error('connection lost')));
     if (fate === 'run-held') {
       const ran = this.inner.extend(key, token, ttlMs);
       return new Promise<ExtendOutcome>((resolve) => this.heldAnswers.push(() => void ran.then(resolve)));
@@ -163,5 +167,35 @@ describe('an extend call with a shorter TTL counts from its sending', () => {
     expect(lease.validUntil).toBeLessThanOrEqual(performance.now() + leaseValidity(60));
     await lease.release();
     await a.close();
+  });
+
+  it('a renewal sent while a manual extend(ttl) to a longer TTL was in flight, run after it but its answer lost: the lease keeps the shorter TTL of the renewal', async () => {
+    // (The store runs the renewal after the manual extend: the key ends with the renewal's TTL.
+    // The manual extend's answer must not set the deadline by its longer TTL while the renewal,
+    // sent after it, may have run: before the fix a renewal that did not shorten the deadline as
+    // it stood when sent was not counted on, and the lease said `held` past the key's expiry.)
+    const memory = new MemoryLockStore();
+    const link = new SteeredLink(memory);
+    const a = createLocker({ store: link, ttl: 300, commandTimeout: 2_000 });
+    const b = createLocker({ store: memory, renew: false });
+    const lease = await firstValueFrom(a.acquire('k'));
+    link.extendFates.push('run-held', 'run-failed');
+    const extending = lease.extend(10_000); // run at once, its answer held
+    // the renewal (a third of the TTL) goes out after it: run, its answer lost with the connection
+    const deadline = performance.now() + 1_000;
+    while (link.extendFates.length > 0 && performance.now() < deadline) await sleep(2);
+    expect(link.extendFates).toEqual([]);
+    const renewed = performance.now();
+    link.answerHeld();
+    expect(await extending).toBe(true);
+    expect(lease.validUntil).toBeLessThanOrEqual(renewed + leaseValidity(300));
+    // The key expires 300 ms after the renewal ran, unless a renewal sent since extended it: then
+    // another locker takes it, and the lease must not say it is held (before the fix it did).
+    await sleep(Math.max(0, renewed + 360 - performance.now()));
+    const other = await firstValueFrom(b.acquire('k', { waitTimeout: 0 })).catch(() => undefined);
+    expect({ other: other !== undefined, held: lease.held }).not.toEqual({ other: true, held: true });
+    await other?.release();
+    await lease.release();
+    await Promise.all([a.close(), b.close()]);
   });
 });

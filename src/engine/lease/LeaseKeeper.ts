@@ -144,12 +144,12 @@ export class LeaseKeeper implements StoreLeaseOwner {
         leases.forEach((lease, i) => {
           const outcome = outcomes[i];
           if (outcome === 'extended' || outcome === 'gone' || outcome === 'taken') lease.extended(outcome, sentAt, requests[i]!.ttlMs);
-          else if (outcome instanceof Error) lease.renewFailed(new LockStoreError(lease.key, 'extend', outcome.message, outcome));
-          else lease.renewFailed(new LockStoreError(lease.key, 'extend', `the store answered ${String(outcome)}, not 'extended', 'gone' or 'taken'`));
+          else if (outcome instanceof Error) lease.renewFailed(new LockStoreError(lease.key, 'extend', outcome.message, outcome), sentAt);
+          else lease.renewFailed(new LockStoreError(lease.key, 'extend', `the store answered ${String(outcome)}, not 'extended', 'gone' or 'taken'`), sentAt);
         });
       },
       error: (error) => {
-        for (const lease of leases) lease.renewFailed(error);
+        for (const lease of leases) lease.renewFailed(error, sentAt);
       },
     });
   }

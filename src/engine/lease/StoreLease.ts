@@ -40,6 +40,18 @@ export interface PassedHolder {
   readonly passedAt: number;
 }
 
+/** An extend call of a lease, as the lease keeps it until it knows that a later call ran after it. */
+interface SentCall {
+  readonly sentAt: number;
+  /** What the call leaves the lease, counted from its sending. */
+  readonly until: number;
+  /**
+   * A call sent after this moment runs after this one: when its answer was handled (it ran before
+   * that); its sending, once it failed (see `StoreLease.unanswered`); Infinity while it is awaited.
+   */
+  after: number;
+}
+
 /** Told when the store lease is lost (its current local holder loses it). */
 export type LostListener = (error: LockLostError) => void;
 
@@ -57,12 +69,17 @@ export class StoreLease implements Scheduled {
   private currentTtl: number;
   private until: number;
   /**
-   * Extend calls sent with a TTL that ends the key before the deadline as it stood, oldest first:
-   * the store may run such a call whether or not its answer ever comes (a lost connection, a
-   * stalled link, `commandTimeout`), so the deadline counts on it from its sending. One answered
-   * later call settles every call sent before it (a store runs one client's calls in order).
+   * Extend calls sent (renewals and manual ones), oldest first, each with the deadline it leaves
+   * counted from its sending: the store may run such a call whether or not its answer ever comes (a
+   * lost connection, a stalled link, `commandTimeout`), and the key then ends by its TTL. So the
+   * deadline counts on every call that may have run after the one whose answer set it: calls sent
+   * after it (a renewal that went out while a longer manual extend was in flight lengthened nothing
+   * as the deadline stood, and shortens the one that extend's answer sets), and calls sent before
+   * it whose answers had not been handled when it was sent — a Cluster client sends a batched
+   * renewal that met a moved slot again only once the batch's answer went through its promise
+   * steps, after a lone call redirected with it. See {@link SentCall.after}.
    */
-  private shortening: Array<{ readonly sentAt: number; readonly until: number }> | undefined;
+  private sent: SentCall[] | undefined;
   /**
    * When the extend call whose answer set the deadline was sent. Answers can reach this lease out
    * of the order the store ran their calls: replies read together (off one socket, or a stalled
@@ -199,7 +216,13 @@ export class StoreLease implements Scheduled {
       const entry = this.timerEntry;
       if (entry === undefined || entry.dueAt > this.until) this.owner.schedule(this, 'deadline', this.until);
     }
-    const outcome = await this.owner.extendLease(this, ttl);
+    let outcome: ExtendOutcome;
+    try {
+      outcome = await this.owner.extendLease(this, ttl);
+    } catch (error) {
+      this.unanswered(sentAt);
+      throw error;
+    }
     return this.extended(outcome, sentAt, ttl);
   }
 
@@ -210,15 +233,16 @@ export class StoreLease implements Scheduled {
     if (!this.checkValid(now)) return false;
     if (outcome === 'gone') return (this.lose('expired'), false);
     if (outcome === 'taken') return (this.lose('taken-over'), false);
+    const call = this.answered(sentAt, now);
     // The store ran this call before the one whose answer set the deadline: that one's TTL stands
     // (and a renewal sent since is still pending).
     if (sentAt < this.appliedSentAt) return true;
-    // The store runs one client's calls in the order they were sent: the last one run sets the TTL.
+    // The last call run sets the TTL: this one, unless a call that may have run after it leaves less.
     this.appliedSentAt = sentAt;
     this.renewPending = false;
     this.currentTtl = ttl;
     this.wantedTtl = ttl;
-    this.until = this.settleShortening(sentAt, sentAt + leaseValidity(ttl));
+    this.until = this.settleCalls(call, sentAt, sentAt + leaseValidity(ttl));
     this.lastRenewError = undefined;
     this.settlePasses('passed', sentAt);
     this.scheduleNext(now, sentAt);
@@ -226,8 +250,9 @@ export class StoreLease implements Scheduled {
     return true;
   }
 
-  /** A renewal call failed: retry while there is time, else wait for the deadline. */
-  renewFailed(error: LockStoreError): void {
+  /** A renewal call sent at `sentAt` failed: retry while there is time, else wait for the deadline. */
+  renewFailed(error: LockStoreError, sentAt?: number): void {
+    if (sentAt !== undefined) this.unanswered(sentAt);
     if (this.state !== 'held') return;
     const now = performance.now();
     if (!this.checkValid(now)) return;
@@ -247,32 +272,52 @@ export class StoreLease implements Scheduled {
   }
 
   /**
-   * An extend call with `ttl` goes out at `sentAt`. When it would end the key before the current
-   * deadline (a shorter TTL: a manual `extend(ttl)`, or the renewal of a key granted with a longer
-   * TTL than its holder asked for), the deadline moves to what it leaves at once: the store may run
-   * it even if no answer comes. Says whether the deadline moved.
+   * An extend call with `ttl` goes out at `sentAt`: it is kept (see {@link StoreLease.sent}) until
+   * a call known to have run after it sets the deadline. When it would end the key before the
+   * current deadline (a shorter TTL: a manual `extend(ttl)`, or the renewal of a key granted with a
+   * longer TTL than its holder asked for), the deadline moves to what it leaves at once: the store
+   * may run it even if no answer comes. Says whether the deadline moved.
    */
   private sending(sentAt: number, ttl: number): boolean {
     const until = sentAt + leaseValidity(ttl);
+    (this.sent ??= []).push({ sentAt, until, after: Infinity });
     if (until >= this.until) return false;
     this.until = until;
-    (this.shortening ??= []).push({ sentAt, until });
     return true;
   }
 
+  /** The call sent at `sentAt` was answered at `now` (its answer is being handled); that call. */
+  private answered(sentAt: number, now: number): SentCall | undefined {
+    const call = this.sent?.find((c) => c.sentAt === sentAt && c.after === Infinity);
+    if (call !== undefined) call.after = now;
+    return call;
+  }
+
   /**
-   * The deadline a call sent at `sentAt` and answered `extended` gives, `until`, capped by the
-   * shortening calls sent after it (still to be run, or run with their answers to come); those
-   * sent before it were run before it, or never will be.
+   * The call sent at `sentAt` failed (no answer, or none in time): the store ran it before the
+   * calls sent after it, or never will (it runs one client's calls in the order they reach it, and
+   * a client sends its unanswered calls again in order).
    */
-  private settleShortening(sentAt: number, until: number): number {
-    const pending = this.shortening;
-    if (pending === undefined) return until;
-    let n = 0;
-    while (n < pending.length && pending[n]!.sentAt <= sentAt) n++;
-    const left = n === 0 ? pending : pending.slice(n);
-    this.shortening = left.length === 0 ? undefined : left;
-    for (const call of left) until = Math.min(until, call.until);
+  private unanswered(sentAt: number): void {
+    const call = this.sent?.find((c) => c.sentAt === sentAt && c.after === Infinity);
+    if (call !== undefined) call.after = sentAt;
+  }
+
+  /**
+   * The deadline `call`, sent at `sentAt` and answered `extended`, gives (`until`), capped by the
+   * calls that may have run after it; the calls known to have run before it are forgotten.
+   */
+  private settleCalls(call: SentCall | undefined, sentAt: number, until: number): number {
+    const calls = this.sent;
+    if (calls === undefined) return until;
+    // (usually only the answered call was out: nothing is left, and no array is made)
+    let left: SentCall[] | undefined;
+    for (const other of calls) {
+      if (other === call || other.after <= sentAt) continue;
+      (left ??= []).push(other);
+      until = Math.min(until, other.until);
+    }
+    this.sent = left;
     return until;
   }
 
