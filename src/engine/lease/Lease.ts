@@ -43,7 +43,9 @@ export interface Lease {
    * the send time of the last successful acquire/extend call plus `ttl − (ttl·1% + 2 ms)` — or
    * sooner: an extend call with a shorter TTL (`extend(ttl)`, or a renewal to the TTL asked for
    * of a key granted with a longer one) counts from its sending, answered or not, since the store
-   * may run it even if its answer never comes.
+   * may run it even if its answer never comes; and an answered call's TTL counts only as far as
+   * the calls that may have run after it leave (a longer `extend(ttl)` answered while a renewal is
+   * in flight takes effect with that renewal's successor).
    */
   readonly validUntil: number;
   /** True while the lease is neither released nor lost and its validity has not passed. */
