@@ -71,12 +71,6 @@ export class StoreSession {
   private place: Place | undefined;
   /** A grant signal that came while an attempt was in flight. */
   private pendingGrant = false;
-  /**
-   * A hint that the key was freed came while an attempt was in flight: if that attempt is refused
-   * (it ran before the release, or another caller took the key first), ask again at once rather
-   * than after the back-off step.
-   */
-  private pendingHint = false;
   /** The attempt in flight may have taken a place in line. */
   private queueing = false;
   /** Attempts go through the store's line (after a first refusal, or from the start when contended). */
@@ -147,9 +141,7 @@ export class StoreSession {
    */
   private listenForHints(hints: WakeUpStore): void {
     this.watch = hints.watch(this.owner.storeKey, this.token, (signal) => {
-      if (signal.type !== 'freed' || signal.token !== this.token || this.closed || typeof this.owner.head()?.settings.retry === 'function') return;
-      if (this.call !== undefined) this.pendingHint = true;
-      else this.wakeNow();
+      if (signal.type === 'freed' && signal.token === this.token && !this.closed && typeof this.owner.head()?.settings.retry !== 'function') this.wakeNow();
     });
   }
 
@@ -294,14 +286,6 @@ export class StoreSession {
       // Already live (another waiter of this store listens): take the place in line now — unless
       // a retry function decides when each attempt is made.
       if (this.watch!.active && head.remaining(now) > 0 && this.place === undefined && typeof head.settings.retry !== 'function') {
-        this.attempt();
-        return;
-      }
-    }
-    if (this.pendingHint) {
-      // Freed while this attempt was on its way (see listenForHints): ask again now.
-      this.pendingHint = false;
-      if (typeof head.settings.retry !== 'function') {
         this.attempt();
         return;
       }
