@@ -8,14 +8,14 @@
  * the last call run, counted on the longer one — `held` past the key's expiry, and another locker
  * could take the key.
  */
-import { Cluster, type Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { firstValueFrom } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLocker, type ExtendOutcome } from '../../src/index.js';
 import { RedisLockStore } from '../../src/redis.js';
 import type { ExtendRequest } from '../../src/store/capabilities.js';
 import { EmbeddedRedisCluster } from '../../support/embeddedRedisCluster.js';
-import { addressOf, masterOf, migrateSlot } from '../support/clusterNodes.js';
+import { addressOf, connectWithStaleSlots, masterOf, migrateSlot } from '../support/clusterNodes.js';
 import { keySlot } from '../support/keySlot.js';
 import { eventually, sleep } from '../support/timing.js';
 import { expectNoUnhandledRejections } from '../support/unhandled.js';
@@ -27,10 +27,8 @@ let nodes: Redis[];
 expectNoUnhandledRejections();
 beforeAll(async () => {
   cluster = await EmbeddedRedisCluster.start(3);
-  // (no periodic refresh of the slot table: the renewal must meet the moved slot)
-  client = new Cluster(cluster.startupNodes, { slotsRefreshInterval: 600_000, redisOptions: { maxRetriesPerRequest: 2 } });
-  client.on('error', () => undefined);
-  await new Promise((resolve) => client.once('ready', resolve));
+  // (the slot table kept as read: the renewal must meet the moved slot)
+  client = await connectWithStaleSlots(cluster);
   nodes = cluster.nodeClients();
 }, 60_000);
 afterAll(async () => {

@@ -4,11 +4,11 @@
  * And a batch sent on a stale slot table (a slot moved since the client last looked) still
  * extends every lease: those answered MOVED are sent again alone, to the new owner.
  */
-import { Cluster, type Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisLockStore } from '../../src/redis.js';
 import { EmbeddedRedisCluster } from '../../support/embeddedRedisCluster.js';
-import { addressOf, masterOf, migrateSlot } from '../support/clusterNodes.js';
+import { addressOf, connectWithStaleSlots, masterOf, migrateSlot } from '../support/clusterNodes.js';
 import { keySlot } from '../support/keySlot.js';
 import { expectNoUnhandledRejections } from '../support/unhandled.js';
 
@@ -20,10 +20,8 @@ let store: RedisLockStore;
 expectNoUnhandledRejections();
 beforeAll(async () => {
   cluster = await EmbeddedRedisCluster.start(3);
-  // (no periodic refresh of the slot table: the MOVED test needs it stale)
-  client = new Cluster(cluster.startupNodes, { slotsRefreshInterval: 600_000, redisOptions: { maxRetriesPerRequest: 2 } });
-  client.on('error', () => undefined);
-  await new Promise((resolve) => client.once('ready', resolve));
+  // (the slot table kept as read: the MOVED test needs it stale)
+  client = await connectWithStaleSlots(cluster);
   nodes = cluster.nodeClients();
   store = new RedisLockStore(client);
 }, 60_000);

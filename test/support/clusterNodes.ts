@@ -3,8 +3,20 @@
  * given node, and the per-node counters that show where a command ran and where pub/sub traffic
  * went (INFO commandstats, CLUSTER INFO's bus message counts).
  */
-import type { Cluster, Redis } from 'ioredis';
+import { Cluster, type Redis } from 'ioredis';
+import type { EmbeddedRedisCluster } from '../../support/embeddedRedisCluster.js';
 import { keySlot } from './keySlot.js';
+
+/**
+ * A client of `cluster` that keeps the slot table it read at start (no periodic refresh), so a
+ * slot migrated later is met as MOVED; resolves once it is ready.
+ */
+export async function connectWithStaleSlots(cluster: EmbeddedRedisCluster): Promise<Cluster> {
+  const client = new Cluster(cluster.startupNodes, { slotsRefreshInterval: 600_000, redisOptions: { maxRetriesPerRequest: 2 } });
+  client.on('error', () => undefined);
+  await new Promise((resolve) => client.once('ready', resolve));
+  return client;
+}
 
 /** `host:port` of the master serving `key`'s slot, as the client's slot table says. */
 export function masterOf(client: Cluster, key: string): string {
