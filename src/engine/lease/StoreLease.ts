@@ -47,7 +47,7 @@ interface SentCall {
   readonly until: number;
   /**
    * A call sent after this moment runs after this one: when its answer was handled (it ran before
-   * that); its sending, once it failed (see `StoreLease.unanswered`); Infinity while it is awaited.
+   * that); its sending, once it failed (see `StoreLease.ended`); Infinity while it is awaited.
    */
   after: number;
 }
@@ -220,7 +220,7 @@ export class StoreLease implements Scheduled {
     try {
       outcome = await this.owner.extendLease(this, ttl);
     } catch (error) {
-      this.unanswered(sentAt);
+      this.ended(sentAt, sentAt);
       throw error;
     }
     return this.extended(outcome, sentAt, ttl);
@@ -233,7 +233,7 @@ export class StoreLease implements Scheduled {
     if (!this.checkValid(now)) return false;
     if (outcome === 'gone') return (this.lose('expired'), false);
     if (outcome === 'taken') return (this.lose('taken-over'), false);
-    const call = this.answered(sentAt, now);
+    const call = this.ended(sentAt, now);
     // The store ran this call before the one whose answer set the deadline: that one's TTL stands
     // (and a renewal sent since is still pending).
     if (sentAt < this.appliedSentAt) return true;
@@ -252,7 +252,7 @@ export class StoreLease implements Scheduled {
 
   /** A renewal call sent at `sentAt` failed: retry while there is time, else wait for the deadline. */
   renewFailed(error: LockStoreError, sentAt?: number): void {
-    if (sentAt !== undefined) this.unanswered(sentAt);
+    if (sentAt !== undefined) this.ended(sentAt, sentAt);
     if (this.state !== 'held') return;
     const now = performance.now();
     if (!this.checkValid(now)) return;
@@ -286,21 +286,17 @@ export class StoreLease implements Scheduled {
     return true;
   }
 
-  /** The call sent at `sentAt` was answered at `now` (its answer is being handled); that call. */
-  private answered(sentAt: number, now: number): SentCall | undefined {
-    const call = this.sent?.find((c) => c.sentAt === sentAt && c.after === Infinity);
-    if (call !== undefined) call.after = now;
-    return call;
-  }
-
   /**
-   * The call sent at `sentAt` failed (no answer, or none in time): the store ran it before the
-   * calls sent after it, or never will (it runs one client's calls in the order they reach it, and
-   * a client sends its unanswered calls again in order).
+   * The call sent at `sentAt` ended: a call sent after `after` runs after it. Answered: `after` is
+   * now (its answer is being handled, so it ran). Failed (no answer, or none in time): `after` is
+   * its sending — the store ran it before the calls sent after it, or never will (it runs one
+   * client's calls in the order they reach it, and a client sends its unanswered calls again in
+   * order). Returns that call.
    */
-  private unanswered(sentAt: number): void {
+  private ended(sentAt: number, after: number): SentCall | undefined {
     const call = this.sent?.find((c) => c.sentAt === sentAt && c.after === Infinity);
-    if (call !== undefined) call.after = sentAt;
+    if (call !== undefined) call.after = after;
+    return call;
   }
 
   /**
