@@ -136,18 +136,30 @@ describe('StoreLease: validity and ownership', () => {
     expect(l.validUntil).toBeCloseTo(sentAt + 1000 - (10 + 2), 6);
   });
 
+  it("renewals keep the TTL of the latest manual extend(ttl) sent, whatever order the answers are handled in; a renewal's answer sets only the key's TTL", () => {
+    const keeper = new Keeper();
+    const l = lease(keeper);
+    const first = performance.now() - 20;
+    const second = first + 10;
+    expect(l.extended('extended', second, 2000, true)).toBe(true);
+    expect(l.extended('extended', first, 5000, true)).toBe(true);
+    expect(l.renewTtl).toBe(2000);
+    expect(l.extended('extended', second + 5, 700)).toBe(true);
+    expect({ ttl: l.ttl, renewTtl: l.renewTtl }).toEqual({ ttl: 700, renewTtl: 2000 });
+  });
+
   it('a renewal that failed is retried while the lease is valid, then only its deadline is watched', () => {
     const keeper = new Keeper();
     const l = lease(keeper, 300);
     keeper.scheduled.length = 0;
-    l.renewFailed(new LockStoreError('k', 'extend', 'down'));
+    l.renewFailed(new LockStoreError('k', 'extend', 'down'), performance.now());
     expect(keeper.scheduled.at(-1)?.kind).toBe('renew');
     expect(keeper.scheduled.at(-1)!.dueAt).toBeLessThan(l.validUntil);
     // a retry that would come after the validity is no retry: the deadline is what is left
     // (validity 988 ms from a grant 985 ms ago: 3 ms left, and a retry would come a third of the 333 ms interval later)
     const short = new StoreLease(keeper, 'k', 'k', 't', 1000, performance.now() - 985, 1000, { interval: undefined });
     keeper.scheduled.length = 0;
-    short.renewFailed(new LockStoreError('k', 'extend', 'down'));
+    short.renewFailed(new LockStoreError('k', 'extend', 'down'), performance.now());
     expect(keeper.scheduled.map((s) => s.kind)).toEqual(['deadline']);
   });
 
@@ -283,7 +295,7 @@ describe('StoreLease: a pass is reported only as the store confirmed it', () => 
     const l = lease(unreachable, 10, { interval: 1000 });
     l.passed(holder(2), true);
     const error = new LockStoreError('k', 'extend', 'timed out');
-    l.renewFailed(error);
+    l.renewFailed(error, performance.now());
     await new Promise((r) => setTimeout(r, 15));
     expect(l.checkValid(performance.now())).toBe(false);
     expect(unreachable.settled.map((s) => s.outcome)).toEqual([error]);

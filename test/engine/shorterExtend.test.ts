@@ -20,9 +20,10 @@ import { sleep } from '../support/timing.js';
 
 /**
  * What the store does with the next extend call ('run-held': run now, answered at
- * {@link SteeredLink.answerHeld}; 'run-failed': run, then failed as a lost connection would).
+ * {@link SteeredLink.answerHeld}; 'run-failed': run, then failed as a lost connection would;
+ * 'fail-held': not run, failed at {@link SteeredLink.failHeld}, as a call that times out).
  */
-type ExtendFate = 'run-unanswered' | 'fail-unrun' | 'run-held' | 'run-failed';
+type ExtendFate = 'run-unanswered' | 'fail-unrun' | 'run-held' | 'run-failed' | 'fail-held';
 
 /**
  * The memory store behind a link the test steers: grants can be held back until
@@ -35,6 +36,7 @@ class SteeredLink implements LockStore {
   readonly extendFates: ExtendFate[] = [];
   private readonly heldAcquires: Array<() => void> = [];
   private readonly heldAnswers: Array<() => void> = [];
+  private readonly heldFailures: Array<() => void> = [];
   constructor(readonly inner: MemoryLockStore) {}
 
   tryAcquire(key: string, token: string, ttlMs: number, fences?: number): Promise<AcquireResult> {
@@ -56,6 +58,7 @@ class SteeredLink implements LockStore {
     }
     if (fate === 'fail-unrun') return Promise.reject(new Error('connection lost'));
     if (fate === 'run-failed') return this.inner.extend(key, token, ttlMs).then(() => Promise.reject(new Error('connection lost')));
+    if (fate === 'fail-held') return new Promise<ExtendOutcome>((_, reject) => this.heldFailures.push(() => reject(new Error('command timed out'))));
     if (fate === 'run-held') {
       const ran = this.inner.extend(key, token, ttlMs);
       return new Promise<ExtendOutcome>((resolve) => this.heldAnswers.push(() => void ran.then(resolve)));
@@ -69,6 +72,14 @@ class SteeredLink implements LockStore {
   /** Answers the held extend calls at once, in the order the store ran them (replies read together off a socket). */
   answerHeld(): void {
     for (const answer of this.heldAnswers.splice(0)) answer();
+  }
+  /** Extend calls held to fail. */
+  get failuresHeld(): number {
+    return this.heldFailures.length;
+  }
+  /** Fails the held extend calls now. */
+  failHeld(): void {
+    for (const fail of this.heldFailures.splice(0)) fail();
   }
 }
 
@@ -197,5 +208,60 @@ describe('an extend call with a shorter TTL counts from its sending', () => {
     await other?.release();
     await lease.release();
     await Promise.all([a.close(), b.close()]);
+  });
+
+  it('a renewal sent while a manual extend(ttl) to a longer TTL was in flight: once both are answered, renewals go on at the manual TTL', async () => {
+    // (The renewal carries the TTL renewals kept until then, and the store runs it after the manual
+    // extend: the key has the old TTL until the next renewal. That one must ask for the TTL the
+    // holder chose with extend(ttl); before, the renewal's answer set it back to the old one for good.)
+    const memory = new MemoryLockStore();
+    const link = new SteeredLink(memory);
+    const a = createLocker({ store: link, ttl: 300, commandTimeout: 2_000 });
+    const lease = await firstValueFrom(a.acquire('k'));
+    link.extendFates.push('run-held', 'run-held');
+    const extending = lease.extend(10_000);
+    // the renewal (a third of the TTL after the grant) goes out while the extend is unanswered
+    const deadline = performance.now() + 1_000;
+    while (link.answersHeld < 2 && performance.now() < deadline) await sleep(2);
+    expect(link.answersHeld).toBe(2);
+    link.answerHeld();
+    expect(await extending).toBe(true);
+    await sleep(0);
+    expect(lease.ttl).toBe(300); // the renewal ran last: the key has 300 ms
+    expect(lease.held).toBe(true);
+    // the next renewal (100 ms later) asks for the extend's TTL
+    await sleep(250);
+    expect(lease.ttl).toBe(10_000);
+    expect(lease.validUntil).toBeGreaterThan(performance.now() + 5_000);
+    expect(await lease.release()).toBe(true);
+    await a.close();
+  });
+
+  it('a renewal whose failure is handled after a later call was answered: the lease keeps renewing on schedule', async () => {
+    // (The failure tells nothing newer than the answer that set the deadline. Handled as news, it
+    // rescheduled the lease: a retry due after the deadline put the deadline in place of the
+    // renewal that was due, and the lease was lost as 'store-unreachable' with the store healthy.)
+    const memory = new MemoryLockStore();
+    const link = new SteeredLink(memory);
+    const a = createLocker({ store: link, ttl: 3_000, renew: { interval: 2_400 }, commandTimeout: 60_000 });
+    const lease = await firstValueFrom(a.acquire('k'));
+    link.extendFates.push('fail-held');
+    // the renewal goes out 2.4 s after the grant; its failure is held
+    const deadline = performance.now() + 5_000;
+    while (link.failuresHeld === 0 && performance.now() < deadline) await sleep(5);
+    expect(link.failuresHeld).toBe(1);
+    const sent = performance.now();
+    expect(await lease.extend(3_000)).toBe(true);
+    const failures: unknown[] = [];
+    a.events$.subscribe((e) => e.type === 'renew-failed' && failures.push(e));
+    // The failure comes when a retry (a third of the interval later) would fall after the
+    // deadline, and before the renewal due 2.4 s after the extend.
+    await sleep(Math.max(0, sent + 2_250 - performance.now()));
+    link.failHeld();
+    await sleep(Math.max(0, sent + 3_300 - performance.now()));
+    expect(lease.held).toBe(true);
+    expect(failures).toEqual([]);
+    expect(await lease.release()).toBe(true);
+    await a.close();
   });
 });

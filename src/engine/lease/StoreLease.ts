@@ -87,6 +87,13 @@ export class StoreLease implements Scheduled {
    * than a manual `extend`'s). An answer to a call sent before this one tells nothing newer.
    */
   private appliedSentAt = Number.NEGATIVE_INFINITY;
+  /**
+   * When the manual `extend(ttl)` that set `wantedTtl` was sent. Renewals carry `wantedTtl` as it
+   * was when they went out, so a renewal sent while a manual extend was in flight asks for the old
+   * TTL, and the store may run it last: its answer sets the key's TTL (`currentTtl`), not the one
+   * renewals keep — the holder's latest choice stands.
+   */
+  private wantedSetAt = Number.NEGATIVE_INFINITY;
   /** Holders that passed it on and wait for the store's word (kept only while events are observed). */
   private unconfirmed: PassedHolder[] | undefined;
   /** What counts the grant's fences given out (see {@link countsFencesBy}); all of them when unset. */
@@ -223,17 +230,22 @@ export class StoreLease implements Scheduled {
       this.ended(sentAt, sentAt);
       throw error;
     }
-    return this.extended(outcome, sentAt, ttl);
+    return this.extended(outcome, sentAt, ttl, true);
   }
 
-  /** The answer to an extend call (renewal or manual) sent at `sentAt` with `ttl`. */
-  extended(outcome: ExtendOutcome, sentAt: number, ttl: number): boolean {
+  /** The answer to an extend call sent at `sentAt` with `ttl`: a renewal, or a manual one (`manual`). */
+  extended(outcome: ExtendOutcome, sentAt: number, ttl: number, manual = false): boolean {
     if (this.state !== 'held') return false;
     const now = performance.now();
     if (!this.checkValid(now)) return false;
     if (outcome === 'gone') return (this.lose('expired'), false);
     if (outcome === 'taken') return (this.lose('taken-over'), false);
     const call = this.ended(sentAt, now);
+    // The holder's latest extend(ttl) sets what renewals keep, in whatever order answers come.
+    if (manual && sentAt > this.wantedSetAt) {
+      this.wantedSetAt = sentAt;
+      this.wantedTtl = ttl;
+    }
     // The store ran this call before the one whose answer set the deadline: that one's TTL stands
     // (and a renewal sent since is still pending).
     if (sentAt < this.appliedSentAt) return true;
@@ -241,7 +253,6 @@ export class StoreLease implements Scheduled {
     this.appliedSentAt = sentAt;
     this.renewPending = false;
     this.currentTtl = ttl;
-    this.wantedTtl = ttl;
     this.until = this.settleCalls(call, sentAt, sentAt + leaseValidity(ttl));
     this.lastRenewError = undefined;
     this.settlePasses('passed', sentAt);
@@ -250,9 +261,14 @@ export class StoreLease implements Scheduled {
     return true;
   }
 
-  /** A renewal call sent at `sentAt` failed: retry while there is time, else wait for the deadline. */
-  renewFailed(error: LockStoreError, sentAt?: number): void {
-    if (sentAt !== undefined) this.ended(sentAt, sentAt);
+  /**
+   * A renewal call sent at `sentAt` failed: retry while there is time, else wait for the deadline.
+   * A failure of a call sent before the one whose answer set the deadline tells nothing newer: the
+   * renewal scheduled by that answer stands, and no `renew-failed` is reported.
+   */
+  renewFailed(error: LockStoreError, sentAt: number): void {
+    this.ended(sentAt, sentAt);
+    if (sentAt < this.appliedSentAt) return;
     if (this.state !== 'held') return;
     const now = performance.now();
     if (!this.checkValid(now)) return;
