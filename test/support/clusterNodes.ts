@@ -89,4 +89,36 @@ export async function migrateSlot(slot: number, source: Redis, target: Redis, al
   await target.call('CLUSTER', 'SETSLOT', String(slot), 'NODE', targetId);
   await source.call('CLUSTER', 'SETSLOT', String(slot), 'NODE', targetId);
   await Promise.all(all.filter((node) => node !== source && node !== target).map((node) => node.call('CLUSTER', 'SETSLOT', String(slot), 'NODE', targetId)));
+  await untilEveryNodeNames(slot, target, targetId, all);
+}
+
+/** The `host:port` `node` names as the master of `slot` (CLUSTER SLOTS), or undefined. */
+async function ownerAsSeenBy(node: Redis, slot: number): Promise<string | undefined> {
+  const ranges = (await node.call('CLUSTER', 'SLOTS')) as Array<[number, number, [string, number, ...unknown[]], ...unknown[]]>;
+  const range = ranges.find(([start, end]) => start <= slot && slot <= end);
+  return range === undefined ? undefined : `${range[2][0]}:${range[2][1]}`;
+}
+
+/**
+ * Waits until every node names `target` as the master of `slot`. The nodes' views can part: seen
+ * here (rarely, on a loaded machine) as a MOVED ping-pong between the old and the new owner that
+ * outlived 30 s of contention, every acquisition failing with "Too many Cluster redirections". A
+ * node that still names another master after a moment is told again, after the target bumped its
+ * config epoch so its claim wins over any older one still on the cluster bus.
+ */
+async function untilEveryNodeNames(slot: number, target: Redis, targetId: string, all: readonly Redis[], timeoutMs = 10_000): Promise<void> {
+  const wanted = `${target.options.host}:${target.options.port}`;
+  const started = performance.now();
+  for (let round = 0; ; round++) {
+    const views = await Promise.all(all.map((node) => ownerAsSeenBy(node, slot)));
+    const parted = all.filter((_, i) => views[i] !== wanted);
+    if (parted.length === 0) return;
+    if (performance.now() - started > timeoutMs) throw new Error(`slot ${slot}: nodes still name ${views.join(', ')} as its master, not ${wanted}`);
+    if (round > 0 && round % 10 === 0) {
+      console.info(`slot ${slot}: ${parted.length} node(s) still name another master than ${wanted} (${views.join(', ')}): telling them again`);
+      await target.call('CLUSTER', 'BUMPEPOCH');
+      await Promise.all(parted.map((node) => node.call('CLUSTER', 'SETSLOT', String(slot), 'NODE', targetId)));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
