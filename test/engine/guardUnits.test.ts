@@ -61,7 +61,10 @@ class Keeper implements StoreLeaseOwner {
   renewed(): void {
     this.renewedCount++;
   }
-  renewFailed(): void {}
+  renewFailures = 0;
+  renewFailed(): void {
+    this.renewFailures++;
+  }
   passesSettled(passes: readonly PassedHolder[], outcome: 'passed' | 'gone' | LockStoreError): void {
     this.settled.push({ passes, outcome });
   }
@@ -146,6 +149,34 @@ describe('StoreLease: validity and ownership', () => {
     expect(l.renewTtl).toBe(2000);
     expect(l.extended('extended', second + 5, 700)).toBe(true);
     expect({ ttl: l.ttl, renewTtl: l.renewTtl }).toEqual({ ttl: 700, renewTtl: 2000 });
+    // two sent in the same instant: answered in the order sent, the later one stands
+    const same = second + 20;
+    l.extended('extended', same, 3000, true);
+    l.extended('extended', same, 4000, true);
+    expect(l.renewTtl).toBe(4000);
+  });
+
+  it('a renewal failure on a lease past its validity loses it: no retry, no renew-failed', () => {
+    const keeper = new Keeper();
+    const l = new StoreLease(keeper, 'k', 'k', 't', 100, performance.now() - 200, 100, { interval: undefined });
+    l.renewFailed(new LockStoreError('k', 'extend', 'down'), performance.now() - 150);
+    expect(l.isHeld).toBe(false);
+    expect(keeper.renewFailures).toBe(0);
+    expect(keeper.scheduled).toEqual([]);
+  });
+
+  it('a failure of a call sent before the one whose answer set the deadline changes nothing', () => {
+    const keeper = new Keeper();
+    const l = lease(keeper);
+    const sent = performance.now();
+    expect(l.extended('extended', sent, 1000)).toBe(true);
+    const scheduled = [...keeper.scheduled];
+    const until = l.validUntil;
+    l.renewFailed(new LockStoreError('k', 'extend', 'timed out'), sent - 1);
+    expect({ failures: keeper.renewFailures, scheduled: keeper.scheduled, until: l.validUntil }).toEqual({ failures: 0, scheduled, until });
+    // one sent at the same moment or later is news
+    l.renewFailed(new LockStoreError('k', 'extend', 'timed out'), sent);
+    expect(keeper.renewFailures).toBe(1);
   });
 
   it('a renewal that failed is retried while the lease is valid, then only its deadline is watched', () => {

@@ -241,8 +241,9 @@ export class StoreLease implements Scheduled {
     if (outcome === 'gone') return (this.lose('expired'), false);
     if (outcome === 'taken') return (this.lose('taken-over'), false);
     const call = this.ended(sentAt, now);
-    // The holder's latest extend(ttl) sets what renewals keep, in whatever order answers come.
-    if (manual && sentAt > this.wantedSetAt) {
+    // The holder's latest extend(ttl) sets what renewals keep, in whatever order answers come
+    // (two sent in the same instant are answered in the order they were sent: the later one wins).
+    if (manual && sentAt >= this.wantedSetAt) {
       this.wantedSetAt = sentAt;
       this.wantedTtl = ttl;
     }
@@ -269,7 +270,6 @@ export class StoreLease implements Scheduled {
   renewFailed(error: LockStoreError, sentAt: number): void {
     this.ended(sentAt, sentAt);
     if (sentAt < this.appliedSentAt) return;
-    if (this.state !== 'held') return;
     const now = performance.now();
     if (!this.checkValid(now)) return;
     this.renewPending = false;
