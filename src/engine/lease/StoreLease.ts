@@ -275,7 +275,11 @@ export class StoreLease implements Scheduled {
     this.renewPending = false;
     this.lastRenewError = error;
     this.owner.renewFailed(this, error);
-    const retryAt = now + Math.max(1, Math.floor(this.interval / 3));
+    // Spaced by the validity the deadline leaves from the call that set it: a shorter call that
+    // may have run after it (this renewal, to a TTL below a manual extend's) holds the deadline
+    // well below the one the TTL's interval is made for.
+    const span = this.until - Math.max(this.appliedSentAt, this.acquiredAt);
+    const retryAt = now + Math.max(1, Math.floor(Math.min(this.interval, span / 3) / 3));
     if (retryAt < this.until) this.owner.schedule(this, 'renew', retryAt);
     else this.owner.schedule(this, 'deadline', this.until);
   }
