@@ -264,4 +264,24 @@ describe('an extend call with a shorter TTL counts from its sending', () => {
     expect(await lease.release()).toBe(true);
     await a.close();
   });
+
+  it("extend() with no ttl asks for the TTL the holder chose (its last extend(ttl)), not the key's TTL left by a renewal that ran after it", async () => {
+    const memory = new MemoryLockStore();
+    const link = new SteeredLink(memory);
+    const a = createLocker({ store: link, ttl: 300, commandTimeout: 2_000 });
+    const lease = await firstValueFrom(a.acquire('k'));
+    link.extendFates.push('run-held', 'run-held');
+    const extending = lease.extend(10_000);
+    const deadline = performance.now() + 1_000;
+    while (link.answersHeld < 2 && performance.now() < deadline) await sleep(2);
+    expect(link.answersHeld).toBe(2);
+    link.answerHeld();
+    expect(await extending).toBe(true);
+    await sleep(0);
+    expect(lease.ttl).toBe(300);
+    expect(await lease.extend()).toBe(true);
+    expect(lease.ttl).toBe(10_000);
+    expect(await lease.release()).toBe(true);
+    await a.close();
+  });
 });

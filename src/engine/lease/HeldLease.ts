@@ -50,7 +50,7 @@ export class HeldLease extends HoldLifecycle implements Lease, HolderFacts {
   }
 
   async extend(ttl?: number): Promise<boolean> {
-    const newTtl = ttl === undefined ? this.store.ttl : checkExtendTtl(ttl);
+    const newTtl = ttl === undefined ? this.store.renewTtl : checkExtendTtl(ttl);
     if (!this.holding) return false;
     return this.store.extend(newTtl);
   }

@@ -34,7 +34,12 @@ export interface Lease {
    * the next holder.
    */
   readonly fence: number;
-  /** Current lease length in ms (the acquisition's `ttl`, or the last `extend(ttl)`). */
+  /**
+   * The key's TTL in ms as of the last store answer: the acquisition's `ttl` (or the TTL a key
+   * handed over from another process came with), then the last answered extension's. A renewal
+   * sent while an `extend(ttl)` was in flight may run after it with the TTL renewals kept until
+   * then: this reads that TTL until the next renewal, which asks for the one `extend(ttl)` chose.
+   */
   readonly ttl: number;
   /** `performance.now()` when this holder got the lock. */
   readonly acquiredAt: number;
@@ -69,8 +74,9 @@ export interface Lease {
    */
   release(): Promise<boolean>;
   /**
-   * Extends the lease to `ttl` ms from now (default: the lease's current `ttl`), for code that
-   * manages leases itself; renewal, when on, continues from there with the new TTL. Resolves
+   * Extends the lease to `ttl` ms from now (default: the TTL the holder chose — the last
+   * `extend(ttl)`'s, else the acquisition's), for code that manages leases itself; renewal, when
+   * on, continues from there with the new TTL. Resolves
    * `true` when extended, `false` when the lease is no longer held (released, or lost: then
    * `lost$` says why, and a key found expired or taken marks it lost). Rejects with
    * `LockStoreError` when the store failed (the lease stays valid until `validUntil`, which a

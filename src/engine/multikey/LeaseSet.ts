@@ -55,7 +55,7 @@ export interface LeaseSet {
    */
   release(): Promise<boolean>;
   /**
-   * Extends every lease of the set to `ttl` ms from now (default: each lease's current `ttl`), as
+   * Extends every lease of the set to `ttl` ms from now (default: the TTL each lease's holder chose), as
    * `Lease.extend` does. Resolves `true` when all were extended, `false` when the set is no longer
    * held or any lease was found expired or taken (then `lost$` says so). Rejects with
    * `LockStoreError` when the store failed for any of them, `LockOptionsError` for an invalid `ttl`.
