@@ -6,7 +6,7 @@
  * owner below records what the lease asks for; no store is imitated.
  */
 import { filter, firstValueFrom, lastValueFrom, of, toArray } from 'rxjs';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { LockStoreError } from '../../src/errors/errors.js';
 import { FenceBlock, fencesToReserve } from '../../src/engine/fencing/FenceBlock.js';
 import type { HolderFacts } from '../../src/engine/events/EventReporter.js';
@@ -154,6 +154,29 @@ describe('StoreLease: validity and ownership', () => {
     l.extended('extended', same, 3000, true);
     l.extended('extended', same, 4000, true);
     expect(l.renewTtl).toBe(4000);
+  });
+
+  it('two extends sent in one instant (the clock reads the same), answered out of order: the deadline stays within the shorter one the store ran last', async () => {
+    // (Sendings were told apart by their times only: with equal times, the longer extend's answer,
+    // handled last, was booked against the shorter call and set the deadline past the key's expiry.)
+    const answers: Array<(outcome: ExtendOutcome) => void> = [];
+    const keeper = new Keeper();
+    keeper.extendLease = () => new Promise<ExtendOutcome>((resolve) => answers.push(resolve));
+    const instant = performance.now();
+    const clock = vi.spyOn(performance, 'now').mockReturnValue(instant);
+    try {
+      const l = lease(keeper, 1000);
+      const longer = l.extend(1000);
+      const shorter = l.extend(100); // the store runs it last: the key ends ~100 ms after the instant
+      expect(answers).toHaveLength(2);
+      answers[1]!('extended');
+      expect(await shorter).toBe(true);
+      answers[0]!('extended');
+      expect(await longer).toBe(true);
+      expect(l.validUntil).toBeLessThanOrEqual(instant + 100);
+    } finally {
+      clock.mockRestore();
+    }
   });
 
   it('a renewal failure on a lease past its validity loses it: no retry, no renew-failed', () => {

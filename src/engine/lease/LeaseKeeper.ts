@@ -131,7 +131,8 @@ export class LeaseKeeper implements StoreLeaseOwner {
     if (leases.length === 0) return;
     const sentAt = performance.now();
     const requests = leases.map((lease) => ({ key: lease.storeKey, token: lease.token, ttlMs: lease.renewTtl }));
-    for (const lease of leases) lease.renewing(sentAt);
+    // (each lease records the sending at a moment of its own, which its answer names)
+    const sentAts = leases.map((lease) => lease.renewing(sentAt));
     const { store, batch } = this.access;
     // One lease whose extension fails must not fail the others: errors are per lease.
     const run =
@@ -143,13 +144,14 @@ export class LeaseKeeper implements StoreLeaseOwner {
       value: (outcomes) => {
         leases.forEach((lease, i) => {
           const outcome = outcomes[i];
-          if (outcome === 'extended' || outcome === 'gone' || outcome === 'taken') lease.extended(outcome, sentAt, requests[i]!.ttlMs);
-          else if (outcome instanceof Error) lease.renewFailed(new LockStoreError(lease.key, 'extend', outcome.message, outcome), sentAt);
-          else lease.renewFailed(new LockStoreError(lease.key, 'extend', `the store answered ${String(outcome)}, not 'extended', 'gone' or 'taken'`), sentAt);
+          if (outcome === 'extended' || outcome === 'gone' || outcome === 'taken') lease.extended(outcome, sentAts[i]!, requests[i]!.ttlMs);
+          else if (outcome instanceof Error) lease.renewFailed(new LockStoreError(lease.key, 'extend', outcome.message, outcome), sentAts[i]!);
+          else
+            lease.renewFailed(new LockStoreError(lease.key, 'extend', `the store answered ${String(outcome)}, not 'extended', 'gone' or 'taken'`), sentAts[i]!);
         });
       },
       error: (error) => {
-        for (const lease of leases) lease.renewFailed(error, sentAt);
+        leases.forEach((lease, i) => lease.renewFailed(error, sentAts[i]!));
       },
     });
   }

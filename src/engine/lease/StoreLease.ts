@@ -94,6 +94,11 @@ export class StoreLease implements Scheduled {
    * renewals keep — the holder's latest choice stands.
    */
   private wantedSetAt = Number.NEGATIVE_INFINITY;
+  /**
+   * The last moment this lease recorded (a call's sending, an answer's handling, a pass): each gets
+   * a later one than the one before (see {@link StoreLease.moment}), so that no two compare equal.
+   */
+  private lastMoment = Number.NEGATIVE_INFINITY;
   /** Holders that passed it on and wait for the store's word (kept only while events are observed). */
   private unconfirmed: PassedHolder[] | undefined;
   /** What counts the grant's fences given out (see {@link countsFencesBy}); all of them when unset. */
@@ -193,7 +198,7 @@ export class StoreLease implements Scheduled {
 
   /** A local holder passed the lock on: its release waits for the store's next word. */
   passed(holder: HolderFacts, track: boolean): void {
-    if (track) (this.unconfirmed ??= []).push({ holder, passedAt: performance.now() });
+    if (track) (this.unconfirmed ??= []).push({ holder, passedAt: this.moment(performance.now()) });
   }
 
   /** The lease is being (or was) given back to the store. */
@@ -217,7 +222,7 @@ export class StoreLease implements Scheduled {
   /** Manual extension: `true` when extended, `false` when no longer held (then lost, if found gone or taken). */
   async extend(ttl: number): Promise<boolean> {
     if (!this.checkValid(performance.now())) return false;
-    const sentAt = performance.now();
+    const sentAt = this.moment(performance.now());
     if (this.sending(sentAt, ttl)) {
       // The deadline came sooner: watch it (a renewal due after it would come too late anyway).
       const entry = this.timerEntry;
@@ -240,7 +245,7 @@ export class StoreLease implements Scheduled {
     if (!this.checkValid(now)) return false;
     if (outcome === 'gone') return (this.lose('expired'), false);
     if (outcome === 'taken') return (this.lose('taken-over'), false);
-    const call = this.ended(sentAt, now);
+    const call = this.ended(sentAt, this.moment(now));
     // The holder's latest extend(ttl) sets what renewals keep, in whatever order answers come
     // (two sent in the same instant are answered in the order they were sent: the later one wins).
     if (manual && sentAt >= this.wantedSetAt) {
@@ -284,11 +289,30 @@ export class StoreLease implements Scheduled {
     else this.owner.schedule(this, 'deadline', this.until);
   }
 
-  /** A renewal was sent at `sentAt`: until it is answered, only the deadline is watched. */
-  renewing(sentAt: number): void {
+  /**
+   * A renewal is sent at `now`: until it is answered, only the deadline is watched. Returns the
+   * moment it is recorded at, which its answer or failure must name.
+   */
+  renewing(now: number): number {
+    const sentAt = this.moment(now);
     this.renewPending = true;
     this.sending(sentAt, this.wantedTtl);
     this.owner.schedule(this, 'deadline', this.until);
+    return sentAt;
+  }
+
+  /**
+   * `now` as this lease records it: later than every moment recorded before, by a nanosecond when
+   * the clock reads the same (two calls sent in one instant, an answer handled in the instant a
+   * call goes out). Comparisons of sendings, answers and passes then never meet a tie whose order
+   * they cannot tell: with equal sending times, an answer handled out of order could be booked
+   * against the other call, and a longer extend could set the deadline past a shorter one that
+   * ran after it. (The nanosecond is far inside the deadline's margin.)
+   */
+  private moment(now: number): number {
+    const at = now > this.lastMoment ? now : this.lastMoment + 1e-6;
+    this.lastMoment = at;
+    return at;
   }
 
   /**
