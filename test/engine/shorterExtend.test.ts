@@ -14,7 +14,7 @@
  */
 import { firstValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import { createLocker, MemoryLockStore, type AcquireResult, type ExtendOutcome, type LockStore } from '../../src/index.js';
+import { createLocker, MemoryLockStore, type AcquireResult, type ExtendOutcome, type Lease, type Locker, type LockStore } from '../../src/index.js';
 import { leaseValidity } from '../../src/options/validity.js';
 import { sleep } from '../support/timing.js';
 
@@ -81,6 +81,27 @@ class SteeredLink implements LockStore {
   failHeld(): void {
     for (const fail of this.heldFailures.splice(0)) fail();
   }
+}
+
+/**
+ * A lease (TTL 300 ms, renewed every 100 ms) whose renewal went out while `extend(10_000)` was in
+ * flight: the store ran the renewal last (the key has 300 ms), and both answers came together.
+ */
+async function renewalRunAfterLongerExtend(): Promise<{ locker: Locker; lease: Lease }> {
+  const link = new SteeredLink(new MemoryLockStore());
+  const locker = createLocker({ store: link, ttl: 300, commandTimeout: 2_000 });
+  const lease = await firstValueFrom(locker.acquire('k'));
+  link.extendFates.push('run-held', 'run-held');
+  const extending = lease.extend(10_000);
+  // the renewal (a third of the TTL after the grant) goes out while the extend is unanswered
+  const deadline = performance.now() + 1_000;
+  while (link.answersHeld < 2 && performance.now() < deadline) await sleep(2);
+  expect(link.answersHeld).toBe(2);
+  link.answerHeld();
+  expect(await extending).toBe(true);
+  await sleep(0);
+  expect(lease.ttl).toBe(300);
+  return { locker, lease };
 }
 
 describe('an extend call with a shorter TTL counts from its sending', () => {
@@ -214,20 +235,7 @@ describe('an extend call with a shorter TTL counts from its sending', () => {
     // (The renewal carries the TTL renewals kept until then, and the store runs it after the manual
     // extend: the key has the old TTL until the next renewal. That one must ask for the TTL the
     // holder chose with extend(ttl); before, the renewal's answer set it back to the old one for good.)
-    const memory = new MemoryLockStore();
-    const link = new SteeredLink(memory);
-    const a = createLocker({ store: link, ttl: 300, commandTimeout: 2_000 });
-    const lease = await firstValueFrom(a.acquire('k'));
-    link.extendFates.push('run-held', 'run-held');
-    const extending = lease.extend(10_000);
-    // the renewal (a third of the TTL after the grant) goes out while the extend is unanswered
-    const deadline = performance.now() + 1_000;
-    while (link.answersHeld < 2 && performance.now() < deadline) await sleep(2);
-    expect(link.answersHeld).toBe(2);
-    link.answerHeld();
-    expect(await extending).toBe(true);
-    await sleep(0);
-    expect(lease.ttl).toBe(300); // the renewal ran last: the key has 300 ms
+    const { locker: a, lease } = await renewalRunAfterLongerExtend();
     expect(lease.held).toBe(true);
     // the next renewal (100 ms later) asks for the extend's TTL
     await sleep(250);
@@ -239,8 +247,9 @@ describe('an extend call with a shorter TTL counts from its sending', () => {
 
   it('a renewal whose failure is handled after a later call was answered: the lease keeps renewing on schedule', async () => {
     // (The failure tells nothing newer than the answer that set the deadline. Handled as news, it
-    // rescheduled the lease: a retry due after the deadline put the deadline in place of the
-    // renewal that was due, and the lease was lost as 'store-unreachable' with the store healthy.)
+    // was reported as renew-failed and rescheduled the lease: before a retry was spaced by what
+    // the deadline leaves, one due after the deadline put the deadline in place of the renewal
+    // that was due, and the lease was lost as 'store-unreachable' with the store healthy.)
     const memory = new MemoryLockStore();
     const link = new SteeredLink(memory);
     const a = createLocker({ store: link, ttl: 3_000, renew: { interval: 2_400 }, commandTimeout: 60_000 });
@@ -266,19 +275,7 @@ describe('an extend call with a shorter TTL counts from its sending', () => {
   });
 
   it("extend() with no ttl asks for the TTL the holder chose (its last extend(ttl)), not the key's TTL left by a renewal that ran after it", async () => {
-    const memory = new MemoryLockStore();
-    const link = new SteeredLink(memory);
-    const a = createLocker({ store: link, ttl: 300, commandTimeout: 2_000 });
-    const lease = await firstValueFrom(a.acquire('k'));
-    link.extendFates.push('run-held', 'run-held');
-    const extending = lease.extend(10_000);
-    const deadline = performance.now() + 1_000;
-    while (link.answersHeld < 2 && performance.now() < deadline) await sleep(2);
-    expect(link.answersHeld).toBe(2);
-    link.answerHeld();
-    expect(await extending).toBe(true);
-    await sleep(0);
-    expect(lease.ttl).toBe(300);
+    const { locker: a, lease } = await renewalRunAfterLongerExtend();
     expect(await lease.extend()).toBe(true);
     expect(lease.ttl).toBe(10_000);
     expect(await lease.release()).toBe(true);
