@@ -338,6 +338,52 @@ describe('StoreLease: a pass is reported only as the store confirmed it', () => 
     expect(keeper.settled).toEqual([]);
   });
 
+  it("a release answered 'gone' while a renewal sent after a pass is still awaited: that renewal's answer settles the pass", () => {
+    // (The store ran the renewal before the release — one connection runs a client's calls in order
+    // — and the key was lost in between (a flush, a failover): the pass was protected to its end,
+    // and the renewal's answer, read with the release's but handled after it, says so.)
+    const keeper = new Keeper();
+    const l = lease(keeper);
+    l.passed(holder(1), true);
+    const renewal = l.renewing(performance.now());
+    l.passed(holder(2), true); // after the renewal went out: only the release can tell
+    l.end();
+    l.released(false);
+    expect(keeper.settled.map((s) => [s.passes.map((p) => p.holder.fence), s.outcome])).toEqual([[[2], 'gone']]);
+    l.extended('extended', renewal, 1000);
+    expect(keeper.settled.map((s) => [s.passes.map((p) => p.holder.fence), s.outcome])).toEqual([
+      [[2], 'gone'],
+      [[1], 'passed'],
+    ]);
+  });
+
+  it("a release answered 'gone' while a renewal sent after a pass is awaited, and that renewal fails: the pass is settled as the release said", () => {
+    const keeper = new Keeper();
+    const l = lease(keeper);
+    l.passed(holder(1), true);
+    const renewal = l.renewing(performance.now());
+    l.end();
+    l.released(false);
+    expect(keeper.settled).toEqual([]);
+    l.renewFailed(new LockStoreError('k', 'extend', 'connection reset'), renewal);
+    expect(keeper.settled.map((s) => [s.passes.map((p) => p.holder.fence), s.outcome])).toEqual([[[1], 'gone']]);
+  });
+
+  it("a release answered 'gone' while a manual extend sent after a pass is awaited, and that extend fails: the pass is settled as the release said", async () => {
+    const fail: Array<(error: unknown) => void> = [];
+    const keeper = new Keeper();
+    keeper.extendLease = () => new Promise<ExtendOutcome>((_, reject) => fail.push(reject));
+    const l = lease(keeper);
+    l.passed(holder(1), true);
+    const extending = l.extend(1000);
+    l.end();
+    l.released(false);
+    expect(keeper.settled).toEqual([]);
+    fail[0]!(new LockStoreError('k', 'extend', 'timed out'));
+    await expect(extending).rejects.toThrow('timed out');
+    expect(keeper.settled.map((s) => [s.passes.map((p) => p.holder.fence), s.outcome])).toEqual([[[1], 'gone']]);
+  });
+
   it("a loss settles the passes before it as 'gone', or with the renewal's error when the store was unreachable; a close leaves them to the final release", async () => {
     const keeper = new Keeper();
     const taken = lease(keeper);

@@ -101,6 +101,11 @@ export class StoreLease implements Scheduled {
   private lastMoment = Number.NEGATIVE_INFINITY;
   /** Holders that passed it on and wait for the store's word (kept only while events are observed). */
   private unconfirmed: PassedHolder[] | undefined;
+  /**
+   * The final release's word (the key was not ours, or the call failed) on the passes an extend
+   * call still awaited may yet confirm (see {@link StoreLease.released}).
+   */
+  private releaseWord: 'gone' | LockStoreError | undefined;
   /** What counts the grant's fences given out (see {@link countsFencesBy}); all of them when unset. */
   private fencesGiven: FencesGiven | undefined;
   /** Who hears about a loss: the gate, which tells the current holder. */
@@ -214,9 +219,48 @@ export class StoreLease implements Scheduled {
     this.owner.unschedule(this);
   }
 
-  /** The final release was answered (`true`: it was still ours) or failed: settles the passes. */
+  /**
+   * The final release was answered (`true`: it was still ours) or failed: settles the passes —
+   * except, when it says the key was not ours (or failed), those made before an extend call whose
+   * answer is still awaited: the store ran that call before the release (it runs one connection's
+   * calls in order) and its answer, read with the release's but handled after it (a renewal's
+   * answer goes through more promise steps), may confirm them (see {@link StoreLease.lateAnswer}).
+   */
   released(answer: boolean | LockStoreError): void {
-    this.settlePasses(answer === true ? 'passed' : answer === false ? 'gone' : answer, Infinity);
+    if (answer === true) {
+      this.settlePasses('passed', Infinity);
+      return;
+    }
+    const word = answer === false ? 'gone' : answer;
+    const awaited = this.lastAwaited();
+    if (awaited === undefined) {
+      this.settlePasses(word, Infinity);
+      return;
+    }
+    this.settlePassesAfter(word, awaited);
+    this.releaseWord = word;
+  }
+
+  /**
+   * An extend call sent at `sentAt` ended (`outcome`; undefined: failed) after the lease was given
+   * back or lost: if the release's word on some passes waits for it, an `extended` answer confirms
+   * those made before its sending, and once no call is awaited the rest take the release's word.
+   */
+  private lateAnswer(outcome: ExtendOutcome | undefined, sentAt: number): void {
+    const word = this.releaseWord;
+    if (word === undefined) return;
+    this.ended(sentAt, sentAt);
+    if (outcome === 'extended') this.settlePasses('passed', sentAt);
+    if (this.lastAwaited() !== undefined) return;
+    this.releaseWord = undefined;
+    this.settlePasses(word, Infinity);
+  }
+
+  /** When the last extend call whose answer is still awaited was sent, if one is. */
+  private lastAwaited(): number | undefined {
+    let last: number | undefined;
+    for (const call of this.sent ?? []) if (call.after === Infinity) last = call.sentAt;
+    return last;
   }
 
   /** Manual extension: `true` when extended, `false` when no longer held (then lost, if found gone or taken). */
@@ -232,7 +276,8 @@ export class StoreLease implements Scheduled {
     try {
       outcome = await this.owner.extendLease(this, ttl);
     } catch (error) {
-      this.ended(sentAt, sentAt);
+      if (this.state === 'held') this.ended(sentAt, sentAt);
+      else this.lateAnswer(undefined, sentAt);
       throw error;
     }
     return this.extended(outcome, sentAt, ttl, true);
@@ -240,7 +285,7 @@ export class StoreLease implements Scheduled {
 
   /** The answer to an extend call sent at `sentAt` with `ttl`: a renewal, or a manual one (`manual`). */
   extended(outcome: ExtendOutcome, sentAt: number, ttl: number, manual = false): boolean {
-    if (this.state !== 'held') return false;
+    if (this.state !== 'held') return (this.lateAnswer(outcome, sentAt), false);
     const now = performance.now();
     if (!this.checkValid(now)) return false;
     if (outcome === 'gone') return (this.lose('expired'), false);
@@ -273,6 +318,10 @@ export class StoreLease implements Scheduled {
    * renewal scheduled by that answer stands, and no `renew-failed` is reported.
    */
   renewFailed(error: LockStoreError, sentAt: number): void {
+    if (this.state !== 'held') {
+      this.lateAnswer(undefined, sentAt);
+      return;
+    }
     this.ended(sentAt, sentAt);
     if (sentAt < this.appliedSentAt) return;
     const now = performance.now();
@@ -418,6 +467,16 @@ export class StoreLease implements Scheduled {
       this.settlePasses(this.lastRenewError ?? new LockStoreError(this.key, 'extend', 'no answer before the lease deadline'), Infinity);
     else if (reason !== 'locker-closed') this.settlePasses('gone', Infinity);
     this.onLost?.(error);
+  }
+
+  /** Reports the passes made after `sentAt` as settled with `outcome`. */
+  private settlePassesAfter(outcome: 'gone' | LockStoreError, sentAt: number): void {
+    const waiting = this.unconfirmed;
+    if (waiting === undefined) return;
+    const n = waiting.findIndex((pass) => pass.passedAt > sentAt);
+    if (n < 0) return;
+    this.unconfirmed = n === 0 ? undefined : waiting.slice(0, n);
+    this.owner.passesSettled(n === 0 ? waiting : waiting.slice(n), outcome);
   }
 
   /** Reports the passes made before `sentAt` as settled with `outcome`. */
