@@ -357,6 +357,46 @@ describe('StoreLease: a pass is reported only as the store confirmed it', () => 
     ]);
   });
 
+  it("a renewal sent after a pass, answered after the lease was given back but before the release's answer: it confirms the pass", () => {
+    const keeper = new Keeper();
+    const l = lease(keeper);
+    l.passed(holder(1), true);
+    const renewal = l.renewing(performance.now());
+    l.end();
+    l.extended('extended', renewal, 1000);
+    expect(keeper.settled.map((s) => [s.passes.map((p) => p.holder.fence), s.outcome])).toEqual([[[1], 'passed']]);
+    l.released(false);
+    expect(keeper.settled).toHaveLength(1);
+  });
+
+  it("a release answered 'gone' while two calls sent after a pass are awaited: the pass waits for both", async () => {
+    const answers: Array<(outcome: ExtendOutcome) => void> = [];
+    const keeper = new Keeper();
+    keeper.extendLease = () => new Promise<ExtendOutcome>((resolve) => answers.push(resolve));
+    const l = lease(keeper);
+    l.passed(holder(1), true);
+    const renewal = l.renewing(performance.now());
+    const extending = l.extend(1000);
+    l.end();
+    l.released(false);
+    l.renewFailed(new LockStoreError('k', 'extend', 'connection reset'), renewal);
+    expect(keeper.settled).toEqual([]);
+    // the manual extend's answer ('extended', handled after the lease ended) confirms the pass
+    answers[0]!('extended');
+    expect(await extending).toBe(false);
+    expect(keeper.settled.map((s) => [s.passes.map((p) => p.holder.fence), s.outcome])).toEqual([[[1], 'passed']]);
+  });
+
+  it("a release answered 'gone' while a renewal is awaited: passes made after that renewal went out are settled at once", () => {
+    const keeper = new Keeper();
+    const l = lease(keeper);
+    l.renewing(performance.now());
+    l.passed(holder(1), true);
+    l.end();
+    l.released(false);
+    expect(keeper.settled.map((s) => [s.passes.map((p) => p.holder.fence), s.outcome])).toEqual([[[1], 'gone']]);
+  });
+
   it("a release answered 'gone' while a renewal sent after a pass is awaited, and that renewal fails: the pass is settled as the release said", () => {
     const keeper = new Keeper();
     const l = lease(keeper);

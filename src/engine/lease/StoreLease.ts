@@ -243,23 +243,25 @@ export class StoreLease implements Scheduled {
 
   /**
    * An extend call sent at `sentAt` ended (`outcome`; undefined: failed) after the lease was given
-   * back or lost: if the release's word on some passes waits for it, an `extended` answer confirms
-   * those made before its sending, and once no call is awaited the rest take the release's word.
+   * back or lost. An `extended` answer still confirms the passes made before its sending (the key
+   * was ours after them), whether the release's answer came before it or not; once no call is
+   * awaited, passes the release's word waits on take it.
    */
   private lateAnswer(outcome: ExtendOutcome | undefined, sentAt: number): void {
-    const word = this.releaseWord;
-    if (word === undefined) return;
     this.ended(sentAt, sentAt);
     if (outcome === 'extended') this.settlePasses('passed', sentAt);
-    if (this.lastAwaited() !== undefined) return;
+    const word = this.releaseWord;
+    if (word === undefined || this.lastAwaited() !== undefined) return;
     this.releaseWord = undefined;
     this.settlePasses(word, Infinity);
   }
 
   /** When the last extend call whose answer is still awaited was sent, if one is. */
   private lastAwaited(): number | undefined {
+    const calls = this.sent;
+    if (calls === undefined) return undefined;
     let last: number | undefined;
-    for (const call of this.sent ?? []) if (call.after === Infinity) last = call.sentAt;
+    for (const call of calls) if (call.after === Infinity) last = call.sentAt;
     return last;
   }
 
@@ -475,8 +477,7 @@ export class StoreLease implements Scheduled {
     if (waiting === undefined) return;
     const n = waiting.findIndex((pass) => pass.passedAt > sentAt);
     if (n < 0) return;
-    this.unconfirmed = n === 0 ? undefined : waiting.slice(0, n);
-    this.owner.passesSettled(n === 0 ? waiting : waiting.slice(n), outcome);
+    this.owner.passesSettled(waiting.splice(n), outcome);
   }
 
   /** Reports the passes made before `sentAt` as settled with `outcome`. */
