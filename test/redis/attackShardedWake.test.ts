@@ -7,50 +7,42 @@
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import type { Cluster, Redis } from 'ioredis';
 import { defer, lastValueFrom, mergeMap, range, toArray } from 'rxjs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLocker } from '../../src/index.js';
 import { RedisLockStore } from '../../src/redis.js';
 import { ShardedWake } from '../../src/backends/redis/ShardedWake.js';
 import { shardChannel } from '../../src/backends/redis/protocol/keyLayout.js';
-import { EmbeddedRedisCluster } from '../../support/embeddedRedisCluster.js';
-import { addressOf, masterOf } from '../support/clusterNodes.js';
+import { addressOf, clusterForSuite, masterOf } from '../support/clusterNodes.js';
 import { eventually } from '../support/timing.js';
 import { expectNoUnhandledRejections } from '../support/unhandled.js';
 
-let cluster: EmbeddedRedisCluster;
-let client: Cluster;
-let nodes: Redis[];
-
 expectNoUnhandledRejections();
-beforeAll(async () => {
-  cluster = await EmbeddedRedisCluster.start(3);
-  client = cluster.connect();
-  await new Promise((resolve) => client.once('ready', resolve));
-  nodes = cluster.nodeClients();
-}, 60_000);
-afterAll(async () => {
-  client?.disconnect();
-  nodes?.forEach((node) => node.disconnect());
-  await cluster?.stop();
-});
+const suite = clusterForSuite();
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 const quiet = { message: () => undefined, status: () => undefined };
 
+/**
+ * Readies `wake` (of the store named `store`) for a test on `key`'s shard channel: another channel,
+ * `keepKey`'s, watched and live, which keeps the subscriber connection open. Returns that watch,
+ * the channel's name, the server that serves it and a plain client of that server.
+ */
+async function onChannelOf(wake: ShardedWake, store: string, keepKey: string, key: string) {
+  const { cluster, client, nodes } = suite;
+  const keep = wake.watch(keepKey, 't0', quiet);
+  await keep.ready;
+  const channel = shardChannel(key, store).subscribed;
+  const index = nodes.findIndex((node) => addressOf(node) === masterOf(client, channel));
+  return { keep, channel, server: cluster.nodes[index]!, node: nodes[index]! };
+}
+
 describe('attack: a shard channel dropped and watched again while its SSUBSCRIBE is on its way', () => {
   it('the late answer of the first SSUBSCRIBE does not unsubscribe the channel the second watch relies on', async () => {
-    const wake = new ShardedWake(client, 'attack-store', '', 0);
+    const wake = new ShardedWake(suite.client, 'attack-store', '', 0);
     try {
-      // another channel keeps the subscriber connection open
-      const keep = wake.watch('keep', 't0', quiet);
-      await keep.ready;
       const key = 'hot';
-      const channel = shardChannel(key, 'attack-store').subscribed;
-      const index = nodes.findIndex((node) => addressOf(node) === masterOf(client, channel));
-      const server = cluster.nodes[index]!;
-      const node = nodes[index]!;
+      const { keep, channel, server, node } = await onChannelOf(wake, 'attack-store', 'keep', key);
       // the node holds the SSUBSCRIBE's answer while the first watch stops and its channel (linger 0) goes
       server.pause();
       let second;
@@ -92,13 +84,10 @@ describe('attack: a shard channel dropped while its SSUBSCRIBE is on its way, an
   it('what waited for its watch to be ready is not kept for good (no reaction anchored to a promise that never settles)', async () => {
     setFlagsFromString('--expose-gc');
     const gc = runInNewContext('gc') as () => void;
-    const wake = new ShardedWake(client, 'attack-store-gc', '', 0);
+    const wake = new ShardedWake(suite.client, 'attack-store-gc', '', 0);
     try {
-      const keep = wake.watch('keep-gc', 't0', quiet);
-      await keep.ready;
       const key = 'dropped';
-      const channel = shardChannel(key, 'attack-store-gc').subscribed;
-      const server = cluster.nodes[nodes.findIndex((node) => addressOf(node) === masterOf(client, channel))]!;
+      const { keep, server } = await onChannelOf(wake, 'attack-store-gc', 'keep-gc', key);
       let waiter: WeakRef<object>;
       server.pause();
       try {
@@ -121,6 +110,7 @@ describe('attack: a shard channel dropped while its SSUBSCRIBE is on its way, an
 
 describe('attack: many keys, signals lost', () => {
   it('two processes on 40 keys while pub/sub connections are killed: all get their keys, one at a time, and no channel is left', async () => {
+    const { cluster, nodes } = suite;
     const clients = [cluster.connect(), cluster.connect()];
     await Promise.all(clients.map((c) => new Promise((resolve) => c.once('ready', resolve))));
     const stores = clients.map((c) => new RedisLockStore(c, { lingerMs: 50, placeTtl: 1_000 }));

@@ -8,35 +8,19 @@
  * the last call run, counted on the longer one — `held` past the key's expiry, and another locker
  * could take the key.
  */
-import type { Cluster, Redis } from 'ioredis';
 import { firstValueFrom } from 'rxjs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLocker, type ExtendOutcome } from '../../src/index.js';
 import { RedisLockStore } from '../../src/redis.js';
 import type { ExtendRequest } from '../../src/store/capabilities.js';
-import { EmbeddedRedisCluster } from '../../support/embeddedRedisCluster.js';
-import { addressOf, connectWithStaleSlots, masterOf, migrateSlot } from '../support/clusterNodes.js';
+import { addressOf, clusterForSuite, connectWithStaleSlots, masterOf, migrateSlot } from '../support/clusterNodes.js';
 import { keySlot } from '../support/keySlot.js';
 import { eventually, sleep } from '../support/timing.js';
 import { expectNoUnhandledRejections } from '../support/unhandled.js';
 
-let cluster: EmbeddedRedisCluster;
-let client: Cluster;
-let nodes: Redis[];
-
 expectNoUnhandledRejections();
-beforeAll(async () => {
-  cluster = await EmbeddedRedisCluster.start(3);
-  // (the slot table kept as read: the renewal must meet the moved slot)
-  client = await connectWithStaleSlots(cluster);
-  nodes = cluster.nodeClients();
-}, 60_000);
-afterAll(async () => {
-  for (const node of cluster?.nodes ?? []) node.resume();
-  client?.disconnect();
-  nodes?.forEach((node) => node.disconnect());
-  await cluster?.stop();
-});
+// (the slot table kept as read: the renewal must meet the moved slot)
+const suite = clusterForSuite(connectWithStaleSlots);
 
 /** The Redis store, counting the renewal batches it was asked to send. */
 class CountingBatches extends RedisLockStore {
@@ -49,6 +33,7 @@ class CountingBatches extends RedisLockStore {
 
 describe('a batched renewal redirected (MOVED) and a later longer manual extend, answered together', () => {
   it('the lease never counts on more than the key has', async () => {
+    const { cluster, client, nodes } = suite;
     const store = new CountingBatches(client, { wakeUp: false });
     const other = new RedisLockStore(client, { wakeUp: false });
     const locker = createLocker({ store, keyPrefix: '', ttl: 3_000, commandTimeout: 10_000 });

@@ -4,7 +4,8 @@
  * went (INFO commandstats, CLUSTER INFO's bus message counts).
  */
 import { Cluster, type Redis } from 'ioredis';
-import type { EmbeddedRedisCluster } from '../../support/embeddedRedisCluster.js';
+import { afterAll, beforeAll } from 'vitest';
+import { EmbeddedRedisCluster } from '../../support/embeddedRedisCluster.js';
 import { keySlot } from './keySlot.js';
 
 /**
@@ -16,6 +17,43 @@ export async function connectWithStaleSlots(cluster: EmbeddedRedisCluster): Prom
   client.on('error', () => undefined);
   await new Promise((resolve) => client.once('ready', resolve));
   return client;
+}
+
+/** A test file's Redis Cluster (see {@link clusterForSuite}); set once its tests start. */
+export interface ClusterSuite {
+  cluster: EmbeddedRedisCluster;
+  /** The file's Cluster client. */
+  client: Cluster;
+  /** One plain client per node, in the order of `cluster.nodes`. */
+  nodes: Redis[];
+}
+
+/** A Cluster client of `cluster` that follows slot moves; resolves once it is ready. */
+export async function connectReady(cluster: EmbeddedRedisCluster): Promise<Cluster> {
+  const client = cluster.connect();
+  await new Promise((resolve) => client.once('ready', resolve));
+  return client;
+}
+
+/**
+ * A private 3-master Redis Cluster for the test file that calls this (at its top level): started
+ * before its tests, with a client made by `connect` and a plain client per node, and stopped after
+ * them (every node resumed first, in case a test left one paused).
+ */
+export function clusterForSuite(connect: (cluster: EmbeddedRedisCluster) => Promise<Cluster> = connectReady): ClusterSuite {
+  const suite = {} as ClusterSuite;
+  beforeAll(async () => {
+    suite.cluster = await EmbeddedRedisCluster.start(3);
+    suite.client = await connect(suite.cluster);
+    suite.nodes = suite.cluster.nodeClients();
+  }, 60_000);
+  afterAll(async () => {
+    for (const node of suite.cluster?.nodes ?? []) node.resume();
+    suite.client?.disconnect();
+    suite.nodes?.forEach((node) => node.disconnect());
+    await suite.cluster?.stop();
+  });
+  return suite;
 }
 
 /** `host:port` of the master serving `key`'s slot, as the client's slot table says. */
