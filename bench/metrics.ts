@@ -8,7 +8,7 @@ import type { Noise } from './noise.js';
 import { entryLabel, primitiveOf } from './libraries.js';
 import type { EngineMethod, EngineRound, ProbeReport, Role, WorkerReport } from './protocol.js';
 import type { ResultRow, RowEnv } from './results.js';
-import type { ProbeSpec, ScenarioSpec } from './scenarios.js';
+import { floorMeasuredMs, type ProbeSpec, type ScenarioSpec } from './scenarios.js';
 
 /** Nearest-rank percentile of an ascending array; null when empty. */
 export function percentile(ascending: readonly number[], p: number): number | null {
@@ -300,6 +300,10 @@ function noFigures() {
     hopP50Ms: null,
     hopP99Ms: null,
     hops: null,
+    turnMs: null,
+    turnHopP50Ms: null,
+    turnHopP99Ms: null,
+    turnHops: null,
     busPublishMessages: null,
     busPublishShardMessages: null,
     busPubsubMessagesPerAcquisition: null,
@@ -542,9 +546,11 @@ export function buildProbeRow(spec: ProbeSpec, probes: readonly ProbeReport[], n
   const floors = probes.flatMap((p) => (p.kind === 'floor' ? [p] : []));
   const pings = floors.flatMap((p) => p.pingMs).sort((a, b) => a - b);
   const hops = floors.flatMap((p) => p.hopMs).sort((a, b) => a - b);
+  // (a worker of an older bench version reports none)
+  const turnHops = floors.flatMap((p) => p.turnHopMs ?? []).sort((a, b) => a - b);
   return {
     ...base,
-    durationSec: round((spec.pingMs + spec.gapMs + spec.hopMs) / 1000, 3),
+    durationSec: round(floorMeasuredMs(spec) / 1000, 3),
     note: hops.length === 0 ? 'no pub/sub hop was recorded' : pings.length === 0 ? 'no PING was recorded' : null,
     pingP50Ms: round(percentile(pings, 0.5), 4),
     pingP99Ms: round(percentile(pings, 0.99), 4),
@@ -552,5 +558,9 @@ export function buildProbeRow(spec: ProbeSpec, probes: readonly ProbeReport[], n
     hopP50Ms: round(percentile(hops, 0.5), 4),
     hopP99Ms: round(percentile(hops, 0.99), 4),
     hops: hops.length,
+    turnMs: spec.turnMs,
+    turnHopP50Ms: round(percentile(turnHops, 0.5), 4),
+    turnHopP99Ms: round(percentile(turnHops, 0.99), 4),
+    turnHops: turnHops.length,
   };
 }

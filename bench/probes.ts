@@ -13,7 +13,7 @@ import { firstValueFrom, lastValueFrom, of } from 'rxjs';
 import type * as Core from '../src/index.js';
 import { closeAll, connectReady } from './connections.js';
 import type { EngineMethod, EngineRound, ProbeReport, ProbeSetup } from './protocol.js';
-import type { EngineCpuSpec, FloorSpec } from './scenarios.js';
+import { floorMeasuredMs, type EngineCpuSpec, type FloorSpec } from './scenarios.js';
 import { nowNs } from './workloads.js';
 
 const { createLocker, MemoryLockStore } = (await import(new URL('../dist/esm/index.js', import.meta.url).href)) as typeof Core;
@@ -150,6 +150,12 @@ function prepareEngineCpu(spec: EngineCpuSpec): Promise<PreparedProbe> {
  *   run-queue time that depends on the scheduler's time slices, not on the physical path of a
  *   hand-off, and would raise the floor the hand-off target is judged against; with them idle,
  *   the floor is the lowest a hand-off in this layout can reach, which is what a floor is for.
+ * - Third part, a turn goes round all the workers: on its message each worker keeps the CPU busy for
+ *   `turnMs` (a hot-key holder's turn: a 0 ms-hold cohort runs flat out), then publishes to the
+ *   next, and the hop to that one is recorded. No lock either, and no other work anywhere: what the
+ *   machine charges for waking a process right after another one had the client CPU for a turn. On
+ *   the reference machine that hop is several times the idle one (0.29–0.46 ms against 0.05–0.14,
+ *   with 2 to 8 processes): this part measures it in the run, beside the hand-off it bounds.
  *
  * Timestamps are `process.hrtime.bigint()` (CLOCK_MONOTONIC on Linux: the same clock in every
  * process of the machine), as decimal strings; the hop runs from right before the PUBLISH call to
@@ -177,6 +183,7 @@ async function prepareFloor(setup: ProbeSetup, spec: FloorSpec): Promise<Prepare
 
   const pingMs: number[] = [];
   const hopMs: number[] = [];
+  const turnHopMs: number[] = [];
   const roles: string[] = [];
   const hopper = w === 0 || w === 1;
   const peer = channel(w === 0 ? 1 : 0);
@@ -188,6 +195,9 @@ async function prepareFloor(setup: ProbeSetup, spec: FloorSpec): Promise<Prepare
       const hopStart = at(spec.pingMs + spec.gapMs);
       const hopRecordFrom = at(spec.pingMs + spec.gapMs + spec.hopWarmupMs);
       const hopEnd = at(spec.pingMs + spec.gapMs + spec.hopMs);
+      const ringStart = at(spec.pingMs + spec.gapMs + spec.hopMs + spec.gapMs);
+      const ringRecordFrom = at(spec.pingMs + spec.gapMs + spec.hopMs + spec.gapMs + spec.hopWarmupMs);
+      const ringEnd = at(floorMeasuredMs(spec));
       const waitUntil = async (t: bigint) => {
         const ms = Number(t - nowNs()) / 1e6;
         if (ms > 0) await sleep(ms);
@@ -210,6 +220,7 @@ async function prepareFloor(setup: ProbeSetup, spec: FloorSpec): Promise<Prepare
           cmd.publish(peer, stamp).catch(() => undefined);
         };
         sub.on('message', (_channel: string, message: string) => {
+          if (message.startsWith('turn ')) return;
           const now = nowNs();
           const sent = BigInt(message);
           if (sent >= hopRecordFrom) hopMs.push(Number(now - sent) / 1e6);
@@ -221,8 +232,32 @@ async function prepareFloor(setup: ProbeSetup, spec: FloorSpec): Promise<Prepare
         }
       }
       if (roles.length === 0) roles.push('idle');
-      await waitUntil(hopEnd + BigInt(HOP_DRAIN_MS * 1e6));
-      return { kind: 'floor', roles, pingMs, hopMs };
+
+      // third part: the turn ring ('turn <stamp>' messages, so the hop part's listener ignores them)
+      roles.push('turn');
+      const next = channel((w + 1) % spec.processes);
+      const passTurn = () => {
+        cmd.publish(next, `turn ${nowNs()}`).catch(() => undefined);
+      };
+      sub.on('message', (_channel: string, message: string) => {
+        if (!message.startsWith('turn ')) return;
+        const now = nowNs();
+        const sent = BigInt(message.slice(5));
+        if (sent >= ringRecordFrom) turnHopMs.push(Number(now - sent) / 1e6);
+        if (now >= ringEnd) return;
+        // the turn: the CPU kept busy, as a holder's 0 ms-hold cohort keeps it
+        const turnEnd = nowNs() + BigInt(Math.round(spec.turnMs * 1e6));
+        while (nowNs() < turnEnd) {
+          // (spin)
+        }
+        passTurn();
+      });
+      if (w === 0) {
+        await waitUntil(ringStart);
+        passTurn();
+      }
+      await waitUntil(ringEnd + BigInt(HOP_DRAIN_MS * 1e6));
+      return { kind: 'floor', roles, pingMs, hopMs, turnHopMs };
     },
     close,
   };

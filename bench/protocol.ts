@@ -107,6 +107,8 @@ export type ProbeReport =
       readonly pingMs: number[];
       /** PUBLISH call → message callback in this worker, ms (workers 0 and 1). */
       readonly hopMs: number[];
+      /** The same, in the third part: the hop to this worker right after the sender's turn of work, ms (every worker). */
+      readonly turnHopMs: number[];
     };
 
 export type WorkerMessage =

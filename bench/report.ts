@@ -7,7 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { renderChart } from './chart.js';
 import { LATEST_PATH, physicalFloor, readRows, type ResultRow } from './results.js';
-import { SEMAPHORE_LIMIT, READ_MOSTLY_WRITE_SHARE } from './scenarios.js';
+import { FLOOR_TURN_MS, READ_MOSTLY_WRITE_SHARE, SEMAPHORE_LIMIT } from './scenarios.js';
 import {
   bestPeer,
   CLUSTER_BUS_PER_ACQUISITION,
@@ -219,6 +219,13 @@ function scenarioTable(scenario: string, rows: readonly ResultRow[]): string {
         ['**PING round trip**: one worker process, sequential `await redis.ping()`', num(r.pingP50Ms, 3), num(r.pingP99Ms, 3), int(r.pings)],
         ['**pub/sub hop**: `PUBLISH` in one worker process → message callback in another', num(r.hopP50Ms, 3), num(r.hopP99Ms, 3), int(r.hops)],
       ];
+      if (r.turnHopP50Ms != null)
+        body.push([
+          `**hop after a turn**: the same, right after the sender kept the client CPU busy for ${r.turnMs} ms (a turn passed round all ${r.processes} workers)`,
+          num(r.turnHopP50Ms, 3),
+          num(r.turnHopP99Ms ?? null, 3),
+          int(r.turnHops ?? null),
+        ]);
       if (rx && floor && rx.handoffP50Ms !== null)
         body.push([
           `rxjs-lock hand-off in hot-key-0ms, for comparison (×${(rx.handoffP50Ms / floor.ms).toFixed(2)} the ${floor.what})`,
@@ -283,11 +290,13 @@ function summaryLines(rows: readonly ResultRow[]): string[] {
   const floorRow = rows.find((r) => r.scenario === 'floor' && r.status === 'ok');
   const floor = physicalFloor(rows);
   if (floorRow)
-    lines.push(`- **floor** (hot-key layout, no lock): PING p50 ${num(floorRow.pingP50Ms, 3)} ms, pub/sub hop p50 ${num(floorRow.hopP50Ms, 3)} ms.`);
+    lines.push(
+      `- **floor** (hot-key layout, no lock): PING p50 ${num(floorRow.pingP50Ms, 3)} ms, pub/sub hop p50 ${num(floorRow.hopP50Ms, 3)} ms${floorRow.turnHopP50Ms == null ? '' : `, the hop right after a ${floorRow.turnMs} ms turn of work p50 ${num(floorRow.turnHopP50Ms, 3)} ms`}.`,
+    );
   const rx0 = rows.find((r) => r.scenario === 'hot-key-0ms' && r.library === 'rxjs-lock' && r.variant === 'default' && r.status === 'ok');
   if (rx0 && floor && rx0.handoffP50Ms !== null)
     lines.push(
-      `- **hand-off** (hot-key-0ms, rxjs-lock): p50 ${num(rx0.handoffP50Ms, 3)} ms = ×${(rx0.handoffP50Ms / floor.ms).toFixed(2)} the ${floor.what} (target ≤ ×${HANDOFF_FACTOR}).`,
+      `- **hand-off** (hot-key-0ms, rxjs-lock): p50 ${num(rx0.handoffP50Ms, 3)} ms = ×${(rx0.handoffP50Ms / floor.ms).toFixed(2)} the ${floor.what} (target ≤ ×${HANDOFF_FACTOR})${floorRow?.turnHopP50Ms == null ? '' : `; ×${(rx0.handoffP50Ms / floorRow.turnHopP50Ms).toFixed(2)} the hop after a turn`}.`,
     );
   for (const scenario of ['hot-key-1ms', 'hot-key-0ms']) {
     const rs = rows.filter((r) => r.scenario === scenario && r.status === 'ok');
@@ -343,6 +352,13 @@ function measured(rows: readonly ResultRow[], pick: (r: ResultRow) => number | n
 function scenarioText(scenario: string, all: readonly ResultRow[]): string {
   const rows = all.filter((r) => r.scenario === scenario);
   const seconds = (fallback: number) => `${(measured(rows, (r) => r.durationSec) ?? fallback).toFixed(0)} s`;
+  // floor: its whole duration covers two parts, or three (the hop after a turn), with 0.1 s gaps
+  const floorPart = () => {
+    const row = rows.find((r) => r.status === 'ok');
+    if (row?.durationSec == null) return '2 s';
+    const parts = row.turnHops == null ? 2 : 3;
+    return `${((row.durationSec - (parts - 1) * 0.1) / parts).toFixed(1)} s`;
+  };
   switch (scenario) {
     case 'uncontended':
       return `One process, one loop: acquire and release one key, one after the other, for ${seconds(3)} (\`BENCH_SHORT_SECONDS\`) after a 1 s warm-up. The pair time runs from the call to acquire until release has resolved: the cost of a lock + unlock when nobody else wants it. Redis runs on the client's CPU here (see the machine note).`;
@@ -358,7 +374,7 @@ function scenarioText(scenario: string, all: readonly ResultRow[]): string {
     }
     case 'floor': {
       const floor = physicalFloor(all);
-      return `What Redis and the machine cost before any lock logic, measured in the same run and the same layout as the hot-key scenarios: 8 worker processes pinned to the client CPU, Redis on its own CPU. First ${seconds(2)} (\`BENCH_FLOOR_SECONDS\`, each half) of sequential PINGs from one worker; then two workers pass a timestamp back and forth over pub/sub: each receiver records the time from right before the other's \`PUBLISH\` call to the start of its own message callback (\`process.hrtime.bigint()\`, one clock for every process) and at once publishes its own — a key handed from process to process, each receiver sleeping on its socket until the message comes. The other 6 workers stay connected and subscribed to a channel of their own, but idle: what the waiting processes of a push-based lock do during a hand-off. (Busy-looping them would add CPU run-queue time that depends on the scheduler, not on the path of a hand-off, and would raise the floor.) The hand-off target of hot-key-0ms is ≤ ${HANDOFF_FACTOR} × ${floor ? `this run's ${floor.what} (${floor.ms.toFixed(3)} ms)` : 'the pub/sub hop p50 (the PING p50 when the hop is missing)'}.`;
+      return `What Redis and the machine cost before any lock logic, measured in the same run and the same layout as the hot-key scenarios: 8 worker processes pinned to the client CPU, Redis on its own CPU. First ${floorPart()} (\`BENCH_FLOOR_SECONDS\`, each part) of sequential PINGs from one worker; then two workers pass a timestamp back and forth over pub/sub: each receiver records the time from right before the other's \`PUBLISH\` call to the start of its own message callback (\`process.hrtime.bigint()\`, one clock for every process) and at once publishes its own — a key handed from process to process, each receiver sleeping on its socket until the message comes. The other 6 workers stay connected and subscribed to a channel of their own, but idle: what the waiting processes of a push-based lock do during a hand-off. (Busy-looping them would add CPU run-queue time that depends on the scheduler, not on the path of a hand-off, and would raise the floor.) The hand-off target of hot-key-0ms is ≤ ${HANDOFF_FACTOR} × ${floor ? `this run's ${floor.what} (${floor.ms.toFixed(3)} ms)` : 'the pub/sub hop p50 (the PING p50 when the hop is missing)'}. Last, a turn goes round all the workers: on its message each keeps the client CPU busy for ${FLOOR_TURN_MS} ms — the cohort policy's turn in hot-key-0ms, where 7 other processes wait — and then publishes to the next; the hop to the next is recorded the same way. Still no lock: this is what the machine charges for waking a process right after another one had the client CPU for a turn, which is what every hand-off of hot-key-0ms is. The target stays judged against the idle hop; the hop after a turn is the measured floor a MISS is up against.`;
     }
     case 'seed-000': {
       const tries = measured(rows, (r) => (r.successes === null || r.failures === null ? null : r.successes + r.failures));
@@ -471,7 +487,7 @@ export function renderReport(rows: readonly ResultRow[]): string {
         ['`BENCH_SHORT_SECONDS`', '3', 'measured time of uncontended and many-keys'],
         ['`BENCH_SEED_TRIES`', '400', 'tries per loop in seed-000'],
         ['`BENCH_STORM_ACQUISITIONS`', '4000', 'acquisitions started in cancel-storm'],
-        ['`BENCH_FLOOR_SECONDS`', '2', 'measured time of each half of floor (PING, then pub/sub hop)'],
+        ['`BENCH_FLOOR_SECONDS`', '2', 'measured time of each part of floor (PING, pub/sub hop, hop after a turn)'],
         ['`BENCH_ENGINE_SECONDS`', '1.5', 'measured time of each method in engine-cpu (after a 1 s warm-up)'],
         ['`BENCH_SCENARIOS`', 'all', 'comma-separated subset, e.g. `floor,hot-key-0ms` (the hand-off target needs both)'],
         [

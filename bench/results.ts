@@ -127,6 +127,14 @@ export interface ResultRow {
   readonly hopP50Ms: number | null;
   readonly hopP99Ms: number | null;
   readonly hops: number | null;
+  /**
+   * floor, third part: the same hop right after the sending process kept the client CPU busy for a
+   * turn of `turnMs` (a turn passed round every worker), ms. (Absent in results of older versions.)
+   */
+  readonly turnMs?: number | null;
+  readonly turnHopP50Ms?: number | null;
+  readonly turnHopP99Ms?: number | null;
+  readonly turnHops?: number | null;
 
   /**
    * Cluster scenarios: pub/sub messages the masters sent each other over the cluster bus during
@@ -170,6 +178,13 @@ export function physicalFloor(rows: readonly ResultRow[]): { readonly ms: number
   if (floor.hopP50Ms !== null && floor.hopP50Ms > 0) return { ms: floor.hopP50Ms, what: 'pub/sub hop p50' };
   if (floor.pingP50Ms !== null && floor.pingP50Ms > 0) return { ms: floor.pingP50Ms, what: 'PING p50' };
   return undefined;
+}
+
+/** The floor row's hop after a turn of work (see {@link ResultRow.turnHopP50Ms}), when the run measured it. */
+export function floorAfterTurn(rows: readonly ResultRow[]): { readonly ms: number; readonly turnMs: number } | undefined {
+  const floor = rows.find((r) => r.scenario === 'floor' && r.status === 'ok');
+  if (!floor || floor.turnHopP50Ms == null || !(floor.turnHopP50Ms > 0) || floor.turnMs == null) return undefined;
+  return { ms: floor.turnHopP50Ms, turnMs: floor.turnMs };
 }
 
 export function readRows(path = LATEST_PATH): ResultRow[] {

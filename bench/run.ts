@@ -31,7 +31,17 @@ import { WorkerPool, type RunOrder } from './pool.js';
 import { writeReport } from './report.js';
 import { LATEST_PATH, META_PATH, RESULTS_DIR, type ResultRow, type RowEnv } from './results.js';
 import { checkRoundTripCounting } from './roundTrips.js';
-import { benchSteps, lockNames, probeDeadlineMs, readSettings, runDeadlineMs, type BenchStep, type ProbeSpec, type ScenarioSpec } from './scenarios.js';
+import {
+  benchSteps,
+  floorMeasuredMs,
+  lockNames,
+  probeDeadlineMs,
+  readSettings,
+  runDeadlineMs,
+  type BenchStep,
+  type ProbeSpec,
+  type ScenarioSpec,
+} from './scenarios.js';
 import { evaluateTargets, formatTargetLine } from './targets.js';
 
 const nowNs = (): bigint => process.hrtime.bigint();
@@ -77,6 +87,7 @@ function describeProbeRow(row: ResultRow): string {
       : [
           `PING p50/p99 ${ms(row.pingP50Ms)}/${ms(row.pingP99Ms)} (${row.pings} pings)`,
           `pub/sub hop p50/p99 ${ms(row.hopP50Ms)}/${ms(row.hopP99Ms)} (${row.hops} hops)`,
+          `hop after a ${row.turnMs ?? '?'} ms turn p50/p99 ${ms(row.turnHopP50Ms ?? null)}/${ms(row.turnHopP99Ms ?? null)} (${row.turnHops ?? 0} hops)`,
         ];
   parts.push(...noisy(row));
   if (row.note) parts.push(`NOTE ${row.note}`);
@@ -290,7 +301,7 @@ async function runProbe(bench: Bench, spec: ProbeSpec, runId: string, baseEnv: R
   }));
   const ourPids = () => [process.pid, server.pid, ...pool.pids()];
   let cpuBefore: CpuSnapshot | undefined;
-  const measuredMs = spec.name === 'floor' ? spec.pingMs + spec.gapMs + spec.hopMs : 0;
+  const measuredMs = spec.name === 'floor' ? floorMeasuredMs(spec) : 0;
   const result = await pool.run(
     orders,
     async () => {

@@ -8,7 +8,7 @@
  *   BENCH_SHORT_SECONDS       measured time of uncontended and many-keys (default 3; quick 0.5)
  *   BENCH_SEED_TRIES          tries per loop in seed-000 (default 400; quick 40)
  *   BENCH_STORM_ACQUISITIONS  acquisitions started in cancel-storm (default 4000; quick 800)
- *   BENCH_FLOOR_SECONDS       measured time of each half of floor, PING and pub/sub hop (default 2; quick 0.5)
+ *   BENCH_FLOOR_SECONDS       measured time of each part of floor: PING, pub/sub hop, hop after a turn (default 2; quick 0.5)
  *   BENCH_ENGINE_SECONDS      measured time of engine-cpu, per method (default 1.5; quick 0.15)
  *   BENCH_SCENARIOS           comma-separated subset of scenario names to run
  *   BENCH_LIBRARIES           comma-separated subset of libraries (rxjs-lock, redlock, redis-semaphore, baseline, store-only, script-floor)
@@ -203,7 +203,20 @@ export interface FloorSpec {
   readonly hopMs: number;
   /** Hops sent in the first part of the second half are not recorded (JIT, first wake-ups). */
   readonly hopWarmupMs: number;
+  /**
+   * Third part, after another gap: a turn goes round every worker over pub/sub, each keeping the
+   * CPU busy for `turnMs` before it publishes to the next (a hot-key holder's turn), for this long.
+   */
+  readonly turnRingMs: number;
+  /** How long each worker of the ring works before passing the turn on: see {@link FLOOR_TURN_MS}. */
+  readonly turnMs: number;
 }
+
+/**
+ * The turn of the floor's third part: the cohort policy's turn in hot-key-0ms, where 7 other
+ * processes wait in the store's line (`roundMs / (7 + 1)` with the default `roundMs` of 24 ms).
+ */
+export const FLOOR_TURN_MS = 3;
 
 export interface BenchSettings {
   readonly quick: boolean;
@@ -434,7 +447,7 @@ export function probeSpecs(s: BenchSettings): ProbeSpec[] {
     },
     {
       name: 'floor',
-      summary: `${HOT_PROCESSES} processes as in the hot-key scenarios, no lock: one PING round trip, then one PUBLISH → message hop between two of the processes`,
+      summary: `${HOT_PROCESSES} processes as in the hot-key scenarios, no lock: one PING round trip, then one PUBLISH → message hop between two of the processes, then the same hop right after the sender kept the client CPU busy for a ${FLOOR_TURN_MS} ms turn (a turn passed round all of them)`,
       processes: HOT_PROCESSES,
       placement: 'split',
       warmupPings: s.quick ? 200 : 1_000,
@@ -442,6 +455,8 @@ export function probeSpecs(s: BenchSettings): ProbeSpec[] {
       gapMs: 100,
       hopMs: Math.round(s.floorSeconds * 1000),
       hopWarmupMs: Math.round(Math.min(200, s.floorSeconds * 100)),
+      turnRingMs: Math.round(s.floorSeconds * 1000),
+      turnMs: FLOOR_TURN_MS,
     },
   ];
   // engine-cpu measures rxjs-lock alone: it runs only when rxjs-lock does.
@@ -453,7 +468,12 @@ export function probeSpecs(s: BenchSettings): ProbeSpec[] {
 /** Longest a probe may take before the harness gives up on it. */
 export function probeDeadlineMs(spec: ProbeSpec): number {
   if (spec.name === 'engine-cpu') return spec.warmupMs + spec.rounds * spec.roundMs * 3 * 20 + 60_000;
-  return spec.pingMs + spec.gapMs + spec.hopMs + 60_000;
+  return floorMeasuredMs(spec) + 60_000;
+}
+
+/** How long the floor's three parts run, with their gaps. */
+export function floorMeasuredMs(spec: FloorSpec): number {
+  return spec.pingMs + spec.gapMs + spec.hopMs + spec.gapMs + spec.turnRingMs;
 }
 
 /** Both kinds of scenario, in the order they run ({@link SCENARIO_NAMES}). */

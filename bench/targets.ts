@@ -3,7 +3,7 @@
  * same run. A MISS is reported, never fatal.
  */
 import { PEERS, REFERENCES } from './libraries.js';
-import { physicalFloor, type ResultRow } from './results.js';
+import { floorAfterTurn, physicalFloor, type ResultRow } from './results.js';
 
 export interface TargetResult {
   readonly scenario: string;
@@ -117,11 +117,17 @@ export function evaluateTargets(rows: readonly ResultRow[]): TargetResult[] {
         );
       else {
         const ratio = rx.handoffP50Ms === null ? null : rx.handoffP50Ms / floor.ms;
+        // What a MISS is up against: the same hop right after another process had the CPU for a turn.
+        const afterTurn = floorAfterTurn(rows);
+        const turnText =
+          afterTurn === undefined || rx.handoffP50Ms === null
+            ? ''
+            : `; the hop after a ${afterTurn.turnMs} ms turn of work (floor row, same layout) ${fmt(afterTurn.ms, 3)} ms: ×${fmt(rx.handoffP50Ms / afterTurn.ms)}`;
         judge(
           s,
           HANDOFF_TARGET,
           ratio !== null && ratio <= HANDOFF_FACTOR,
-          `${fmt(rx.handoffP50Ms, 3)} ms vs floor (${floor.what}) ${fmt(floor.ms, 3)} ms: ×${fmt(ratio)} (limit ×${HANDOFF_FACTOR})`,
+          `${fmt(rx.handoffP50Ms, 3)} ms vs floor (${floor.what}) ${fmt(floor.ms, 3)} ms: ×${fmt(ratio)} (limit ×${HANDOFF_FACTOR})${turnText}`,
           ratio,
         );
       }

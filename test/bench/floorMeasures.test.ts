@@ -1,0 +1,122 @@
+/**
+ * The bench's floor row (bench/metrics.ts buildProbeRow, bench/targets.ts): its third part, the
+ * pub/sub hop right after the sender had the client CPU for a turn, and how the hand-off target's
+ * MISS names it. Pure functions on hand-made worker reports and result rows; the bench itself is
+ * run by `npm run bench`, not here.
+ */
+import { describe, expect, it } from 'vitest';
+import { buildProbeRow } from '../../bench/metrics.js';
+import type { ProbeReport } from '../../bench/protocol.js';
+import { floorAfterTurn, type ResultRow, type RowEnv } from '../../bench/results.js';
+import { FLOOR_TURN_MS, floorMeasuredMs, probeSpecs, type BenchSettings, type FloorSpec } from '../../bench/scenarios.js';
+import { evaluateTargets } from '../../bench/targets.js';
+
+const ENV: RowEnv = {
+  runAt: '2026-01-01T00:00:00.000Z',
+  redisVersion: '7.0.15',
+  node: 'v20',
+  cpu: 'cpu',
+  cores: 2,
+  pinned: null,
+  quick: false,
+  rxjsLockSource: 'test',
+};
+const SETTINGS: BenchSettings = {
+  quick: false,
+  hotSeconds: 10,
+  shortSeconds: 3,
+  seedTries: 400,
+  stormAcquisitions: 4000,
+  floorSeconds: 2,
+  engineSeconds: 1.5,
+  scenarios: ['floor'],
+  libraries: undefined,
+};
+const floorSpec = probeSpecs(SETTINGS).find((s): s is FloorSpec => s.name === 'floor')!;
+
+type FloorReport = Extract<ProbeReport, { kind: 'floor' }>;
+const report = (figures: Partial<FloorReport>): FloorReport => ({ kind: 'floor', roles: ['turn'], pingMs: [], hopMs: [], turnHopMs: [], ...figures });
+
+describe('floor: the hop after a turn', () => {
+  it('runs a third part of the same length, after the hop part, with the cohort turn of hot-key-0ms', () => {
+    expect(floorSpec.turnMs).toBe(FLOOR_TURN_MS);
+    expect(floorSpec.turnRingMs).toBe(floorSpec.hopMs);
+    expect(floorMeasuredMs(floorSpec)).toBe(floorSpec.pingMs + floorSpec.gapMs + floorSpec.hopMs + floorSpec.gapMs + floorSpec.turnRingMs);
+  });
+
+  it('reports the median and p99 of every worker’s hops after a turn, apart from the idle hops', () => {
+    const row = buildProbeRow(
+      floorSpec,
+      [
+        report({ roles: ['ping', 'hop', 'turn'], pingMs: [0.03, 0.04], hopMs: [0.05, 0.07], turnHopMs: [0.3, 0.5] }),
+        report({ roles: ['hop', 'turn'], hopMs: [0.06], turnHopMs: [0.4] }),
+        report({ turnHopMs: [0.35, 0.45, 2] }),
+      ],
+      undefined,
+      ENV,
+    );
+    expect(row.hopP50Ms).toBe(0.06);
+    expect(row.turnMs).toBe(FLOOR_TURN_MS);
+    expect(row.turnHopP50Ms).toBe(0.4);
+    expect(row.turnHops).toBe(6);
+    expect(row.turnHopP99Ms).toBe(2);
+    expect(floorAfterTurn([row])).toEqual({ ms: 0.4, turnMs: FLOOR_TURN_MS });
+  });
+
+  it('has no hop after a turn for workers of an older bench (no such part): the row says so, not 0', () => {
+    const older = { kind: 'floor', roles: ['hop'], pingMs: [0.03], hopMs: [0.05] } as unknown as FloorReport;
+    const row = buildProbeRow(floorSpec, [older], undefined, ENV);
+    expect(row.hopP50Ms).toBe(0.05);
+    expect(row.turnHopP50Ms).toBeNull();
+    expect(row.turnHops).toBe(0);
+    expect(floorAfterTurn([row])).toBeUndefined();
+  });
+});
+
+describe('the hand-off target names the hop after a turn', () => {
+  const floorRow = (turnHopP50Ms: number | null): ResultRow =>
+    ({
+      scenario: 'floor',
+      library: 'no lock',
+      variant: 'default',
+      label: 'no lock',
+      status: 'ok',
+      note: null,
+      env: ENV,
+      pingP50Ms: 0.03,
+      hopP50Ms: 0.06,
+      turnMs: FLOOR_TURN_MS,
+      turnHopP50Ms,
+    }) as ResultRow;
+  const handoff = (handoffP50Ms: number): ResultRow =>
+    ({
+      scenario: 'hot-key-0ms',
+      library: 'rxjs-lock',
+      variant: 'default',
+      label: 'rxjs-lock',
+      status: 'ok',
+      note: null,
+      env: ENV,
+      handoffP50Ms,
+      jain: 1,
+    }) as ResultRow;
+  const judged = (rows: ResultRow[]) => evaluateTargets(rows).find((t) => t.scenario === 'hot-key-0ms' && t.target.startsWith('handoff'))!;
+
+  it('still judges against the idle hop, and gives the ratio to the hop after a turn beside it', () => {
+    const t = judged([floorRow(0.4), handoff(0.6)]);
+    expect(t.status).toBe('MISS');
+    expect(t.ratio).toBeCloseTo(10, 6);
+    expect(t.measured).toContain('0.600 ms vs floor (pub/sub hop p50) 0.060 ms: ×10.00 (limit ×1.5)');
+    expect(t.measured).toContain(`the hop after a ${FLOOR_TURN_MS} ms turn of work (floor row, same layout) 0.400 ms: ×1.50`);
+  });
+
+  it('says nothing of it when the run did not measure it', () => {
+    const t = judged([floorRow(null), handoff(0.6)]);
+    expect(t.measured).not.toContain('turn');
+    expect(t.status).toBe('MISS');
+  });
+
+  it('passes on the idle hop alone', () => {
+    expect(judged([floorRow(0.4), handoff(0.08)]).status).toBe('PASS');
+  });
+});
