@@ -10,6 +10,7 @@ import type { ResultRow } from '../../bench/results.js';
 import { renderReport } from '../../bench/report.js';
 import { carriesTag } from '../../bench/roundTrips.js';
 import { evaluateTargets } from '../../bench/targets.js';
+import { ROW_ENV } from './fixtures.js';
 
 // A master of a 3-master cluster after one PUBLISH (relayed to the 2 other masters): counters at 0 are not listed.
 const AFTER_ONE_PUBLISH = [
@@ -90,7 +91,7 @@ function row(scenario: string, variant: string, figures: Partial<ResultRow>): Re
     label: variant === 'default' ? 'rxjs-lock' : `rxjs-lock (${variant})`,
     status: 'ok',
     note: null,
-    env: { runAt: '2026-01-01T00:00:00.000Z', redisVersion: '7.0.15', node: 'v20', cpu: 'cpu', cores: 2, pinned: null, quick: false, rxjsLockSource: 'test' },
+    env: ROW_ENV,
     busPublishMessages: null,
     busPublishShardMessages: null,
     busPubsubMessagesPerAcquisition: null,

@@ -7,31 +7,13 @@
 import { describe, expect, it } from 'vitest';
 import { buildProbeRow } from '../../bench/metrics.js';
 import type { ProbeReport } from '../../bench/protocol.js';
-import { floorAfterTurn, type ResultRow, type RowEnv } from '../../bench/results.js';
-import { FLOOR_TURN_MS, floorMeasuredMs, probeSpecs, type BenchSettings, type FloorSpec } from '../../bench/scenarios.js';
+import { floorAfterTurn, type ResultRow } from '../../bench/results.js';
+import { FLOOR_TURN_MS, floorMeasuredMs, probeSpecs, type FloorSpec } from '../../bench/scenarios.js';
 import { evaluateTargets } from '../../bench/targets.js';
+import { benchSettings, ROW_ENV } from './fixtures.js';
 
-const ENV: RowEnv = {
-  runAt: '2026-01-01T00:00:00.000Z',
-  redisVersion: '7.0.15',
-  node: 'v20',
-  cpu: 'cpu',
-  cores: 2,
-  pinned: null,
-  quick: false,
-  rxjsLockSource: 'test',
-};
-const SETTINGS: BenchSettings = {
-  quick: false,
-  hotSeconds: 10,
-  shortSeconds: 3,
-  seedTries: 400,
-  stormAcquisitions: 4000,
-  floorSeconds: 2,
-  engineSeconds: 1.5,
-  scenarios: ['floor'],
-  libraries: undefined,
-};
+const ENV = ROW_ENV;
+const SETTINGS = benchSettings(['floor'], false);
 const floorSpec = probeSpecs(SETTINGS).find((s): s is FloorSpec => s.name === 'floor')!;
 
 type FloorReport = Extract<ProbeReport, { kind: 'floor' }>;

@@ -8,32 +8,14 @@ import type { LockAdapter, SharedLockAdapter } from '../../bench/adapters/types.
 import { entriesFor, primitiveOf, type BenchEntry } from '../../bench/libraries.js';
 import { buildRow, concurrencyOf, sharedViolation } from '../../bench/metrics.js';
 import type { Role, WorkerReport } from '../../bench/protocol.js';
-import type { ResultRow, RowEnv } from '../../bench/results.js';
-import { scenarioSpecs, type BenchSettings, type ScenarioSpec } from '../../bench/scenarios.js';
+import type { ResultRow } from '../../bench/results.js';
+import { scenarioSpecs, type ScenarioSpec } from '../../bench/scenarios.js';
 import { evaluateTargets } from '../../bench/targets.js';
 import { rolesOf, takerFor } from '../../bench/workloads.js';
+import { benchSettings, ROW_ENV } from './fixtures.js';
 
-const ENV: RowEnv = {
-  runAt: '2026-01-01T00:00:00.000Z',
-  redisVersion: '7.0.15',
-  node: 'v20',
-  cpu: 'cpu',
-  cores: 2,
-  pinned: null,
-  quick: true,
-  rxjsLockSource: 'test',
-};
-const SETTINGS: BenchSettings = {
-  quick: true,
-  hotSeconds: 1,
-  shortSeconds: 0.5,
-  seedTries: 40,
-  stormAcquisitions: 800,
-  floorSeconds: 0.5,
-  engineSeconds: 0.15,
-  scenarios: ['semaphore-hot', 'read-mostly'],
-  libraries: undefined,
-};
+const ENV = ROW_ENV;
+const SETTINGS = benchSettings(['semaphore-hot', 'read-mostly'], true);
 const spec = (name: 'semaphore-hot' | 'read-mostly'): ScenarioSpec => scenarioSpecs(SETTINGS).find((s) => s.name === name)!;
 
 /** A critical section of key 0, ms on the shared clock. */
