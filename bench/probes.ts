@@ -154,8 +154,9 @@ function prepareEngineCpu(spec: EngineCpuSpec): Promise<PreparedProbe> {
  *   `turnMs` (a hot-key holder's turn: a 0 ms-hold cohort runs flat out), then publishes to the
  *   next, and the hop to that one is recorded. No lock either, and no other work anywhere: what the
  *   machine charges for waking a process right after another one had the client CPU for a turn. On
- *   the reference machine that hop is several times the idle one (0.29–0.46 ms against 0.05–0.14,
- *   with 2 to 8 processes): this part measures it in the run, beside the hand-off it bounds.
+ *   the 2-vCPU machine of 2026-11-28 that hop was several times the idle one (0.29–0.46 ms against
+ *   0.05–0.14, with 2 to 8 processes): this part measures it in the run, beside the hand-off it
+ *   bounds.
  *
  * Timestamps are `process.hrtime.bigint()` (CLOCK_MONOTONIC on Linux: the same clock in every
  * process of the machine), as decimal strings; the hop runs from right before the PUBLISH call to
