@@ -13,6 +13,7 @@
  *   BENCH_SCENARIOS           comma-separated subset of scenario names to run
  *   BENCH_LIBRARIES           comma-separated subset of libraries (rxjs-lock, redlock, redis-semaphore, baseline, store-only, script-floor)
  */
+import { DEFAULTS } from '../src/options/LockerOptions.js';
 import { numberFromEnv } from '../support/env.js';
 
 /** Every scenario, in the order they run. */
@@ -213,10 +214,10 @@ export interface FloorSpec {
 }
 
 /**
- * The turn of the floor's third part: the cohort policy's turn in hot-key-0ms, where 7 other
- * processes wait in the store's line (`roundMs / (7 + 1)` with the default `roundMs` of 24 ms).
+ * The turn of the floor's third part: the cohort policy's turn in hot-key-0ms, where the 7 other
+ * processes wait in the store's line: `roundMs / (7 + 1)`, 3 ms with the default `roundMs` of 24 ms.
  */
-export const FLOOR_TURN_MS = 3;
+export const FLOOR_TURN_MS = DEFAULTS.cohort.roundMs / HOT_PROCESSES;
 
 export interface BenchSettings {
   readonly quick: boolean;

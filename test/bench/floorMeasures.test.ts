@@ -10,6 +10,8 @@ import type { ProbeReport } from '../../bench/protocol.js';
 import { floorAfterTurn, type ResultRow } from '../../bench/results.js';
 import { FLOOR_TURN_MS, floorMeasuredMs, probeSpecs, type FloorSpec } from '../../bench/scenarios.js';
 import { evaluateTargets } from '../../bench/targets.js';
+import { CohortPolicy } from '../../src/engine/handoff/HandoffPolicy.js';
+import { DEFAULTS } from '../../src/options/LockerOptions.js';
 import { benchSettings, ROW_ENV } from './fixtures.js';
 
 const ENV = ROW_ENV;
@@ -21,6 +23,8 @@ const report = (figures: Partial<FloorReport>): FloorReport => ({ kind: 'floor',
 
 describe('floor: the hop after a turn', () => {
   it('runs a third part of the same length, after the hop part, with the cohort turn of hot-key-0ms', () => {
+    // (the default policy's turn once everyone of the batch had a pass, with the 7 other processes in line)
+    expect(new CohortPolicy(DEFAULTS.cohort).turnMs(7)).toBe(FLOOR_TURN_MS);
     expect(floorSpec.turnMs).toBe(FLOOR_TURN_MS);
     expect(floorSpec.turnRingMs).toBe(floorSpec.hopMs);
     expect(floorMeasuredMs(floorSpec)).toBe(floorSpec.pingMs + floorSpec.gapMs + floorSpec.hopMs + floorSpec.gapMs + floorSpec.turnRingMs);
