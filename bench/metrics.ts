@@ -551,7 +551,14 @@ export function buildProbeRow(spec: ProbeSpec, probes: readonly ProbeReport[], n
   return {
     ...base,
     durationSec: round(floorMeasuredMs(spec) / 1000, 3),
-    note: hops.length === 0 ? 'no pub/sub hop was recorded' : pings.length === 0 ? 'no PING was recorded' : null,
+    note:
+      hops.length === 0
+        ? 'no pub/sub hop was recorded'
+        : pings.length === 0
+          ? 'no PING was recorded'
+          : turnHops.length === 0 && floors.some((p) => p.turnHopMs !== undefined)
+            ? 'no hop after a turn was recorded'
+            : null,
     pingP50Ms: round(percentile(pings, 0.5), 4),
     pingP99Ms: round(percentile(pings, 0.99), 4),
     pings: pings.length,

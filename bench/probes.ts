@@ -3,7 +3,8 @@
  * library against its peers, run by the same pinned worker processes as every other run.
  *
  * - engine-cpu: rxjs-lock's own CPU per acquire + release pair on the in-memory store.
- * - floor: one PING round trip and one cross-process pub/sub hop, in the hot-key layout.
+ * - floor: one PING round trip, one cross-process pub/sub hop, and the same hop right after the
+ *   sender had the client CPU for a turn, in the hot-key layout.
  *
  * rxjs-lock is loaded from the build in ../dist, like ./adapters/rxjsLock.ts (the same module
  * instance: ESM caches it by URL).
@@ -19,7 +20,7 @@ import { nowNs } from './workloads.js';
 const { createLocker, MemoryLockStore } = (await import(new URL('../dist/esm/index.js', import.meta.url).href)) as typeof Core;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-/** After the hop half ends: time for the last message in flight to arrive before closing. */
+/** After the last part (the turn ring) ends: time for the last message in flight to arrive before closing. */
 const HOP_DRAIN_MS = 200;
 
 /** A probe prepared up to `ready`: `run` starts at the run's time origin and resolves with the report. */

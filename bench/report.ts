@@ -6,8 +6,8 @@
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { renderChart } from './chart.js';
-import { LATEST_PATH, physicalFloor, readRows, type ResultRow } from './results.js';
-import { FLOOR_TURN_MS, READ_MOSTLY_WRITE_SHARE, SEMAPHORE_LIMIT } from './scenarios.js';
+import { floorAfterTurn, LATEST_PATH, physicalFloor, readRows, type ResultRow } from './results.js';
+import { FLOOR_GAP_MS, READ_MOSTLY_WRITE_SHARE, SEMAPHORE_LIMIT } from './scenarios.js';
 import {
   bestPeer,
   CLUSTER_BUS_PER_ACQUISITION,
@@ -219,10 +219,11 @@ function scenarioTable(scenario: string, rows: readonly ResultRow[]): string {
         ['**PING round trip**: one worker process, sequential `await redis.ping()`', num(r.pingP50Ms, 3), num(r.pingP99Ms, 3), int(r.pings)],
         ['**pub/sub hop**: `PUBLISH` in one worker process → message callback in another', num(r.hopP50Ms, 3), num(r.hopP99Ms, 3), int(r.hops)],
       ];
-      if (r.turnHopP50Ms != null)
+      const afterTurn = floorAfterTurn(rows);
+      if (afterTurn !== undefined)
         body.push([
-          `**hop after a turn**: the same, right after the sender kept the client CPU busy for ${r.turnMs} ms (a turn passed round all ${r.processes} workers)`,
-          num(r.turnHopP50Ms, 3),
+          `**hop after a turn**: the same, right after the sender kept the client CPU busy for ${afterTurn.turnMs} ms (a turn passed round all ${r.processes} workers)`,
+          num(afterTurn.ms, 3),
           num(r.turnHopP99Ms ?? null, 3),
           int(r.turnHops ?? null),
         ]);
@@ -289,14 +290,15 @@ function summaryLines(rows: readonly ResultRow[]): string[] {
     );
   const floorRow = rows.find((r) => r.scenario === 'floor' && r.status === 'ok');
   const floor = physicalFloor(rows);
+  const afterTurn = floorAfterTurn(rows);
   if (floorRow)
     lines.push(
-      `- **floor** (hot-key layout, no lock): PING p50 ${num(floorRow.pingP50Ms, 3)} ms, pub/sub hop p50 ${num(floorRow.hopP50Ms, 3)} ms${floorRow.turnHopP50Ms == null ? '' : `, the hop right after a ${floorRow.turnMs} ms turn of work p50 ${num(floorRow.turnHopP50Ms, 3)} ms`}.`,
+      `- **floor** (hot-key layout, no lock): PING p50 ${num(floorRow.pingP50Ms, 3)} ms, pub/sub hop p50 ${num(floorRow.hopP50Ms, 3)} ms${afterTurn === undefined ? '' : `, the hop right after a ${afterTurn.turnMs} ms turn of work p50 ${num(afterTurn.ms, 3)} ms`}.`,
     );
   const rx0 = rows.find((r) => r.scenario === 'hot-key-0ms' && r.library === 'rxjs-lock' && r.variant === 'default' && r.status === 'ok');
   if (rx0 && floor && rx0.handoffP50Ms !== null)
     lines.push(
-      `- **hand-off** (hot-key-0ms, rxjs-lock): p50 ${num(rx0.handoffP50Ms, 3)} ms = ×${(rx0.handoffP50Ms / floor.ms).toFixed(2)} the ${floor.what} (target ≤ ×${HANDOFF_FACTOR})${floorRow?.turnHopP50Ms == null ? '' : `; ×${(rx0.handoffP50Ms / floorRow.turnHopP50Ms).toFixed(2)} the hop after a turn`}.`,
+      `- **hand-off** (hot-key-0ms, rxjs-lock): p50 ${num(rx0.handoffP50Ms, 3)} ms = ×${(rx0.handoffP50Ms / floor.ms).toFixed(2)} the ${floor.what} (target ≤ ×${HANDOFF_FACTOR})${afterTurn === undefined ? '' : `; ×${(rx0.handoffP50Ms / afterTurn.ms).toFixed(2)} the hop after a turn`}.`,
     );
   for (const scenario of ['hot-key-1ms', 'hot-key-0ms']) {
     const rs = rows.filter((r) => r.scenario === scenario && r.status === 'ok');
@@ -352,13 +354,15 @@ function measured(rows: readonly ResultRow[], pick: (r: ResultRow) => number | n
 function scenarioText(scenario: string, all: readonly ResultRow[]): string {
   const rows = all.filter((r) => r.scenario === scenario);
   const seconds = (fallback: number) => `${(measured(rows, (r) => r.durationSec) ?? fallback).toFixed(0)} s`;
-  // floor: its whole duration covers two parts, or three (the hop after a turn), with 0.1 s gaps
-  const floorPart = () => {
-    const row = rows.find((r) => r.status === 'ok');
-    if (row?.durationSec == null) return '2 s';
-    const parts = row.turnHops == null ? 2 : 3;
-    return `${((row.durationSec - (parts - 1) * 0.1) / parts).toFixed(1)} s`;
-  };
+  // floor: its whole duration covers two parts, or three (the hop after a turn), with gaps between
+  const floorRun = rows.find((r) => r.status === 'ok');
+  const floorParts = floorRun?.turnHops == null ? 2 : 3;
+  const floorPart = () =>
+    floorRun?.durationSec == null ? '2 s' : `${((floorRun.durationSec - ((floorParts - 1) * FLOOR_GAP_MS) / 1000) / floorParts).toFixed(1)} s`;
+  const floorTurnText =
+    floorRun?.turnHops == null
+      ? ''
+      : ` Last, a turn goes round all the workers: on its message each keeps the client CPU busy for ${floorRun.turnMs} ms — the cohort policy's turn in hot-key-0ms, where 7 other processes wait — and then publishes to the next; the hop to the next is recorded the same way. Still no lock: this is what the machine charges for waking a process right after another one had the client CPU for a turn, which is what every hand-off of hot-key-0ms is. The target stays judged against the idle hop; the hop after a turn is the measured floor a MISS is up against.`;
   switch (scenario) {
     case 'uncontended':
       return `One process, one loop: acquire and release one key, one after the other, for ${seconds(3)} (\`BENCH_SHORT_SECONDS\`) after a 1 s warm-up. The pair time runs from the call to acquire until release has resolved: the cost of a lock + unlock when nobody else wants it. Redis runs on the client's CPU here (see the machine note).`;
@@ -374,7 +378,7 @@ function scenarioText(scenario: string, all: readonly ResultRow[]): string {
     }
     case 'floor': {
       const floor = physicalFloor(all);
-      return `What Redis and the machine cost before any lock logic, measured in the same run and the same layout as the hot-key scenarios: 8 worker processes pinned to the client CPU, Redis on its own CPU. First ${floorPart()} (\`BENCH_FLOOR_SECONDS\`, each part) of sequential PINGs from one worker; then two workers pass a timestamp back and forth over pub/sub: each receiver records the time from right before the other's \`PUBLISH\` call to the start of its own message callback (\`process.hrtime.bigint()\`, one clock for every process) and at once publishes its own — a key handed from process to process, each receiver sleeping on its socket until the message comes. The other 6 workers stay connected and subscribed to a channel of their own, but idle: what the waiting processes of a push-based lock do during a hand-off. (Busy-looping them would add CPU run-queue time that depends on the scheduler, not on the path of a hand-off, and would raise the floor.) The hand-off target of hot-key-0ms is ≤ ${HANDOFF_FACTOR} × ${floor ? `this run's ${floor.what} (${floor.ms.toFixed(3)} ms)` : 'the pub/sub hop p50 (the PING p50 when the hop is missing)'}. Last, a turn goes round all the workers: on its message each keeps the client CPU busy for ${FLOOR_TURN_MS} ms — the cohort policy's turn in hot-key-0ms, where 7 other processes wait — and then publishes to the next; the hop to the next is recorded the same way. Still no lock: this is what the machine charges for waking a process right after another one had the client CPU for a turn, which is what every hand-off of hot-key-0ms is. The target stays judged against the idle hop; the hop after a turn is the measured floor a MISS is up against.`;
+      return `What Redis and the machine cost before any lock logic, measured in the same run and the same layout as the hot-key scenarios: 8 worker processes pinned to the client CPU, Redis on its own CPU. First ${floorPart()} (\`BENCH_FLOOR_SECONDS\`, each part) of sequential PINGs from one worker; then two workers pass a timestamp back and forth over pub/sub: each receiver records the time from right before the other's \`PUBLISH\` call to the start of its own message callback (\`process.hrtime.bigint()\`, one clock for every process) and at once publishes its own — a key handed from process to process, each receiver sleeping on its socket until the message comes. The other 6 workers stay connected and subscribed to a channel of their own, but idle: what the waiting processes of a push-based lock do during a hand-off. (Busy-looping them would add CPU run-queue time that depends on the scheduler, not on the path of a hand-off, and would raise the floor.) The hand-off target of hot-key-0ms is ≤ ${HANDOFF_FACTOR} × ${floor ? `this run's ${floor.what} (${floor.ms.toFixed(3)} ms)` : 'the pub/sub hop p50 (the PING p50 when the hop is missing)'}.${floorTurnText}`;
     }
     case 'seed-000': {
       const tries = measured(rows, (r) => (r.successes === null || r.failures === null ? null : r.successes + r.failures));
@@ -512,7 +516,7 @@ export function renderReport(rows: readonly ResultRow[]): string {
   );
   out.push('');
   out.push(
-    "Where `taskset` is available, every client process runs on the first CPU and Redis on the second, so the two sides do not take turns on one core (in the hot-key scenarios 8 client processes share the client CPU). One exception: on this machine a message from one vCPU to a process sleeping on the other costs a wake-up of about 80 µs, so a lone client doing one request at a time pays it twice per round trip (an uncontended lock + unlock takes ≈ 200 µs split across the CPUs, ≈ 30 µs on one). That would swamp the libraries' own cost, so **uncontended runs with Redis on the client's CPU**. In the other scenarios both CPUs are busy and the split layout applies; their handoff times include that cross-CPU hop, which the **floor** row measures in the same run and layout (a PING round trip, and a pub/sub hop from one worker process to another).",
+    "Where `taskset` is available, every client process runs on the first CPU and Redis on the second, so the two sides do not take turns on one core (in the hot-key scenarios 8 client processes share the client CPU). One exception: on this machine a message from one vCPU to a process sleeping on the other costs a wake-up of about 80 µs, so a lone client doing one request at a time pays it twice per round trip (an uncontended lock + unlock takes ≈ 200 µs split across the CPUs, ≈ 30 µs on one). That would swamp the libraries' own cost, so **uncontended runs with Redis on the client's CPU**. In the other scenarios both CPUs are busy and the split layout applies; their handoff times include that cross-CPU hop, which the **floor** row measures in the same run and layout (a PING round trip, a pub/sub hop from one worker process to another, and the same hop right after the sender had the client CPU for a turn).",
   );
   out.push('');
   out.push('## Targets');
@@ -614,7 +618,7 @@ export function renderReport(rows: readonly ResultRow[]): string {
     "- **bus pub/sub msgs/acq** (hot-key-cluster): pub/sub messages the masters sent each other over the cluster bus during the run (growth of `cluster_stats_messages_publish_sent` and `cluster_stats_messages_publishshard_sent` in `CLUSTER INFO`, summed over the masters), divided by acquisitions; **per handoff**, divided by the hand-offs between processes instead (the hand-offs a wake-up message announces; the handoff column counts them). A `PUBLISH` costs one message to every other node; an `SPUBLISH` one to each replica of the key's master (none here).",
   );
   out.push(
-    '- **floor** (PING, pub/sub hop): what one Redis round trip, and one message from one process through Redis to another, cost in the hot-key layout with no lock at all; the hand-off target is a multiple of the hop (of the PING when the hop is missing).',
+    '- **floor** (PING, pub/sub hop, hop after a turn): what one Redis round trip, and one message from one process through Redis to another, cost in the hot-key layout with no lock at all, the message once with the client CPU idle and once right after another process had it for a turn; the hand-off target is a multiple of the idle hop (of the PING when the hop is missing), and its MISS line gives the ratio to the hop after a turn.',
   );
   out.push(
     '- **engine CPU** (engine-cpu): CPU time (`process.cpuUsage()`, user + system) and wall time per sequential acquire + release pair on the in-memory store: what the engine itself costs, without Redis.',

@@ -218,6 +218,8 @@ export interface FloorSpec {
  * processes wait in the store's line: `roundMs / (7 + 1)`, 3 ms with the default `roundMs` of 24 ms.
  */
 export const FLOOR_TURN_MS = DEFAULTS.cohort.roundMs / HOT_PROCESSES;
+/** The pause between the floor's parts. */
+export const FLOOR_GAP_MS = 100;
 
 export interface BenchSettings {
   readonly quick: boolean;
@@ -453,7 +455,7 @@ export function probeSpecs(s: BenchSettings): ProbeSpec[] {
       placement: 'split',
       warmupPings: s.quick ? 200 : 1_000,
       pingMs: Math.round(s.floorSeconds * 1000),
-      gapMs: 100,
+      gapMs: FLOOR_GAP_MS,
       hopMs: Math.round(s.floorSeconds * 1000),
       hopWarmupMs: Math.round(Math.min(200, s.floorSeconds * 100)),
       turnRingMs: Math.round(s.floorSeconds * 1000),

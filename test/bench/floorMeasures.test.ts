@@ -9,6 +9,7 @@ import { buildProbeRow } from '../../bench/metrics.js';
 import type { ProbeReport } from '../../bench/protocol.js';
 import { floorAfterTurn, type ResultRow } from '../../bench/results.js';
 import { FLOOR_TURN_MS, floorMeasuredMs, probeSpecs, type FloorSpec } from '../../bench/scenarios.js';
+import { renderReport } from '../../bench/report.js';
 import { evaluateTargets } from '../../bench/targets.js';
 import { CohortPolicy } from '../../src/engine/handoff/HandoffPolicy.js';
 import { DEFAULTS } from '../../src/options/LockerOptions.js';
@@ -49,6 +50,13 @@ describe('floor: the hop after a turn', () => {
     expect(floorAfterTurn([row])).toEqual({ ms: 0.4, turnMs: FLOOR_TURN_MS });
   });
 
+  it('notes a ring that recorded nothing (a lost message, a failed worker) instead of leaving the figure out silently', () => {
+    const row = buildProbeRow(floorSpec, [report({ roles: ['ping', 'hop', 'turn'], pingMs: [0.03], hopMs: [0.05] })], undefined, ENV);
+    expect(row.turnHops).toBe(0);
+    expect(row.note).toBe('no hop after a turn was recorded');
+    expect(floorAfterTurn([row])).toBeUndefined();
+  });
+
   it('has no hop after a turn for workers of an older bench (no such part): the row says so, not 0', () => {
     const older = { kind: 'floor', roles: ['hop'], pingMs: [0.03], hopMs: [0.05] } as unknown as FloorReport;
     const row = buildProbeRow(floorSpec, [older], undefined, ENV);
@@ -73,6 +81,7 @@ describe('the hand-off target names the hop after a turn', () => {
       hopP50Ms: 0.06,
       turnMs: FLOOR_TURN_MS,
       turnHopP50Ms,
+      turnHops: 500,
     }) as ResultRow;
   const handoff = (handoffP50Ms: number): ResultRow =>
     ({
@@ -85,6 +94,9 @@ describe('the hand-off target names the hop after a turn', () => {
       env: ENV,
       handoffP50Ms,
       jain: 1,
+      // (what the page's hot-key table reads beside: not measured here)
+      handoffs: null,
+      sameLoopReacquirePct: null,
     }) as ResultRow;
   const judged = (rows: ResultRow[]) => evaluateTargets(rows).find((t) => t.scenario === 'hot-key-0ms' && t.target.startsWith('handoff'))!;
 
@@ -100,6 +112,20 @@ describe('the hand-off target names the hop after a turn', () => {
     const t = judged([floorRow(null), handoff(0.6)]);
     expect(t.measured).not.toContain('turn');
     expect(t.status).toBe('MISS');
+  });
+
+  it('the page describes, tabulates and sums up the hop after a turn only when the run measured it', () => {
+    const measured = renderReport([floorRow(0.4), handoff(0.6)]);
+    expect(measured).toContain('Last, a turn goes round all the workers');
+    expect(measured).toContain('**hop after a turn**');
+    expect(measured).toContain('; ×1.50 the hop after a turn.');
+    const older = renderReport([{ ...floorRow(null), turnMs: undefined, turnHops: undefined } as ResultRow, handoff(0.6)]);
+    expect(older).not.toContain('Last, a turn');
+    expect(older).not.toContain('**hop after a turn**');
+    expect(older).not.toMatch(/×[\d.]+ the hop after a turn/);
+    expect(older).not.toContain('the hop right after a');
+    // (a figure of 0 is no floor: no ratio to it anywhere)
+    expect(renderReport([floorRow(0), handoff(0.6)])).not.toContain('Infinity');
   });
 
   it('passes on the idle hop alone', () => {
