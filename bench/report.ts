@@ -354,15 +354,6 @@ function measured(rows: readonly ResultRow[], pick: (r: ResultRow) => number | n
 function scenarioText(scenario: string, all: readonly ResultRow[]): string {
   const rows = all.filter((r) => r.scenario === scenario);
   const seconds = (fallback: number) => `${(measured(rows, (r) => r.durationSec) ?? fallback).toFixed(0)} s`;
-  // floor: its whole duration covers two parts, or three (the hop after a turn), with gaps between
-  const floorRun = rows.find((r) => r.status === 'ok');
-  const floorParts = floorRun?.turnHops == null ? 2 : 3;
-  const floorPart = () =>
-    floorRun?.durationSec == null ? '2 s' : `${((floorRun.durationSec - ((floorParts - 1) * FLOOR_GAP_MS) / 1000) / floorParts).toFixed(1)} s`;
-  const floorTurnText =
-    floorRun?.turnHops == null
-      ? ''
-      : ` Last, a turn goes round all the workers: on its message each keeps the client CPU busy for ${floorRun.turnMs} ms — the cohort policy's turn in hot-key-0ms, where 7 other processes wait — and then publishes to the next; the hop to the next is recorded the same way. Still no lock: this is what the machine charges for waking a process right after another one had the client CPU for a turn, which is what every hand-off of hot-key-0ms is. The target stays judged against the idle hop; the hop after a turn is the measured floor a MISS is up against.`;
   switch (scenario) {
     case 'uncontended':
       return `One process, one loop: acquire and release one key, one after the other, for ${seconds(3)} (\`BENCH_SHORT_SECONDS\`) after a 1 s warm-up. The pair time runs from the call to acquire until release has resolved: the cost of a lock + unlock when nobody else wants it. Redis runs on the client's CPU here (see the machine note).`;
@@ -377,8 +368,17 @@ function scenarioText(scenario: string, all: readonly ResultRow[]): string {
       return `rxjs-lock's own cost, without Redis: \`createLocker()\` with its default in-memory store (\`MemoryLockStore\`) and every default setting, sequential acquire + release of one key in one worker process (pinned to the client CPU like every run), after a warm-up. CPU is the \`process.cpuUsage()\` delta (user + system, every thread of the process, garbage collection included) divided by the pairs; wall is hrtime. Each round runs every method for the same time, in turn; the table gives the median round (${pairs === null ? 'n/a' : pairs.toLocaleString('en-US')} acquire + release pairs measured in all; \`BENCH_ENGINE_SECONDS\`). The in-process mutex is ten lines (what \`async-mutex\` does): the floor of any lock whose acquire is a promise. Target: ≤ ${ENGINE_CPU_US} µs of CPU per acquire + release pair.`;
     }
     case 'floor': {
+      // floor: its whole duration covers two parts, or three (the hop after a turn), with gaps between
+      const floorRun = rows.find((r) => r.status === 'ok');
+      const floorParts = floorRun?.turnHops == null ? 2 : 3;
+      const floorPart =
+        floorRun?.durationSec == null ? '2 s' : `${((floorRun.durationSec - ((floorParts - 1) * FLOOR_GAP_MS) / 1000) / floorParts).toFixed(1)} s`;
+      const floorTurnText =
+        floorRun?.turnHops == null
+          ? ''
+          : ` Last, a turn goes round all the workers: on its message each keeps the client CPU busy for ${floorRun.turnMs} ms — the cohort policy's turn in hot-key-0ms, where 7 other processes wait — and then publishes to the next; the hop to the next is recorded the same way. Still no lock: this is what the machine charges for waking a process right after another one had the client CPU for a turn, which is what every hand-off of hot-key-0ms is. The target stays judged against the idle hop; the hop after a turn is the measured floor a MISS is up against.`;
       const floor = physicalFloor(all);
-      return `What Redis and the machine cost before any lock logic, measured in the same run and the same layout as the hot-key scenarios: 8 worker processes pinned to the client CPU, Redis on its own CPU. First ${floorPart()} (\`BENCH_FLOOR_SECONDS\`, each part) of sequential PINGs from one worker; then two workers pass a timestamp back and forth over pub/sub: each receiver records the time from right before the other's \`PUBLISH\` call to the start of its own message callback (\`process.hrtime.bigint()\`, one clock for every process) and at once publishes its own — a key handed from process to process, each receiver sleeping on its socket until the message comes. The other 6 workers stay connected and subscribed to a channel of their own, but idle: what the waiting processes of a push-based lock do during a hand-off. (Busy-looping them would add CPU run-queue time that depends on the scheduler, not on the path of a hand-off, and would raise the floor.) The hand-off target of hot-key-0ms is ≤ ${HANDOFF_FACTOR} × ${floor ? `this run's ${floor.what} (${floor.ms.toFixed(3)} ms)` : 'the pub/sub hop p50 (the PING p50 when the hop is missing)'}.${floorTurnText}`;
+      return `What Redis and the machine cost before any lock logic, measured in the same run and the same layout as the hot-key scenarios: 8 worker processes pinned to the client CPU, Redis on its own CPU. First ${floorPart} (\`BENCH_FLOOR_SECONDS\`, each part) of sequential PINGs from one worker; then two workers pass a timestamp back and forth over pub/sub: each receiver records the time from right before the other's \`PUBLISH\` call to the start of its own message callback (\`process.hrtime.bigint()\`, one clock for every process) and at once publishes its own — a key handed from process to process, each receiver sleeping on its socket until the message comes. The other 6 workers stay connected and subscribed to a channel of their own, but idle: what the waiting processes of a push-based lock do during a hand-off. (Busy-looping them would add CPU run-queue time that depends on the scheduler, not on the path of a hand-off, and would raise the floor.) The hand-off target of hot-key-0ms is ≤ ${HANDOFF_FACTOR} × ${floor ? `this run's ${floor.what} (${floor.ms.toFixed(3)} ms)` : 'the pub/sub hop p50 (the PING p50 when the hop is missing)'}.${floorTurnText}`;
     }
     case 'seed-000': {
       const tries = measured(rows, (r) => (r.successes === null || r.failures === null ? null : r.successes + r.failures));

@@ -233,8 +233,8 @@ export interface BenchSettings {
   readonly libraries: readonly string[] | undefined;
 }
 
-function listFromEnv(name: string): string[] | undefined {
-  const raw = process.env[name];
+function listFromEnv(name: string, env: NodeJS.ProcessEnv): string[] | undefined {
+  const raw = env[name];
   if (raw === undefined || raw.trim() === '') return undefined;
   return raw
     .split(',')
@@ -242,23 +242,23 @@ function listFromEnv(name: string): string[] | undefined {
     .filter((s) => s.length > 0);
 }
 
-export function readSettings(): BenchSettings {
-  const quick = process.env.BENCH_QUICK === '1' || process.env.BENCH_QUICK === 'true';
-  const scenarios = listFromEnv('BENCH_SCENARIOS') ?? [...SCENARIO_NAMES];
+export function readSettings(env: NodeJS.ProcessEnv = process.env): BenchSettings {
+  const quick = env.BENCH_QUICK === '1' || env.BENCH_QUICK === 'true';
+  const scenarios = listFromEnv('BENCH_SCENARIOS', env) ?? [...SCENARIO_NAMES];
   for (const name of scenarios) {
     if (!(SCENARIO_NAMES as readonly string[]).includes(name))
       throw new Error(`BENCH_SCENARIOS: unknown scenario "${name}" (known: ${SCENARIO_NAMES.join(', ')})`);
   }
   return {
     quick,
-    hotSeconds: numberFromEnv('BENCH_SECONDS', quick ? 1 : 10, 0.1),
-    shortSeconds: numberFromEnv('BENCH_SHORT_SECONDS', quick ? 0.5 : 3, 0.1),
-    seedTries: Math.floor(numberFromEnv('BENCH_SEED_TRIES', quick ? 40 : 400, 1)),
-    stormAcquisitions: Math.floor(numberFromEnv('BENCH_STORM_ACQUISITIONS', quick ? 800 : 4000, 1)),
-    floorSeconds: numberFromEnv('BENCH_FLOOR_SECONDS', quick ? 0.5 : 2, 0.1),
-    engineSeconds: numberFromEnv('BENCH_ENGINE_SECONDS', quick ? 0.15 : 1.5, 0.01),
+    hotSeconds: numberFromEnv('BENCH_SECONDS', quick ? 1 : 10, 0.1, env),
+    shortSeconds: numberFromEnv('BENCH_SHORT_SECONDS', quick ? 0.5 : 3, 0.1, env),
+    seedTries: Math.floor(numberFromEnv('BENCH_SEED_TRIES', quick ? 40 : 400, 1, env)),
+    stormAcquisitions: Math.floor(numberFromEnv('BENCH_STORM_ACQUISITIONS', quick ? 800 : 4000, 1, env)),
+    floorSeconds: numberFromEnv('BENCH_FLOOR_SECONDS', quick ? 0.5 : 2, 0.1, env),
+    engineSeconds: numberFromEnv('BENCH_ENGINE_SECONDS', quick ? 0.15 : 1.5, 0.01, env),
     scenarios: scenarios as ScenarioName[],
-    libraries: listFromEnv('BENCH_LIBRARIES'),
+    libraries: listFromEnv('BENCH_LIBRARIES', env),
   };
 }
 

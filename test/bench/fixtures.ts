@@ -1,6 +1,6 @@
 /** What the bench tests' hand-made rows and specs share: a run environment and the bench's settings. */
 import type { RowEnv } from '../../bench/results.js';
-import type { BenchSettings, ScenarioName } from '../../bench/scenarios.js';
+import { readSettings, type BenchSettings, type ScenarioName } from '../../bench/scenarios.js';
 
 /** The run environment a hand-made result row carries (bench/results.ts RowEnv). */
 export const ROW_ENV: RowEnv = {
@@ -14,19 +14,7 @@ export const ROW_ENV: RowEnv = {
   rxjsLockSource: 'test',
 };
 
-/** The bench's settings for `scenarios`: its defaults, or with `quick` its smoke-test lengths (as BENCH_QUICK=1). */
+/** The bench's settings for `scenarios`, read as `npm run bench` reads them from an environment that sets only those (and BENCH_QUICK=1 with `quick`). */
 export function benchSettings(scenarios: ScenarioName[], quick: boolean): BenchSettings {
-  return quick
-    ? {
-        quick,
-        hotSeconds: 1,
-        shortSeconds: 0.5,
-        seedTries: 40,
-        stormAcquisitions: 800,
-        floorSeconds: 0.5,
-        engineSeconds: 0.15,
-        scenarios,
-        libraries: undefined,
-      }
-    : { quick, hotSeconds: 10, shortSeconds: 3, seedTries: 400, stormAcquisitions: 4000, floorSeconds: 2, engineSeconds: 1.5, scenarios, libraries: undefined };
+  return readSettings({ BENCH_SCENARIOS: scenarios.join(','), ...(quick ? { BENCH_QUICK: '1' } : {}) });
 }
