@@ -10,8 +10,8 @@
  * - calls/: store calls bounded by `commandTimeout`, and the store's capabilities;
  * - acquisition/: an acquisition as an Observable, and the work run while a lease is held.
  */
-import { catchError, EMPTY, map, throwError, type MonoTypeOperatorFunction, type Observable } from 'rxjs';
-import { isLockTimeoutError, LockCapabilityError, LockOptionsError } from '../errors/errors.js';
+import { catchError, EMPTY, map, Observable, throwError, type MonoTypeOperatorFunction } from 'rxjs';
+import { isLockTimeoutError, LockCapabilityError, LockOptionsError, LockUpgradeError } from '../errors/errors.js';
 import type { AcquireOptions, LockOperatorOptions } from '../options/LockerOptions.js';
 import type { AcquirePermitOptions, AcquireReadWriteOptions, PermitOptions, ReadWriteLockOptions } from '../options/PermitOptions.js';
 import { resolvePermitOptions, resolveReadWriteOptions } from '../options/validatePermits.js';
@@ -40,7 +40,7 @@ import type { LeaseSet } from './multikey/LeaseSet.js';
 import { inLockOrder } from './multikey/lockOrder.js';
 import { setAcquisition, type TakenKey } from './multikey/setAcquisition.js';
 import { currentFrame, enclosingHold, runHolding, runHoldingAll, runInFrame } from './reentrancy/enclosingHolds.js';
-import { HoldLease, SharedHold } from './reentrancy/SharedHold.js';
+import { HoldLease, SharedHold, type HoldMode } from './reentrancy/SharedHold.js';
 import { ContentionMemory } from './session/ContentionMemory.js';
 import { READ_PERMITS, READ_WRITE_CAPACITY, WRITE_PERMITS } from './shared/readWrite.js';
 import { SharedLocks } from './shared/SharedLocks.js';
@@ -168,11 +168,11 @@ export class LockEngine implements Locker, AcquisitionContext {
   }
 
   acquireReadLock(key: string, options?: AcquireReadWriteOptions): Observable<Lease> {
-    return this.sharedAcquisitionOf(key, resolveReadWriteOptions(options, this.defaults, false), READ_PERMITS, READ_WRITE_CAPACITY);
+    return this.readWriteAcquisitionOf(key, resolveReadWriteOptions(options, this.defaults, false), READ_PERMITS);
   }
 
   acquireWriteLock(key: string, options?: AcquireReadWriteOptions): Observable<Lease> {
-    return this.sharedAcquisitionOf(key, resolveReadWriteOptions(options, this.defaults, false), WRITE_PERMITS, READ_WRITE_CAPACITY);
+    return this.readWriteAcquisitionOf(key, resolveReadWriteOptions(options, this.defaults, false), WRITE_PERMITS);
   }
 
   withLocks<T>(keys: readonly string[], options?: LockOperatorOptions): MonoTypeOperatorFunction<T> {
@@ -305,18 +305,48 @@ export class LockEngine implements Locker, AcquisitionContext {
 
   private readWriteOperator<T>(key: string, options: ReadWriteLockOptions | undefined, weight: number): MonoTypeOperatorFunction<T> {
     const settings = resolveReadWriteOptions(options, this.defaults, true);
-    const lease$ = this.sharedAcquisitionOf(key, settings, weight, READ_WRITE_CAPACITY);
-    return (source) => runWhileHeld(lease$, () => source, settings.onLost, this.plainScope());
+    const lease$ = this.readWriteAcquisitionOf(key, settings, weight);
+    return (source) => runWhileHeld(lease$, () => source, settings.onLost, this.workScope(key, settings, readWriteMode(weight)));
   }
 
   private readWriteUsing<R>(key: string, work: LockedWork<R>, options: ReadWriteLockOptions | undefined, weight: number): Observable<R> {
     const settings = resolveReadWriteOptions(options, this.defaults, true);
     return runWhileHeld(
-      this.sharedAcquisitionOf(key, settings, weight, READ_WRITE_CAPACITY),
+      this.readWriteAcquisitionOf(key, settings, weight),
       (lease) => withWorkSignal(lease, work),
       settings.onLost,
-      this.plainScope(),
+      this.workScope(key, settings, readWriteMode(weight)),
     );
+  }
+
+  /**
+   * A read (`weight` {@link READ_PERMITS}) or write lock acquisition. With `reentrant`, one
+   * subscribed inside the work of a read-write lock of the same key that covers it — a read or
+   * write lock for a read, a write lock for a write — joins that lease instead (see
+   * ../reentrancy); a write inside a read lock that no write lock encloses errors at once with
+   * `LockUpgradeError` (it would wait for itself).
+   */
+  private readWriteAcquisitionOf(key: string, settings: AcquireSettings, weight: number): Observable<WorkLease> {
+    const lease$ = this.sharedAcquisitionOf(key, settings, weight, READ_WRITE_CAPACITY);
+    if (settings.reentrant !== true) return lease$;
+    const storeKey = this.keyPrefix + key;
+    const write = weight === WRITE_PERMITS;
+    return new Observable<WorkLease>((subscriber) => {
+      // (a closed locker refuses: lease$ errors with LockerClosedError, joins included, as a mutex's)
+      if (this.closed) return lease$.subscribe(subscriber);
+      const frame = currentFrame();
+      const outer = enclosingHold(frame, this, storeKey, write ? COVERS_WRITE : COVERS_READ);
+      if (outer !== undefined) {
+        subscriber.next(outer.join());
+        subscriber.complete();
+        return undefined;
+      }
+      if (write && enclosingHold(frame, this, storeKey, READ_ONLY) !== undefined) {
+        subscriber.error(new LockUpgradeError(key));
+        return undefined;
+      }
+      return lease$.subscribe(subscriber);
+    });
   }
 
   /** Does a holder of `kind` hold the shared lock `key`? */
@@ -362,23 +392,24 @@ export class LockEngine implements Locker, AcquisitionContext {
    * store call or passed the lock) — with, on top, the lease it took from the store, which streams
    * nested in the work then join. A stream that joined an enclosing hold adds no frame (the hold is
    * in the frames already); without `reentrant: true` it adds none either, so nothing joins it.
+   * `mode`: what the lease is (a mutex's, a read or write lock's), which decides who may join it.
    */
-  private workScope(key: string, settings: AcquireSettings): WorkScope<WorkLease, WorkLease> {
+  private workScope(key: string, settings: AcquireSettings, mode: HoldMode = 'mutex'): WorkScope<WorkLease, WorkLease> {
     const storeKey = this.keyPrefix + key;
     const reentrant = settings.reentrant === true;
     return () => {
       const parent = currentFrame();
       return (lease, start) => {
         if (!reentrant || lease instanceof HoldLease) return runInFrame(parent, () => start(lease));
-        const shared = new SharedHold(lease as HeldLease, this, storeKey);
+        const shared = new SharedHold(lease as HeldLease, this, storeKey, mode);
         return runHolding(shared, parent, () => start(shared.outermost()));
       };
     };
   }
 
   /**
-   * The scope of a semaphore's or read-write lock's work (never reentrant): the work runs in the
-   * frames of the code that subscribed, as a non-reentrant lock's does (see workScope).
+   * The scope of a semaphore's work (never reentrant): the work runs in the frames of the code
+   * that subscribed, as a non-reentrant lock's does (see workScope).
    */
   private plainScope(): WorkScope<WorkLease, WorkLease> {
     return () => {
@@ -431,3 +462,13 @@ export class LockEngine implements Locker, AcquisitionContext {
     }
   }
 }
+
+/** What a read-write lock's lease is, by its weight. */
+function readWriteMode(weight: number): HoldMode {
+  return weight === WRITE_PERMITS ? 'write' : 'read';
+}
+
+/** Enclosing holds a reentrant read joins, a reentrant write joins, and that refuse a write. */
+const COVERS_READ: readonly HoldMode[] = ['read', 'write'];
+const COVERS_WRITE: readonly HoldMode[] = ['write'];
+const READ_ONLY: readonly HoldMode[] = ['read'];

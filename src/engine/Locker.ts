@@ -180,6 +180,10 @@ export interface Locker {
    * ({@link Locker.withWriteLock}); otherwise as {@link Locker.withLock}. Waiters are served first
    * come, first served: once a writer waits, readers that come later queue behind it, so writers are
    * not starved by a stream of readers. Needs a store with shared locks (else `LockCapabilityError`).
+   * With `reentrant: true` (see {@link ReadWriteLockOptions}), a read lock subscribed inside the
+   * work of a read or write lock of the same key joins it instead of waiting (a nested read behind
+   * a queued writer would otherwise wait for itself), and a write lock inside a read lock fails at
+   * once with `LockUpgradeError`.
    *
    * @example
    * ```ts

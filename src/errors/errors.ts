@@ -27,7 +27,8 @@ export type LockErrorName =
   | 'LockLostError'
   | 'LockOptionsError'
   | 'LockerClosedError'
-  | 'LockCapabilityError';
+  | 'LockCapabilityError'
+  | 'LockUpgradeError';
 
 /**
  * Common base of every error raised by rxjs-lock.
@@ -325,6 +326,34 @@ export class LockCapabilityError extends LockError {
 }
 
 /**
+ * A reentrant write lock was asked for inside the work of a read lock of the same key (and
+ * locker) that no enclosing write lock covers: a read lock cannot be upgraded. Waiting would never
+ * end — the write waits for every reader, the enclosing one included, which waits for the work —
+ * so the acquisition fails at once, and the enclosing read lock is left as it was. Take the write
+ * lock first (a read inside a write joins it), or give the read lock back before writing. Raised
+ * only with `reentrant: true`; without it such a write waits until its `waitTimeout`.
+ *
+ * @example
+ * ```ts
+ * // with createLocker({ reentrant: true })
+ * readConfig().pipe(
+ *   mergeMap((config) => (config.stale ? refresh(config).pipe(locker.withWriteLock('config')) : of(config))),
+ *   locker.withReadLock('config'),
+ * ).subscribe({ error: (e) => isLockUpgradeError(e) && console.error(`${e.key}: take the write lock first`) });
+ * ```
+ */
+export class LockUpgradeError extends LockError {
+  /** Always `'LockUpgradeError'`. */
+  readonly name = 'LockUpgradeError' as const;
+  constructor(
+    /** The key of the refused write lock (without the locker's `keyPrefix`). */
+    readonly key: string,
+  ) {
+    super(`Write lock ${quote(key)} was not acquired: the running code holds its read lock (a read lock cannot be upgraded; take the write lock first)`);
+  }
+}
+
+/**
  * An option or argument is invalid. `option` names it, `allowed` says what is accepted and
  * `received` is what was passed. Raised synchronously, when the locker, Observable or operator is
  * created, so nothing is acquired.
@@ -488,6 +517,17 @@ export const isQuorumUnreachableError = (e: unknown): e is QuorumUnreachableErro
  * ```
  */
 export const isLockCapabilityError = (e: unknown): e is LockCapabilityError => isLockError(e, 'LockCapabilityError');
+/**
+ * Is `e` a {@link LockUpgradeError}? Works across ESM and CommonJS copies.
+ *
+ * @example
+ * ```ts
+ * work$.pipe(locker.withWriteLock('config', { reentrant: true })).subscribe({
+ *   error: (e) => isLockUpgradeError(e) && console.error('a read lock of config is held here: take the write lock first'),
+ * });
+ * ```
+ */
+export const isLockUpgradeError = (e: unknown): e is LockUpgradeError => isLockError(e, 'LockUpgradeError');
 /**
  * Is `e` a {@link LockerClosedError}? Works across ESM and CommonJS copies.
  *

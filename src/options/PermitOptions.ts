@@ -60,22 +60,37 @@ export interface AcquirePermitOptions extends Omit<AcquireOptions, 'reentrant'>,
 
 /**
  * Options of `withReadLock`/`withWriteLock` and their `using` variants: those of a `withLock`
- * (`ttl`, `waitTimeout`, `retry`, `renew`, `onLost`, `onBusy`), without `reentrant`.
+ * (`ttl`, `waitTimeout`, `retry`, `renew`, `onLost`, `onBusy`, `reentrant`).
+ *
+ * With `reentrant: true` (or a locker created with it), a read or write lock subscribed inside
+ * the work of a read-write lock of the same key and locker joins it, as a reentrant `withLock`
+ * does (same token and fence, no store call, given back when the outermost stream ends): a read
+ * joins an enclosing read or write lock, a write joins an enclosing write lock. A write inside a
+ * read lock that no write lock encloses fails at once with `LockUpgradeError` (it would wait for
+ * itself). The mutex `withLock(key)` and the read-write lock `key` are apart: neither joins the
+ * other.
  *
  * @example
  * ```ts
  * const options: ReadWriteLockOptions = { waitTimeout: 5_000 };
  * loadConfig$.pipe(locker.withReadLock('config', options)).subscribe();
+ * // a read nested in a write of the same key joins it instead of waiting for it
+ * saveConfig(next).pipe(
+ *   mergeMap(() => loadConfig$.pipe(locker.withReadLock('config', { reentrant: true }))),
+ *   locker.withWriteLock('config', { reentrant: true }),
+ * ).subscribe();
  * ```
  */
-export type ReadWriteLockOptions = Omit<LockOperatorOptions, 'reentrant'>;
+export type ReadWriteLockOptions = LockOperatorOptions;
 
 /**
- * Options of `acquireReadLock`/`acquireWriteLock`: an acquisition's options without `reentrant`.
+ * Options of `acquireReadLock`/`acquireWriteLock`: an acquisition's options. With `reentrant:
+ * true`, one subscribed inside the work of a read-write lock of the same key joins it as
+ * {@link ReadWriteLockOptions} says (its lease's `release()` then gives nothing back).
  *
  * @example
  * ```ts
  * const lease = await firstValueFrom(locker.acquireWriteLock('config', { ttl: 5_000 }));
  * ```
  */
-export type AcquireReadWriteOptions = Omit<AcquireOptions, 'reentrant'>;
+export type AcquireReadWriteOptions = AcquireOptions;

@@ -1,7 +1,8 @@
 /**
  * Checks the options of semaphores and read-write locks (see ./PermitOptions.ts): `limit` and
  * `permits` as positive safe integers with `permits ≤ limit`, and the acquisition's own options as
- * `withLock`/`acquire` check them, without `reentrant` (permits never join an enclosing hold).
+ * `withLock`/`acquire` check them: a semaphore's without `reentrant` (permits never join an
+ * enclosing hold), a read-write lock's with it.
  */
 import { LockOptionsError } from '../errors/errors.js';
 import type { AcquirePermitOptions, PermitOptions } from './PermitOptions.js';
@@ -16,12 +17,14 @@ export interface SharedSettings {
   readonly capacity: number;
 }
 
+/** The options every shared acquisition takes (an acquisition's, without `reentrant`). */
+export const SHARED_ACQUIRE_KEYS: readonly string[] = ['ttl', 'waitTimeout', 'retry', 'renew', 'onLost'];
 /** The options of a `withReadLock`/`withWriteLock` (and `using` variants). */
-export const READ_WRITE_OPERATOR_KEYS: readonly string[] = ['ttl', 'waitTimeout', 'retry', 'renew', 'onLost', 'onBusy'];
+export const READ_WRITE_OPERATOR_KEYS: readonly string[] = [...SHARED_ACQUIRE_KEYS, 'onBusy', 'reentrant'];
 /** The options of `acquireReadLock`/`acquireWriteLock`. */
-export const READ_WRITE_ACQUIRE_KEYS: readonly string[] = ['ttl', 'waitTimeout', 'retry', 'renew', 'onLost'];
-const PERMIT_OPERATOR_KEYS: readonly string[] = [...READ_WRITE_OPERATOR_KEYS, 'limit', 'permits'];
-const PERMIT_ACQUIRE_KEYS: readonly string[] = [...READ_WRITE_ACQUIRE_KEYS, 'limit', 'permits'];
+export const READ_WRITE_ACQUIRE_KEYS: readonly string[] = [...SHARED_ACQUIRE_KEYS, 'reentrant'];
+const PERMIT_OPERATOR_KEYS: readonly string[] = [...SHARED_ACQUIRE_KEYS, 'onBusy', 'limit', 'permits'];
+const PERMIT_ACQUIRE_KEYS: readonly string[] = [...SHARED_ACQUIRE_KEYS, 'limit', 'permits'];
 
 /** Validates `withPermit`/`usingPermit` (`operator`) or `acquirePermit` options. */
 export function resolvePermitOptions(options: PermitOptions | AcquirePermitOptions | undefined, defaults: AcquireSettings, operator: boolean): SharedSettings {

@@ -230,7 +230,8 @@ describe('the free operators', () => {
     expect(w.order).toEqual(['r1', 'w', 'r2']);
     expect(() => withPermit('k', { limit: 1, permits: 2, locker })).toThrow(/permits/);
     expect(() => withPermit('k', { limit: 1, locker: {} as Locker })).toThrow(/locker/);
-    expect(() => withWriteLock('k', { reentrant: true } as never)).toThrow(/reentrant/);
+    expect(() => withWriteLock('k', { reentrant: 1 } as never)).toThrow(/reentrant/);
+    expect(() => withPermit('k', { limit: 1, reentrant: true, locker } as never)).toThrow(/reentrant/);
   });
 });
 
@@ -258,7 +259,8 @@ describe('options and capability', () => {
       expect(isLockOptionsError(error), JSON.stringify(options)).toBe(true);
       expect(error).toMatchObject({ option });
     }
-    expect(() => locker.withReadLock('k', { reentrant: true } as never)).toThrow(/reentrant/);
+    expect(() => locker.withReadLock('k', { reentrant: 'yes' } as never)).toThrow(/reentrant/);
+    expect(() => locker.acquirePermit('k', { limit: 1, reentrant: true } as never)).toThrow(/reentrant/);
     expect(() => locker.acquireWriteLock('k', { onBusy: 'skip' } as never)).toThrow(/onBusy/);
     expect(() => locker.withPermit('', { limit: 1 })).toThrow(/key/);
   });

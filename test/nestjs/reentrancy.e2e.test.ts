@@ -45,6 +45,16 @@ describe('reentrancy in a Nest request', () => {
     expect(await suite.admin.exists('lock:order:1')).toBe(0);
   });
 
+  it("a @WithWriteLock handler's service reading the same key joins the write lock (one read-write holder), instead of waiting for it", async () => {
+    const { app, locker, acquired } = await start();
+    const response = await request(app.getHttpServer()).post('/reentrant/catalogues/7');
+    expect(response.status).toBe(201);
+    const { read } = response.body as { read: { token: string; fence: number } };
+    expect(acquired).toHaveLength(1);
+    expect(acquired[0]).toMatchObject({ key: 'catalogue:7', token: read.token, fence: read.fence });
+    expect(await lastValueFrom(locker.isReadLocked('catalogue:7'))).toBe(false);
+  });
+
   it('two requests on one key do not share: they take turns, each with its own lease', async () => {
     const { app, sections } = await start();
     const server = app.getHttpServer();

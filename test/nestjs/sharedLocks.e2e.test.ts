@@ -160,7 +160,8 @@ describe('the decorators check their options when the class is defined', () => {
       [() => WithLock([]), 'keys'],
       [() => WithLock(['a:{nope.x}']), 'key'],
       [() => WithLock(['a', 'b'], { waitTimeout: -1 }), 'waitTimeout'],
-      [() => WithReadLock('k', { reentrant: true } as never), 'options.reentrant'],
+      [() => WithReadLock('k', { reentrant: 'yes' } as never), 'reentrant'],
+      [() => WithPermit('k', { limit: 2, reentrant: true } as never), 'options.reentrant'],
       [() => WithWriteLock('', {}), 'key'],
       [() => WithWriteLock('k', { onDisconnect: 'later' as never }), 'onDisconnect'],
     ];

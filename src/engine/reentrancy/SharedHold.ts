@@ -19,6 +19,12 @@ import type { HeldLease } from '../lease/HeldLease.js';
 import { HoldLifecycle } from '../lease/HoldLifecycle.js';
 import type { WorkLease } from '../lease/WorkLease.js';
 
+/**
+ * What a hold holds, so that only a compatible acquisition joins it: a mutex (`withLock`) is a lock
+ * apart from the read-write lock of the same name, and a write covers a read but not the reverse.
+ */
+export type HoldMode = 'mutex' | 'read' | 'write';
+
 export class SharedHold {
   private readonly holds = new Set<HoldLease>();
   private finalRelease: Promise<boolean> | undefined;
@@ -31,6 +37,8 @@ export class SharedHold {
     readonly owner: object,
     /** The key as the store sees it (with the locker's prefix). */
     readonly storeKey: string,
+    /** What the lease is: a mutex's, a read lock's or a write lock's. */
+    readonly mode: HoldMode = 'mutex',
   ) {
     lease.watchLoss((error) => {
       for (const hold of [...this.holds].reverse()) hold.lose(error);

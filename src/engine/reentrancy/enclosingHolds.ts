@@ -11,7 +11,7 @@
  * ./frames.
  */
 import { enterFrame, runInFrame, type Frame } from './frames.js';
-import type { SharedHold } from './SharedHold.js';
+import type { HoldMode, SharedHold } from './SharedHold.js';
 
 export { currentFrame, runInFrame } from './frames.js';
 
@@ -21,15 +21,20 @@ export interface HoldFrame extends Frame {
   readonly parent: HoldFrame | undefined;
 }
 
-/** A live hold on `storeKey` of `owner`'s in `frame` or the frames around it. */
-export function enclosingHold(frame: Frame | undefined, owner: object, storeKey: string): SharedHold | undefined {
+/**
+ * The innermost live hold on `storeKey` of `owner`'s, of one of `modes`, in `frame` or the frames
+ * around it.
+ */
+export function enclosingHold(frame: Frame | undefined, owner: object, storeKey: string, modes: readonly HoldMode[] = MUTEX): SharedHold | undefined {
   // (every frame entered is a HoldFrame: runHolding is the only way in)
   for (let f = frame as HoldFrame | undefined; f !== undefined; f = f.parent) {
     const hold = f.hold;
-    if (hold.owner === owner && hold.storeKey === storeKey && hold.live) return hold;
+    if (hold.owner === owner && hold.storeKey === storeKey && hold.live && modes.includes(hold.mode)) return hold;
   }
   return undefined;
 }
+
+const MUTEX: readonly HoldMode[] = ['mutex'];
 
 /** Runs `fn` (a subscription) with `hold` on top of `parent`: what it starts sees the hold. */
 export function runHolding<T>(hold: SharedHold, parent: Frame | undefined, fn: () => T): T {

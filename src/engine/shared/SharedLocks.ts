@@ -6,8 +6,9 @@
  * {@link LeaseKeeper} (renewal, deadline, `LockLostError`, release once) through
  * {@link sharedLeaseView}, and reported on the locker's `events$` like a mutex's.
  *
- * No local gate, no cohort hand-off, no reentrancy: each acquisition has its own token and place
- * in the store's line, and its own fence.
+ * No local gate, no cohort hand-off: each acquisition has its own token and place in the store's
+ * line, and its own fence. (A reentrant read or write lock that joins an enclosing one never gets
+ * here: the locker hands it the enclosing lease, see LockEngine's readWriteAcquisitionOf.)
  */
 import { Observable } from 'rxjs';
 import { LockerClosedError, LockLostError } from '../../errors/errors.js';

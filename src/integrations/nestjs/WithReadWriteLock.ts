@@ -6,7 +6,7 @@ import { compileLockKey, type LockKey } from './lockKey.js';
 
 /**
  * Options of one `@WithReadLock` or `@WithWriteLock`: the acquisition's options (`ttl`,
- * `waitTimeout`, `retry`, `renew`, `onLost`; the module's `locker` options by default), how
+ * `waitTimeout`, `retry`, `renew`, `onLost`, `reentrant`; the module's `locker` options by default), how
  * failures are answered and what a client disconnect does.
  *
  * @example
@@ -25,8 +25,10 @@ export interface WithReadWriteLockOptions extends AcquireReadWriteOptions, Handl
  * read-write lock `key` is apart from the mutex `key` of `@WithLock`.
  *
  * @param key A template such as `'config:{params.app}'`, or a function (see {@link LockKey}).
- * @param options `ttl`, `waitTimeout`, `retry`, `renew`, `onLost`, `errors`, `onDisconnect`;
- * checked when the class is defined (`LockOptionsError`).
+ * @param options `ttl`, `waitTimeout`, `retry`, `renew`, `onLost`, `reentrant` (a read or write
+ * lock the handler's service takes on the same key joins the handler's, see
+ * `ReadWriteLockOptions`), `errors`, `onDisconnect`; checked when the class is defined
+ * (`LockOptionsError`).
  *
  * @example
  * ```ts
