@@ -332,8 +332,8 @@ export class LockEngine implements Locker, AcquisitionContext {
     const storeKey = this.keyPrefix + key;
     const write = weight === WRITE_PERMITS;
     return new Observable<WorkLease>((subscriber) => {
-      // (a closed locker refuses: lease$ errors with LockerClosedError, joins included, as a mutex's)
-      if (this.closed) return lease$.subscribe(subscriber);
+      // (after close() nothing joins: closing abandons every shared holder at once, so no hold is
+      // live, and lease$ errors with LockerClosedError)
       const frame = currentFrame();
       const outer = enclosingHold(frame, this, storeKey, write ? COVERS_WRITE : COVERS_READ);
       if (outer !== undefined) {

@@ -12,6 +12,7 @@ import { catchError, map, mergeMap } from 'rxjs/operators';
 import { describe, expect, it } from 'vitest';
 import {
   createLocker,
+  isLockerClosedError,
   isLockLostError,
   isLockOptionsError,
   isLockTimeoutError,
@@ -180,6 +181,52 @@ export function readWriteReentrancySuite(backend: string, open: () => Promise<Re
         const refused = await lastValueFrom(locker.usingReadLock('cfg', () => locker.acquireWriteLock('cfg').pipe(catchError((e: unknown) => of(e)))));
         expect(isLockUpgradeError(refused)).toBe(true);
         expect(await lastValueFrom(of('w').pipe(other.withWriteLock('cfg', { waitTimeout: 1_000 })))).toBe('w');
+      });
+    });
+
+    it('reentrant: false on the nested call neither joins nor refuses an upgrade: it waits for the enclosing lock, as without reentrancy', async () => {
+      await withLockers(async ({ locker }) => {
+        const outcome = (e: unknown) => (isLockTimeoutError(e) ? 'waited' : isLockUpgradeError(e) ? 'refused' : e);
+        const nestedRead = await lastValueFrom(
+          locker.usingWriteLock('cfg', () =>
+            of('read').pipe(
+              locker.withReadLock('cfg', { reentrant: false, waitTimeout: 100 }),
+              catchError((e: unknown) => of(outcome(e))),
+            ),
+          ),
+        );
+        expect(nestedRead).toBe('waited');
+        const nestedWrite = await lastValueFrom(
+          locker.usingReadLock('cfg', () =>
+            of('write').pipe(
+              locker.withWriteLock('cfg', { reentrant: false, waitTimeout: 100 }),
+              catchError((e: unknown) => of(outcome(e))),
+            ),
+          ),
+        );
+        expect(nestedWrite).toBe('waited');
+      });
+    });
+
+    it('a locker closed inside the work: a nested read errors with LockerClosedError, it joins nothing', async () => {
+      await withLockers(async ({ locker, holders }) => {
+        let nested: unknown;
+        const outer = await lastValueFrom(
+          locker
+            .usingWriteLock('cfg', () => {
+              void locker.close();
+              return locker
+                .usingReadLock('cfg', () => of('joined'), { waitTimeout: 0 })
+                .pipe(
+                  catchError((e: unknown) => of(e)),
+                  map((value) => (nested = value)),
+                );
+            })
+            .pipe(catchError((e: unknown) => of(e))),
+        );
+        expect(isLockerClosedError(nested)).toBe(true);
+        expect(isLockLostError(outer) && outer.reason).toBe('locker-closed'); // closing stops the outer stream
+        await until(async () => (await holders('cfg')) === 0);
       });
     });
 
