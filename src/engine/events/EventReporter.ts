@@ -5,6 +5,7 @@
 import { Subject, type Observable } from 'rxjs';
 import { isLockStoreError, type LockerClosedError, type LockLostError, type LockStoreError } from '../../errors/errors.js';
 import type { LockEvent, LongWaitEvent, ReleasedEvent } from './events.js';
+import { toldWhereSubscribed } from '../reentrancy/frames.js';
 
 /** What a report about a holder needs to know of it. */
 export interface HolderFacts {
@@ -18,7 +19,13 @@ export interface HolderFacts {
 
 export class EventReporter {
   private readonly subject = new Subject<LockEvent>();
-  readonly events$: Observable<LockEvent> = this.subject.asObservable();
+  /**
+   * Each subscriber is told in the reentrancy frame it subscribed in (../reentrancy/frames.ts),
+   * not in the frame of the engine code that reports: an event is often reported from inside a
+   * stream's locked work (a grant of another key, a renewal armed there), and a handler that takes
+   * a lock must not join that stream's holds.
+   */
+  readonly events$: Observable<LockEvent> = toldWhereSubscribed(this.subject.asObservable());
 
   /** Someone listens: worth building events (and keeping what they need). */
   get observed(): boolean {
