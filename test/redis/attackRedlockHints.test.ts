@@ -21,7 +21,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createLocker, type Lease, type Locker } from '../../src/index.js';
 import type { RedlockStore } from '../../src/redis.js';
 import type { HintedWaiterReport, HintedWaiterSettings } from '../fixtures/hintedWaiter.js';
-import { exitOf, forkFixture, killIfRunning, messagesOf, within } from '../support/children.js';
+import { exitOf, forkFixture, killIfRunning, messagesOf, within, CHILD_READY_MS } from '../support/children.js';
 import { quorumNodes } from '../support/quorumNodes.js';
 import { eventually, sleep } from '../support/timing.js';
 
@@ -208,7 +208,7 @@ describe('attack: a process whose waiter listens for hints when it closes everyt
     const child = forkFixture(file, 'HINTED_WAITER', { ports: nodes.servers.map((server) => server.port) } satisfies HintedWaiterSettings);
     try {
       const message = messagesOf(child);
-      await within(message('ready'), 15_000, "'ready' from the hinted waiter");
+      await within(message('ready'), CHILD_READY_MS, "'ready' from the hinted waiter");
       child.send('close');
       const report = await within(message<HintedWaiterReport>('report'), 10_000, 'report from the hinted waiter');
       const reportedAt = performance.now();

@@ -17,7 +17,7 @@ import { createLocker, isLockerClosedError, isLockLostError, type Lease, type Lo
 import { RedisLockStore, type RedisLockStoreOptions } from '../../src/redis.js';
 import { helperKey, RESERVED_PREFIX } from '../../src/backends/redis/protocol/keyLayout.js';
 import type { ClosingWorkerReport, ClosingWorkerSettings } from '../fixtures/closingWorker.js';
-import { exitOf, forkFixture, killIfRunning, messagesOf, within } from '../support/children.js';
+import { exitOf, forkFixture, killIfRunning, messagesOf, within, CHILD_READY_MS } from '../support/children.js';
 import { connect } from '../support/redis.js';
 import { redisSuite } from '../support/redisSuite.js';
 import { eventually, sleep } from '../support/timing.js';
@@ -303,7 +303,7 @@ describe('a process that closes its lockers, stores and clients', () => {
     const exited = exitOf(child, 30_000);
     try {
       const message = messagesOf(child);
-      await within(message('ready'), 15_000, "'ready' from the closing worker");
+      await within(message('ready'), CHILD_READY_MS, "'ready' from the closing worker");
       // it holds r-held and r-lease, and waits in the r-held line
       expect(await keysLeft()).toEqual(['lock:r-held', 'lock:r-lease', lineOf('r-held'), helperKey('lock:r-held', 'places')].sort());
       child.send('close');

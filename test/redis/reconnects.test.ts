@@ -21,7 +21,7 @@ import { createLocker, type AcquireOptions, type Locker } from '../../src/index.
 import { RedisLockStore, type RedisLockStoreOptions } from '../../src/redis.js';
 import { countingClient, type CountingClient } from '../../support/countingClient.js';
 import type { FrozenRetrierSettings, RetrierReport, RetrierSample } from '../fixtures/frozenRetrier.js';
-import { exitOf, forkFixture, killIfRunning, messagesOf, within } from '../support/children.js';
+import { exitOf, forkFixture, killIfRunning, messagesOf, within, CHILD_READY_MS } from '../support/children.js';
 import { connect, EmbeddedRedis } from '../support/redis.js';
 import { redisSuite } from '../support/redisSuite.js';
 import { eventually, sleep } from '../support/timing.js';
@@ -267,7 +267,7 @@ describe('a frozen Redis (SIGSTOP) while acquisitions retry', () => {
     let paused = false;
     try {
       const message = messagesOf(child);
-      await within(message('ready'), 15_000, "'ready' from the retrier");
+      await within(message('ready'), CHILD_READY_MS, "'ready' from the retrier");
       child.send('go');
       await within(message('looping'), 10_000, "'looping' from the retrier");
       const sample = async () => {

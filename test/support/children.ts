@@ -49,6 +49,13 @@ export function messagesOf(child: ChildProcess): <M extends { readonly type: str
     });
 }
 
+/**
+ * How long a test waits for a forked fixture's first message ('ready'): the child imports the
+ * library through tsx, which took over 15 s once in a fresh-clone CI on a loaded 2-CPU machine
+ * (1.8 s when quiet). Within the 60 s test timeout, with room for what the test waits for after.
+ */
+export const CHILD_READY_MS = 35_000;
+
 /** `promise`, or an error after `ms`. */
 export function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timeout: ReturnType<typeof setTimeout> | undefined;
