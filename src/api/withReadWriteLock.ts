@@ -6,8 +6,7 @@ import { defer, type MonoTypeOperatorFunction } from 'rxjs';
 import type { Locker } from '../engine/Locker.js';
 import { LockOptionsError } from '../errors/errors.js';
 import type { ReadWriteLockOptions } from '../options/PermitOptions.js';
-import { validateKey } from '../options/validate.js';
-import { checkReadWriteOptions } from '../options/validatePermits.js';
+import { checkOperatorOptions, validateKey } from '../options/validate.js';
 import { defaultLockerForOperators } from './defaultLocker.js';
 
 /**
@@ -42,7 +41,7 @@ export interface WithReadWriteLockOptions extends ReadWriteLockOptions {
  * ```
  *
  * @param key The lock's name (a non-empty string of at most 4096 characters).
- * @param options `ttl`, `waitTimeout`, `retry`, `renew`, `onLost`, `onBusy`, and `locker` (default: the default locker).
+ * @param options `ttl`, `waitTimeout`, `retry`, `renew`, `onLost`, `onBusy`, `reentrant`, and `locker` (default: the default locker).
  * @return A function that returns an Observable mirroring the source while the read lock is held.
  * @see Locker.withReadLock
  */
@@ -64,7 +63,7 @@ export function withReadLock<T>(key: string, options?: WithReadWriteLockOptions)
  * ```
  *
  * @param key The lock's name (a non-empty string of at most 4096 characters).
- * @param options `ttl`, `waitTimeout`, `retry`, `renew`, `onLost`, `onBusy`, and `locker` (default: the default locker).
+ * @param options `ttl`, `waitTimeout`, `retry`, `renew`, `onLost`, `onBusy`, `reentrant`, and `locker` (default: the default locker).
  * @return A function that returns an Observable mirroring the source while the write lock is held.
  * @see Locker.withWriteLock
  */
@@ -79,7 +78,7 @@ function split(key: string, options: WithReadWriteLockOptions | undefined): { lo
   if (options === undefined) return { locker: undefined, lockOptions: undefined };
   if (typeof options !== 'object' || options === null) throw new LockOptionsError('options', 'an object of read-write lock options', options);
   const { locker, ...lockOptions } = options;
-  checkReadWriteOptions(lockOptions);
+  checkOperatorOptions(lockOptions);
   if (locker !== undefined && (typeof locker !== 'object' || locker === null || typeof locker.withReadLock !== 'function')) {
     throw new LockOptionsError('locker', 'a Locker made by createLocker()', locker);
   }

@@ -14,7 +14,7 @@ import { catchError, EMPTY, map, Observable, throwError, type MonoTypeOperatorFu
 import { isLockTimeoutError, LockCapabilityError, LockOptionsError, LockUpgradeError } from '../errors/errors.js';
 import type { AcquireOptions, LockOperatorOptions } from '../options/LockerOptions.js';
 import type { AcquirePermitOptions, AcquireReadWriteOptions, PermitOptions, ReadWriteLockOptions } from '../options/PermitOptions.js';
-import { resolvePermitOptions, resolveReadWriteOptions } from '../options/validatePermits.js';
+import { resolvePermitOptions } from '../options/validatePermits.js';
 import { sharedOf } from '../store/SharedLockStore.js';
 import { resolveAcquireOptions, resolveOperatorOptions, validateKey, validateKeys, type AcquireSettings, type LockerSettings } from '../options/validate.js';
 import { closerOf } from '../store/capabilities.js';
@@ -168,11 +168,11 @@ export class LockEngine implements Locker, AcquisitionContext {
   }
 
   acquireReadLock(key: string, options?: AcquireReadWriteOptions): Observable<Lease> {
-    return this.readWriteAcquisitionOf(key, resolveReadWriteOptions(options, this.defaults, false), READ_PERMITS);
+    return this.readWriteAcquisitionOf(key, resolveAcquireOptions(options, this.defaults), READ_PERMITS);
   }
 
   acquireWriteLock(key: string, options?: AcquireReadWriteOptions): Observable<Lease> {
-    return this.readWriteAcquisitionOf(key, resolveReadWriteOptions(options, this.defaults, false), WRITE_PERMITS);
+    return this.readWriteAcquisitionOf(key, resolveAcquireOptions(options, this.defaults), WRITE_PERMITS);
   }
 
   withLocks<T>(keys: readonly string[], options?: LockOperatorOptions): MonoTypeOperatorFunction<T> {
@@ -304,13 +304,13 @@ export class LockEngine implements Locker, AcquisitionContext {
   }
 
   private readWriteOperator<T>(key: string, options: ReadWriteLockOptions | undefined, weight: number): MonoTypeOperatorFunction<T> {
-    const settings = resolveReadWriteOptions(options, this.defaults, true);
+    const settings = resolveOperatorOptions(options, this.defaults);
     const lease$ = this.readWriteAcquisitionOf(key, settings, weight);
     return (source) => runWhileHeld(lease$, () => source, settings.onLost, this.workScope(key, settings, readWriteMode(weight)));
   }
 
   private readWriteUsing<R>(key: string, work: LockedWork<R>, options: ReadWriteLockOptions | undefined, weight: number): Observable<R> {
-    const settings = resolveReadWriteOptions(options, this.defaults, true);
+    const settings = resolveOperatorOptions(options, this.defaults);
     return runWhileHeld(
       this.readWriteAcquisitionOf(key, settings, weight),
       (lease) => withWorkSignal(lease, work),

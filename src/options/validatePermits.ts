@@ -1,12 +1,12 @@
 /**
- * Checks the options of semaphores and read-write locks (see ./PermitOptions.ts): `limit` and
- * `permits` as positive safe integers with `permits ≤ limit`, and the acquisition's own options as
- * `withLock`/`acquire` check them: a semaphore's without `reentrant` (permits never join an
- * enclosing hold), a read-write lock's with it.
+ * Checks the options of semaphores (see ./PermitOptions.ts): `limit` and `permits` as positive
+ * safe integers with `permits ≤ limit`, and the acquisition's own options as `withLock`/`acquire`
+ * check them, without `reentrant` (permits never join an enclosing hold). A read-write lock's
+ * options are a mutex's, checked by ./validate.ts.
  */
 import { LockOptionsError } from '../errors/errors.js';
 import type { AcquirePermitOptions, PermitOptions } from './PermitOptions.js';
-import { checkOperatorOptions, resolveOperatorOptions, type AcquireSettings } from './validate.js';
+import { ACQUIRE_KEYS, checkOperatorOptions, resolveOperatorOptions, type AcquireSettings } from './validate.js';
 
 /** What the engine needs of a shared acquisition: its settings, weight and capacity. */
 export interface SharedSettings {
@@ -17,14 +17,10 @@ export interface SharedSettings {
   readonly capacity: number;
 }
 
-/** The options every shared acquisition takes (an acquisition's, without `reentrant`). */
-export const SHARED_ACQUIRE_KEYS: readonly string[] = ['ttl', 'waitTimeout', 'retry', 'renew', 'onLost'];
-/** The options of a `withReadLock`/`withWriteLock` (and `using` variants). */
-export const READ_WRITE_OPERATOR_KEYS: readonly string[] = [...SHARED_ACQUIRE_KEYS, 'onBusy', 'reentrant'];
-/** The options of `acquireReadLock`/`acquireWriteLock`. */
-export const READ_WRITE_ACQUIRE_KEYS: readonly string[] = [...SHARED_ACQUIRE_KEYS, 'reentrant'];
-const PERMIT_OPERATOR_KEYS: readonly string[] = [...SHARED_ACQUIRE_KEYS, 'onBusy', 'limit', 'permits'];
-const PERMIT_ACQUIRE_KEYS: readonly string[] = [...SHARED_ACQUIRE_KEYS, 'limit', 'permits'];
+/** A semaphore acquisition's own options: an acquisition's, without `reentrant`. */
+export const PERMIT_LEASE_KEYS: readonly string[] = ACQUIRE_KEYS.filter((key) => key !== 'reentrant');
+const PERMIT_OPERATOR_KEYS: readonly string[] = [...PERMIT_LEASE_KEYS, 'onBusy', 'limit', 'permits'];
+const PERMIT_ACQUIRE_KEYS: readonly string[] = [...PERMIT_LEASE_KEYS, 'limit', 'permits'];
 
 /** Validates `withPermit`/`usingPermit` (`operator`) or `acquirePermit` options. */
 export function resolvePermitOptions(options: PermitOptions | AcquirePermitOptions | undefined, defaults: AcquireSettings, operator: boolean): SharedSettings {
@@ -37,11 +33,6 @@ export function resolvePermitOptions(options: PermitOptions | AcquirePermitOptio
   const allowed = operator ? PERMIT_OPERATOR_KEYS : PERMIT_ACQUIRE_KEYS;
   const settings = resolveOperatorOptions(rest, defaults, allowed);
   return { settings, weight, capacity };
-}
-
-/** Validates the options of a read or write lock (`operator`: with `onBusy`). */
-export function resolveReadWriteOptions(options: object | undefined, defaults: AcquireSettings, operator: boolean): AcquireSettings {
-  return resolveOperatorOptions(options, defaults, operator ? READ_WRITE_OPERATOR_KEYS : READ_WRITE_ACQUIRE_KEYS);
 }
 
 function checkCount(option: string, value: unknown, max: number): number {
@@ -67,9 +58,4 @@ export function checkPermitOptions(options: PermitOptions | undefined): void {
   const capacity = checkCount('limit', limit, Number.MAX_SAFE_INTEGER);
   if (permits !== undefined) checkCount('permits', permits, capacity);
   checkOperatorOptions(rest, PERMIT_OPERATOR_KEYS);
-}
-
-/** Checks `withReadLock`/`withWriteLock` options without a locker at hand. */
-export function checkReadWriteOptions(options: object | undefined): void {
-  checkOperatorOptions(options, READ_WRITE_OPERATOR_KEYS);
 }

@@ -1,7 +1,7 @@
 /** `@WithPermit(key, { limit, permits? })`: runs a handler (or every handler of a class) while holding permits of a counting semaphore. */
 import { LockOptionsError } from '../../errors/errors.js';
 import type { AcquirePermitOptions } from '../../options/PermitOptions.js';
-import { checkPermitCount, SHARED_ACQUIRE_KEYS } from '../../options/validatePermits.js';
+import { checkPermitCount, PERMIT_LEASE_KEYS } from '../../options/validatePermits.js';
 import { lockDecorator, type HandlerLockOptions } from './lockDecorator.js';
 import { compileLockKey, type LockKey } from './lockKey.js';
 
@@ -56,5 +56,5 @@ export function WithPermit(key: LockKey, options: WithPermitOptions): ClassDecor
   }
   const { limit, permits, ...rest } = options;
   const count = checkPermitCount(limit, permits);
-  return lockDecorator('WithPermit', { kind: 'permit', key: compileLockKey(key), ...count }, rest, SHARED_ACQUIRE_KEYS);
+  return lockDecorator('WithPermit', { kind: 'permit', key: compileLockKey(key), ...count }, rest, PERMIT_LEASE_KEYS);
 }

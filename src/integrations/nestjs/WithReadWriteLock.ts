@@ -1,6 +1,6 @@
 /** `@WithReadLock(key)` / `@WithWriteLock(key)`: runs a handler (or every handler of a class) under a read or write lock. */
 import type { AcquireReadWriteOptions } from '../../options/PermitOptions.js';
-import { READ_WRITE_ACQUIRE_KEYS } from '../../options/validatePermits.js';
+import { ACQUIRE_KEYS } from '../../options/validate.js';
 import { lockDecorator, type HandlerLockOptions } from './lockDecorator.js';
 import { compileLockKey, type LockKey } from './lockKey.js';
 
@@ -49,7 +49,7 @@ export interface WithReadWriteLockOptions extends AcquireReadWriteOptions, Handl
  * ```
  */
 export function WithReadLock(key: LockKey, options: WithReadWriteLockOptions = {}): ClassDecorator & MethodDecorator {
-  return lockDecorator('WithReadLock', { kind: 'read', key: compileLockKey(key) }, options, READ_WRITE_ACQUIRE_KEYS);
+  return lockDecorator('WithReadLock', { kind: 'read', key: compileLockKey(key) }, options, ACQUIRE_KEYS);
 }
 
 /**
@@ -70,5 +70,5 @@ export function WithReadLock(key: LockKey, options: WithReadWriteLockOptions = {
  * ```
  */
 export function WithWriteLock(key: LockKey, options: WithReadWriteLockOptions = {}): ClassDecorator & MethodDecorator {
-  return lockDecorator('WithWriteLock', { kind: 'write', key: compileLockKey(key) }, options, READ_WRITE_ACQUIRE_KEYS);
+  return lockDecorator('WithWriteLock', { kind: 'write', key: compileLockKey(key) }, options, ACQUIRE_KEYS);
 }
