@@ -20,6 +20,26 @@ const failure = (fn: () => unknown) => {
   throw new Error('expected a throw');
 };
 
+describe('key functions', () => {
+  it('are called with the context, and may return a list of keys (as returned: neither escaped nor copied)', () => {
+    const keys = ['sku:a:b', 'sku:c'];
+    const seen: ExecutionContext[] = [];
+    const context = http({});
+    const list = compileLockKey((ctx) => {
+      seen.push(ctx);
+      return keys;
+    });
+    expect(list(context)).toBe(keys);
+    expect(compileLockKey(() => 'one:{x}')(context)).toBe('one:{x}');
+    expect(seen).toEqual([context]);
+    expect(
+      compileLockKey(function skus() {
+        return [];
+      }).source,
+    ).toBe('skus');
+  });
+});
+
 describe('key templates', () => {
   it('renders values of the request and of the payload', () => {
     const key = compileLockKey('t:{headers.x-tenant}/o:{params.id}/q:{query.v}/b:{body.a.b}/u:{user.id}/{body.flag}');

@@ -1,10 +1,10 @@
 /**
- * @WithLock on a microservice handler (TCP transport): the key comes from the payload, and lock
- * failures reach the caller as RpcException errors.
+ * @WithLock on a microservice handler (TCP transport): the key comes from the payload (a template,
+ * or a key function's list of keys), and lock failures reach the caller as RpcException errors.
  */
 import 'reflect-metadata';
 import { createServer } from 'node:net';
-import { Controller, Inject } from '@nestjs/common';
+import { Controller, type ExecutionContext, Inject } from '@nestjs/common';
 import { ClientProxyFactory, MessagePattern, Payload, Transport, type ClientProxy, type MicroserviceOptions } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import { firstValueFrom } from 'rxjs';
@@ -25,6 +25,22 @@ class AccountsHandler {
     this.probe.note('enter', `account:${data.account}`, 'rpc');
     await this.probe.gate(`${data.account}:${data.tag}`);
     return `credited ${data.tag}`;
+  }
+
+  /** A batch of transfers: every account it names, however many (a key function's list). */
+  @MessagePattern('settle')
+  @WithLock(
+    (ctx: ExecutionContext) =>
+      ctx
+        .switchToRpc()
+        .getData<{ accounts: string[] }>()
+        .accounts.map((a) => `account:${a}`),
+    { waitTimeout: 0 },
+  )
+  async settle(@Payload() data: { accounts: string[]; tag: string }): Promise<string> {
+    this.probe.note('enter', `settle:${data.tag}`, 'rpc');
+    await this.probe.gate(`settle:${data.tag}`);
+    return `settled ${data.accounts.length}`;
   }
 }
 
@@ -71,9 +87,17 @@ describe('@WithLock on a microservice handler', () => {
       message: expect.stringMatching(/account:1/),
     });
     expect(await failureOf(firstValueFrom(client.send('credit', { tag: 'no account' })))).toMatchObject({ code: 'LOCK_KEY_MISSING', statusCode: 400 });
+    // a batch that names the busy account: refused at once, the others it took given back
+    expect(await failureOf(firstValueFrom(client.send('settle', { accounts: ['0', '1'], tag: 'busy' })))).toMatchObject({ code: 'LOCK_BUSY', statusCode: 409 });
+    expect(await suite.admin.exists('lock:account:0')).toBe(0);
+    const batch = firstValueFrom(client.send<string>('settle', { accounts: ['2', '3', '4'], tag: 'b' }));
+    await probe.waitFor('enter', 'settle:b');
+    expect(await suite.admin.exists('lock:account:2', 'lock:account:3', 'lock:account:4')).toBe(3);
+    probe.open('settle:b');
+    expect(await batch).toBe('settled 3');
     probe.open('1:first');
     expect(await first).toBe('credited first');
-    expect(await suite.admin.exists('lock:account:1')).toBe(0);
-    expect(probe.notes.filter((n) => n.what === 'enter')).toHaveLength(1);
+    expect(await suite.admin.exists('lock:account:1', 'lock:account:2', 'lock:account:3', 'lock:account:4')).toBe(0);
+    expect(probe.notes.filter((n) => n.what === 'enter')).toHaveLength(2);
   });
 });

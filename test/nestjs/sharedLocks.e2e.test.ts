@@ -83,6 +83,52 @@ describe.each<Platform>(['express', 'fastify'])('shared and multi-key lock decor
     expect((await held).status).toBe(201);
   });
 
+  it('@WithLock(key function returning a list): every key the request names, all or none across instances; an empty list locks nothing', async () => {
+    const probe = new Probe();
+    const [a, b] = [await start('a', probe), await start('b', probe)];
+    const o1 = request(a.url)
+      .post('/orders/o1')
+      .send({ skus: ['p:1', 'p2', 'p3'] })
+      .then((r) => r);
+    await probe.waitFor('enter', 'order:o1');
+    // each SKU its own key, values escaped as a template escapes them
+    expect(await suite.admin.exists('lock:sku:p%3A1', 'lock:sku:p2', 'lock:sku:p3')).toBe(3);
+    // shares p3 with o1: waits on the other instance, holding none of its keys meanwhile
+    const o2 = request(b.url)
+      .post('/orders/o2')
+      .send({ skus: ['p4', 'p3'] })
+      .then((r) => r);
+    await until(async () => (await lastValueFrom(lockerOf(b).inspect('sku:p3')))?.waiting === 1, 'o2 waits for p3');
+    expect(await suite.admin.exists('lock:sku:p4')).toBe(0);
+    // a disjoint order, and an empty one, run at once
+    const o3 = request(b.url)
+      .post('/orders/o3')
+      .send({ skus: ['p5'] })
+      .then((r) => r);
+    await probe.waitFor('enter', 'order:o3');
+    const o4 = request(a.url)
+      .post('/orders/o4')
+      .send({ skus: [] })
+      .then((r) => r);
+    await probe.waitFor('enter', 'order:o4');
+    // a template beside the list: busy on p2 → 409 at once, the warehouse and p1… given back
+    const busy = await request(b.url)
+      .post('/orders-now/w1/n')
+      .send({ skus: ['p0', 'p2'] });
+    expect(busy.status).toBe(409);
+    expect(await suite.admin.exists('lock:warehouse:w1', 'lock:sku:p0')).toBe(0);
+    probe.open('order:o3');
+    probe.open('order:o4');
+    expect(entered(probe, 'order:o2')).toBe(false);
+    probe.open('order:o1');
+    await probe.waitFor('enter', 'order:o2');
+    probe.open('order:o2');
+    expect((await Promise.all([o1, o2, o3, o4])).map((r) => r.status)).toEqual([201, 201, 201, 201]);
+    const order = probe.notes.filter((n) => n.key === 'order:p:1,p2,p3' || n.key === 'order:p4,p3').map((n) => `${n.what}:${n.key}`);
+    expect(order).toEqual(['enter:order:p:1,p2,p3', 'exit:order:p:1,p2,p3', 'enter:order:p4,p3', 'exit:order:p4,p3']);
+    expect(await suite.admin.exists('lock:sku:p%3A1', 'lock:sku:p2', 'lock:sku:p3', 'lock:sku:p4', 'lock:sku:p5')).toBe(0);
+  });
+
   it('@WithPermit: at most `limit` permits per resolved key across instances, FIFO; a 2-permit request with waitTimeout 0 → 503 + Retry-After', async () => {
     const probe = new Probe();
     const [a, b] = [await start('a', probe), await start('b', probe)];

@@ -3,7 +3,7 @@ import { LockOptionsError } from '../../errors/errors.js';
 import type { AcquireOptions } from '../../options/LockerOptions.js';
 import { ACQUIRE_KEYS } from '../../options/validate.js';
 import { lockDecorator, type HandlerLockOptions } from './lockDecorator.js';
-import { compileLockKey, type LockKey } from './lockKey.js';
+import { compileLockKey, type LockKeys } from './lockKey.js';
 
 /**
  * Options of one `@WithLock`: the locker's acquisition options (`ttl`, `waitTimeout`, `retry`,
@@ -39,12 +39,14 @@ export interface WithLockOptions extends AcquireOptions, HandlerLockOptions {}
  * Several keys — `@WithLock(['account:{body.from}', 'account:{body.to}'])` — lock them all or
  * none, as `locker.withLocks` does: taken in one global order (two handlers with overlapping sets
  * cannot deadlock), a key named twice taken once, one `waitTimeout` for the whole set, and every
- * key taken given back when the wait fails.
+ * key taken given back when the wait fails. A key function may return a list of keys, as many as
+ * the request names (see {@link LockKeys}): they are locked the same way, with the other keys of
+ * the array if there are any; an empty list locks nothing.
  *
  * @param key `'order:{params.id}'`: a template over `params`, `query`, `body`, `headers`, `user`
  * (HTTP), `data` (RPC) or `args` (GraphQL) — a value the request lacks is answered 400, never locked as
- * "undefined" — or a function of the `ExecutionContext` (see {@link LockKey}); or a non-empty
- * array of them, for a lock on every key.
+ * "undefined" — or a function of the `ExecutionContext` that returns a key or a list of keys (see
+ * {@link LockKeys}); or a non-empty array of them, for a lock on every key.
  * @param options `ttl`, `waitTimeout`, `retry`, `renew`, `onLost` for this lock, `errors`,
  * `onDisconnect`. Checked at once: a bad option throws `LockOptionsError` when the class is
  * defined.
@@ -69,8 +71,8 @@ export interface WithLockOptions extends AcquireOptions, HandlerLockOptions {}
  * }
  * ```
  */
-export function WithLock(key: LockKey | readonly LockKey[], options: WithLockOptions = {}): ClassDecorator & MethodDecorator {
-  if (!Array.isArray(key)) return lockDecorator('WithLock', { kind: 'lock', key: compileLockKey(key as LockKey) }, options, ACQUIRE_KEYS);
+export function WithLock(key: LockKeys | readonly LockKeys[], options: WithLockOptions = {}): ClassDecorator & MethodDecorator {
+  if (!Array.isArray(key)) return lockDecorator('WithLock', { kind: 'lock', key: compileLockKey(key as LockKeys) }, options, ACQUIRE_KEYS);
   if (key.length === 0) throw new LockOptionsError('keys', 'a non-empty array of key templates or functions', key);
-  return lockDecorator('WithLock', { kind: 'locks', keys: key.map((k: LockKey) => compileLockKey(k)) }, options, ACQUIRE_KEYS);
+  return lockDecorator('WithLock', { kind: 'locks', keys: key.map((k: LockKeys) => compileLockKey(k)) }, options, ACQUIRE_KEYS);
 }

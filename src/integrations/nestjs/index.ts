@@ -9,6 +9,6 @@ export { WithReadLock, WithWriteLock, type WithReadWriteLockOptions } from './Wi
 export type { HandlerLockOptions } from './lockDecorator.js';
 export { InjectLocker } from './InjectLocker.js';
 export { LOCKER } from './tokens.js';
-export { escapeKeyPart, type LockKey } from './lockKey.js';
+export { escapeKeyPart, type LockKey, type LockKeys } from './lockKey.js';
 export type { LockErrorOptions, LockErrorMapper, BusyStatus } from './lockErrorResponses.js';
 export { CLIENT_CLOSED_REQUEST, type OnDisconnect } from './clientDisconnect.js';

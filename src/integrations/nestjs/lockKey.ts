@@ -32,6 +32,21 @@ import { LockOptionsError } from '../../errors/errors.js';
  */
 export type LockKey = string | ((context: ExecutionContext) => string);
 
+/**
+ * A key of `@WithLock`: a {@link LockKey}, or a function of the `ExecutionContext` that returns
+ * several keys — a list whose length depends on the request or message (the SKUs of an order, the
+ * accounts of a batch). A function's list is locked as `@WithLock([...])` locks its keys: all or
+ * none, in one global order, one `waitTimeout` for the set, at most 64 keys. An empty list names
+ * nothing to protect: the handler then runs without a lock.
+ *
+ * @example
+ * ```ts
+ * // one order's SKUs, however many there are: two orders that share a SKU never run together
+ * @WithLock((ctx) => ctx.switchToHttp().getRequest().body.items.map((item: { sku: string }) => `sku:${escapeKeyPart(item.sku)}`))
+ * ```
+ */
+export type LockKeys = string | ((context: ExecutionContext) => string | readonly string[]);
+
 /** Where a template's values come from. */
 const HTTP_ROOTS = ['params', 'query', 'body', 'headers', 'user'] as const;
 const RPC_ROOTS = ['data'] as const;
@@ -44,6 +59,12 @@ export interface KeyResolver {
   (context: ExecutionContext): string;
 }
 
+/** A compiled `@WithLock` key: one key, or a key function's list of them. */
+export interface KeysResolver {
+  readonly source: string;
+  (context: ExecutionContext): string | readonly string[];
+}
+
 /**
  * The key's value named by a template is missing or not usable as a key part. Raised while the
  * request is served; the interceptor answers it with 400 Bad Request (HTTP) or an `RpcException`.
@@ -53,7 +74,10 @@ export class MissingKeyValueError extends LockOptionsError {}
 type Part = string | { readonly root: string; readonly path: readonly string[]; readonly text: string };
 
 /** Compiles `key` (throws `LockOptionsError` for a malformed template or a wrong type). */
-export function compileLockKey(key: LockKey): KeyResolver {
+export function compileLockKey(key: LockKey): KeyResolver;
+/** Compiles a `@WithLock` key, whose function may return a list of keys. */
+export function compileLockKey(key: LockKeys): KeysResolver;
+export function compileLockKey(key: LockKeys): KeysResolver {
   if (typeof key === 'function') {
     const resolver = (context: ExecutionContext) => key(context);
     return Object.assign(resolver, { source: key.name || 'a key function' });

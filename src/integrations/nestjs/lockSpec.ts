@@ -1,19 +1,19 @@
 /** What the lock decorators (`@WithLock`, `@WithPermit`, `@WithReadLock`, `@WithWriteLock`) record on a handler or class for `LockInterceptor` to read. */
-import type { MonoTypeOperatorFunction } from 'rxjs';
+import { identity, type MonoTypeOperatorFunction } from 'rxjs';
 import type { ExecutionContext } from '@nestjs/common';
 import type { Locker } from '../../engine/Locker.js';
 import type { AcquireOptions } from '../../options/LockerOptions.js';
 import type { OnDisconnect } from './clientDisconnect.js';
 import type { LockErrorOptions } from './lockErrorResponses.js';
-import type { KeyResolver } from './lockKey.js';
+import type { KeyResolver, KeysResolver } from './lockKey.js';
 
 /**
- * @internal What a handler locks: one key (a mutex), a set of keys (all or none), permits of a
- * semaphore, or a read or write lock.
+ * @internal What a handler locks: one key (a mutex; its key function may return a list, locked
+ * as a set), a set of keys (all or none), permits of a semaphore, or a read or write lock.
  */
 export type LockTarget =
-  | { readonly kind: 'lock'; readonly key: KeyResolver }
-  | { readonly kind: 'locks'; readonly keys: readonly KeyResolver[] }
+  | { readonly kind: 'lock'; readonly key: KeysResolver }
+  | { readonly kind: 'locks'; readonly keys: readonly KeysResolver[] }
   | { readonly kind: 'permit'; readonly key: KeyResolver; readonly limit: number; readonly permits: number | undefined }
   | { readonly kind: 'read' | 'write'; readonly key: KeyResolver };
 
@@ -32,11 +32,15 @@ export interface LockSpec {
 export function lockOperator<T>(spec: LockSpec, locker: Locker, context: ExecutionContext): MonoTypeOperatorFunction<T> {
   const { target, acquire } = spec;
   switch (target.kind) {
-    case 'lock':
-      return locker.withLock(target.key(context), acquire);
+    case 'lock': {
+      const key = target.key(context);
+      // (anything else than a list goes to withLock, which names what is wrong with it)
+      return Array.isArray(key) ? lockAll(locker, key, acquire) : locker.withLock(key as string, acquire);
+    }
     case 'locks':
-      return locker.withLocks(
-        target.keys.map((key) => key(context)),
+      return lockAll(
+        locker,
+        target.keys.flatMap((key) => key(context)),
         acquire,
       );
     case 'permit':
@@ -46,4 +50,12 @@ export function lockOperator<T>(spec: LockSpec, locker: Locker, context: Executi
     case 'write':
       return locker.withWriteLock(target.key(context), acquire);
   }
+}
+
+/**
+ * Every key of `keys` at once (`withLocks`: all or none, one global order); none for an empty list,
+ * which a key function returns when the request names nothing to protect.
+ */
+function lockAll<T>(locker: Locker, keys: readonly string[], acquire: AcquireOptions): MonoTypeOperatorFunction<T> {
+  return keys.length === 0 ? identity : locker.withLocks(keys, acquire);
 }
