@@ -18,7 +18,7 @@ esac
 dir=${NEST_COMPAT_DIR:-$root/node_modules/.cache/nest-compat/$major}
 packages=(
   "@nestjs/common@^$major" "@nestjs/core@^$major" "@nestjs/platform-express@^$major" "@nestjs/platform-fastify@^$major"
-  "@nestjs/testing@^$major" "@nestjs/microservices@^$major" "@nestjs/config@^$config"
+  "@nestjs/testing@^$major" "@nestjs/microservices@^$major" "@nestjs/config@^$config" "@nestjs/schedule@^6"
 )
 stamp="$dir/.installed-$(echo "${packages[*]}" | cksum | cut -d' ' -f1)"
 if [ ! -f "$stamp" ]; then

@@ -30,6 +30,9 @@ export interface WithLockOptions extends AcquireOptions, HandlerLockOptions {}
  * {@link LockErrorOptions}). On a class, every handler of the class is locked; a handler's own
  * `@WithLock` replaces the class's.
  *
+ * Request handlers only: on a provider's method that Nest calls without a request (a `@Cron` job,
+ * an `@OnEvent` listener) no interceptor runs and `@WithLock` does nothing — use {@link Locked}.
+ *
  * Needs `LockModule` (imported in the handler's module, or global). Works on HTTP controllers
  * (Express and Fastify) and microservice handlers (`@MessagePattern`, `@EventPattern`: the key
  * comes from `{data…}`, failures arrive as `RpcException`); on GraphQL resolvers the key comes
