@@ -14,7 +14,7 @@
  * RECONNECTS_VERBOSE=1 prints the measured figures.
  */
 import { fileURLToPath } from 'node:url';
-import type { Redis } from 'ioredis';
+import { Redis as IORedis, type Redis } from 'ioredis';
 import { firstValueFrom, lastValueFrom, timer } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { createLocker, type AcquireOptions, type Locker } from '../../src/index.js';
@@ -22,6 +22,7 @@ import { RedisLockStore, type RedisLockStoreOptions } from '../../src/redis.js';
 import { countingClient, type CountingClient } from '../../support/countingClient.js';
 import type { FrozenRetrierSettings, RetrierReport, RetrierSample } from '../fixtures/frozenRetrier.js';
 import { exitOf, forkFixture, killIfRunning, messagesOf, within, CHILD_READY_MS } from '../support/children.js';
+import { cutProxy } from '../support/cutProxy.js';
 import { connect, EmbeddedRedis } from '../support/redis.js';
 import { redisSuite } from '../support/redisSuite.js';
 import { eventually, sleep } from '../support/timing.js';
@@ -324,6 +325,26 @@ describe("the store's own subscriber connection", () => {
   // runs of attackFuzz.test.ts under load. The inbox subscribes again itself (with the rejection
   // handled; the tests above show wake-ups coming back), so the connection the store makes has
   // ioredis' re-subscription off. (A subscriber you pass in is yours: set it off there too.)
+  it('closes without an unhandled rejection while its re-subscription after a reconnect waits for an answer', async () => {
+    const proxy = await cutProxy(suite.server.port);
+    suite.closers.push(() => proxy.close());
+    const client = new IORedis({ host: '127.0.0.1', port: proxy.port, maxRetriesPerRequest: null, retryStrategy: () => 20 });
+    client.on('error', () => undefined);
+    const store = new RedisLockStore(client);
+    const watch = store.watch!('k', 't', () => undefined);
+    await watch.ready;
+    // the link drops; the subscriber comes back, and its SUBSCRIBE never reaches Redis
+    const lost = proxy.loseNext('subscribe');
+    proxy.cutAll();
+    await lost;
+    // closed while that SUBSCRIBE waits: ioredis rejects it ("Connection is closed.")
+    watch.stop();
+    store.close();
+    client.disconnect();
+    // (an unhandled rejection is reported on a later turn of the event loop; the suite fails the test on one)
+    await sleep(200);
+  });
+
   it('is made with ioredis autoResubscribe off', async () => {
     const client = connect(suite.server);
     const store = new RedisLockStore(client);
