@@ -30,10 +30,10 @@ export async function cutProxy(targetPort: number): Promise<CutProxy> {
       pairs.delete(pair);
     };
     client.on('data', (chunk: Buffer) => {
-      const cut = armed;
-      if (cut !== undefined && cut.pattern.test(chunk.toString('latin1'))) {
+      const lose = armed;
+      if (lose?.pattern.test(chunk.toString('latin1'))) {
         armed = undefined;
-        cut.done();
+        lose.done();
         return;
       }
       if (!upstream.destroyed) upstream.write(chunk);
