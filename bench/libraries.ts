@@ -7,18 +7,22 @@
  */
 import { CLUSTER_SCENARIOS, QUORUM_SCENARIOS, type LockScenarioName, type Primitive, type ScenarioName, type ScenarioSpec } from './scenarios.js';
 
-export const LIBRARY_NAMES = ['rxjs-lock', 'redlock', 'redis-semaphore', 'baseline', 'store-only', 'script-floor'] as const;
+export const LIBRARY_NAMES = ['rxjs-lock', 'redlock', 'redis-semaphore', 'baseline', 'store-only', 'script-floor', 'quorum-floor'] as const;
 export type LibraryName = (typeof LIBRARY_NAMES)[number];
 export const PEERS: readonly LibraryName[] = ['redlock', 'redis-semaphore', 'baseline'];
 
 /**
- * References, not peers (./adapters/references.ts): rxjs-lock's store with no engine, and one
- * trivial script per call in the store's shape. They say how much of a gap to the baseline is the
- * engine, the store's protocol, or the cost of any script-based lock; never the best peer.
+ * References, not peers (./adapters/references.ts, ./adapters/quorumFloor.ts): rxjs-lock's store
+ * with no engine (on one server and on the uncontended quorums), one trivial script per call in
+ * the store's shape (one server), and the least a fenced quorum lock pays (one fencing script per
+ * node per acquire, a compare-and-delete per node per release). They say how much of a gap to the
+ * baseline (to redlock, on a quorum) is the engine, the store's protocol, the cost of any
+ * script-based lock or of fencing; never the best peer.
  */
 export const REFERENCES: ReadonlyArray<{ readonly library: LibraryName; readonly scenarios: readonly ScenarioName[] }> = [
-  { library: 'store-only', scenarios: ['uncontended', 'many-keys'] },
+  { library: 'store-only', scenarios: ['uncontended', 'many-keys', 'uncontended-3-nodes', 'uncontended-5-nodes'] },
   { library: 'script-floor', scenarios: ['uncontended', 'many-keys'] },
+  { library: 'quorum-floor', scenarios: ['uncontended-3-nodes', 'uncontended-5-nodes'] },
 ];
 
 export interface BenchEntry {
@@ -65,9 +69,10 @@ export const RXJS_LOCK_VARIANTS: readonly RxjsLockVariant[] = [
 
 /**
  * The libraries of the quorum scenarios (several independent Redis servers): rxjs-lock (its
- * RedlockStore) and redlock, the one peer that locks over independent masters.
+ * RedlockStore) and redlock, the one peer that locks over independent masters; and the two
+ * quorum references, in the scenarios {@link REFERENCES} gives them (the uncontended ones).
  */
-export const QUORUM_LIBRARIES: readonly LibraryName[] = ['rxjs-lock', 'redlock'];
+export const QUORUM_LIBRARIES: readonly LibraryName[] = ['rxjs-lock', 'redlock', 'store-only', 'quorum-floor'];
 /**
  * The libraries of the cluster scenario: rxjs-lock and every peer, each given an ioredis `Cluster`
  * client where it takes a `Redis` (they all run on one with no change: redlock with the Cluster

@@ -6,8 +6,9 @@
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { renderChart } from './chart.js';
+import { REFERENCES } from './libraries.js';
 import { floorAfterTurn, LATEST_PATH, physicalFloor, readRows, type ResultRow } from './results.js';
-import { FLOOR_GAP_MS, READ_MOSTLY_WRITE_SHARE, SEMAPHORE_LIMIT } from './scenarios.js';
+import { FLOOR_GAP_MS, READ_MOSTLY_WRITE_SHARE, SEMAPHORE_LIMIT, type ScenarioName } from './scenarios.js';
 import {
   bestPeer,
   CLUSTER_BUS_PER_ACQUISITION,
@@ -115,18 +116,22 @@ function scenarioTable(scenario: string, rows: readonly ResultRow[]): string {
   const base = rs.find((r) => r.library === 'baseline' && r.status === 'ok');
   const best = bestPeer(rows, scenario);
   switch (layoutOf(scenario)) {
-    case 'uncontended':
+    case 'uncontended': {
+      // (on a quorum the target compares with redlock; no baseline runs there)
+      const against = scenario === 'uncontended' ? 'baseline' : 'redlock';
+      const reference = rs.find((r) => r.library === against && r.status === 'ok');
       return columnsTable(rs, [
         ['library', labelCell],
         ['pair p50 µs', (r) => us(r.pairP50Ms)],
         ['pair p99 µs', (r) => us(r.pairP99Ms)],
-        ['÷ baseline p50', (r) => ratio(r.pairP50Ms, base?.pairP50Ms)],
+        [`÷ ${against} p50`, (r) => ratio(r.pairP50Ms, reference?.pairP50Ms)],
         ['acq/s', (r) => int(r.acquisitionsPerSec)],
         ['round trips/acq', (r) => num(r.roundTripsPerAcquisition)],
         ['server cmds/acq', (r) => num(r.serverCommandsPerAcquisition)],
         ['server CPU µs/acq', (r) => num(r.serverCpuUsPerAcquisition)],
         ['wait p50 ms', (r) => num(r.waitP50Ms, 3)],
       ]);
+    }
     case 'many-keys':
       return columnsTable(rs, [
         ['library', labelCell],
@@ -397,7 +402,12 @@ function scenarioText(scenario: string, all: readonly ResultRow[]): string {
       const model = scenario.startsWith('uncontended')
         ? `uncontended (one loop, acquire + release, ${seconds(3)})`
         : `hot-key-1ms (8 processes × 4 loops on one key, 1 ms hold, ${seconds(10)})`;
-      return `As ${model}, on a quorum of ${nodes} independent Redis servers (the bench's own and ${Number(nodes) - 1} more started beside it, pinned alike): rxjs-lock's \`RedlockStore\` with its defaults against redlock with its defaults over the same servers. Round trips count one per server called. Target: rxjs-lock's uncontended pair p50 ≤ ${QUORUM_VS_SINGLE} × its own on one server in the same run, and below redlock's; on the hot key at least redlock's throughput, with no timeout and no overlap.`;
+      // (described when this run has them: an older result, or a BENCH_LIBRARIES subset, may not)
+      const withReferences = rows.some((r) => REFERENCES.some((ref) => ref.library === r.library && ref.scenarios.includes(scenario as ScenarioName)));
+      const references = withReferences
+        ? " Two references run beside them (not peers, see How each library is used): **store-only**, the same `RedlockStore` called directly with no engine, and **quorum-floor**, the least a fenced quorum lock pays: one script per node per acquire that sets the key and writes its fence record, one compare-and-delete per node per release. Between rxjs-lock and store-only lies the engine's cost; between store-only and quorum-floor, the quorum store's client machinery and its scripts' extra work (hints, fence blocks); between quorum-floor and redlock, what fencing costs (redlock has no fences). The target's line gives both references' pair p50 as a ratio to redlock's."
+        : '';
+      return `As ${model}, on a quorum of ${nodes} independent Redis servers (the bench's own and ${Number(nodes) - 1} more started beside it, pinned alike): rxjs-lock's \`RedlockStore\` with its defaults against redlock with its defaults over the same servers. Round trips count one per server called; server commands and server CPU are summed over the servers. Target: rxjs-lock's uncontended pair p50 ≤ ${QUORUM_VS_SINGLE} × its own on one server in the same run, and below redlock's; on the hot key at least redlock's throughput, with no timeout and no overlap.${references}`;
     }
     case 'semaphore-hot':
       return `As hot-key-1ms (8 processes × 4 loops on one key, 1 ms hold, ${seconds(10)}), on a counting semaphore of ${SEMAPHORE_LIMIT} permits: every acquisition takes 1, so up to ${SEMAPHORE_LIMIT} holders hold at once and 28 loops wait. rxjs-lock: \`locker.acquirePermit(key, { limit: ${SEMAPHORE_LIMIT}, waitTimeout, ttl })\`, then \`lease.release()\` (waiters queue in one line per key, first come first served, woken by pub/sub). redis-semaphore: \`new Semaphore(redis, key, ${SEMAPHORE_LIMIT}, { acquireTimeout, lockTimeout })\` with its defaults (a sorted set of holders; a refused acquire retries every 10 ms). **most holders at once** counts the critical sections open together, from the timestamps every process recorded right after its acquire resolved and right before it called release (a sweep over them on the machine-wide monotonic clock, no extra Redis traffic); those sections lie inside the real holds, so a correct semaphore never shows more than ${SEMAPHORE_LIMIT}, and a run that shows more is **failed**: its row gives the failure instead of figures. Targets: rxjs-lock's throughput and Jain index at least redis-semaphore's, its round trips per acquisition at most redis-semaphore's. ${afterWarmupText(rows)}`;
@@ -497,7 +507,7 @@ export function renderReport(rows: readonly ResultRow[]): string {
         [
           '`BENCH_LIBRARIES`',
           'all',
-          'comma-separated subset of `rxjs-lock,redlock,redis-semaphore,baseline,store-only,script-floor` (engine-cpu runs only with rxjs-lock; the last two are references, run in uncontended and many-keys only)',
+          'comma-separated subset of `rxjs-lock,redlock,redis-semaphore,baseline,store-only,script-floor,quorum-floor` (engine-cpu runs only with rxjs-lock; the last three are references: store-only runs in uncontended, many-keys, uncontended-3-nodes and uncontended-5-nodes, script-floor in uncontended and many-keys, quorum-floor in uncontended-3-nodes and uncontended-5-nodes)',
         ],
         ['`BENCH_NO_PIN`', 'unset', '`1`: do not pin with taskset'],
       ],
@@ -578,10 +588,13 @@ export function renderReport(rows: readonly ResultRow[]): string {
     '- **baseline**: `SET key token NX PX ttl`; after a failed attempt a fixed 10 ms sleep (cut to what is left of the wait); release by a compare-and-delete Lua script called with `EVALSHA` (`EVAL` once on `NOSCRIPT`).',
   );
   out.push(
-    "- **store-only** (a reference, not a peer; uncontended and many-keys only): rxjs-lock's `RedisLockStore` called directly, no engine: `store.tryAcquire(key, token, ttl)`, the baseline's 10 ms sleep after a refusal, then `store.release(key, token, grant)`. Between it and rxjs-lock lies the engine's cost; between it and the baseline, the store's protocol (its scripts' work on the server, their calls on the client).",
+    "- **store-only** (a reference, not a peer; uncontended, many-keys, uncontended-3-nodes and uncontended-5-nodes only): rxjs-lock's `RedisLockStore` called directly, no engine: `store.tryAcquire(key, token, ttl)`, the baseline's 10 ms sleep after a refusal, then `store.release(key, token, grant)`; on the quorums the same with `new RedlockStore(clients)` (its defaults, one connection to each server, as rxjs-lock's run builds it). Between it and rxjs-lock lies the engine's cost; between it and the baseline, the store's protocol (its scripts' work on the server, their calls on the client).",
   );
   out.push(
     "- **script-floor** (a reference, not a peer; uncontended and many-keys only): the baseline's loop, but acquire and release are each one Lua script called with `EVALSHA`, in the store's shape (the four keys of a lock, the same arguments), doing only what the baseline does (`SET NX PX`; compare-and-delete). The least a lock pays whose acquire and release are one script call each. A target it misses too is out of reach of any script-based lock in this layout.",
+  );
+  out.push(
+    "- **quorum-floor** (a reference, not a peer; uncontended-3-nodes and uncontended-5-nodes only): the least a *fenced* quorum lock pays in one round per acquire and one per release. Acquire: one Lua script per node with `EVALSHA`, sent to every node at once, in the quorum store's shape (its four keys, the same arguments: token, ttl, fences, floor, inbox), doing only `SET key token NX PX ttl` and, when set, the fence: the server's clock (`TIME`) in fence seeds, the node's fence record, the block start = max(clock, record, floor − 1), the record written with `SET … PX` until the clock passes it. Held once a majority granted (fence: the highest answered), as redlock decides; else released everywhere and tried again after the baseline's 10 ms sleep. Release: compare-and-delete on every node, done once a majority answered, as redlock's. The floor is the client's wall clock + 2 ms, right only because every server runs on this machine: a reference, not a safe lock. Between it and redlock lies what fencing costs (a fence record written on each node on each grant; redlock has no fences); between rxjs-lock and it, the engine, the quorum store's client machinery, its hints and the rest of its scripts' work (the release's fence record among it). A target it misses too is out of reach of any lock that fences this way.",
   );
   out.push('');
   out.push(

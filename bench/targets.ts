@@ -4,6 +4,7 @@
  */
 import { PEERS, REFERENCES } from './libraries.js';
 import { floorAfterTurn, physicalFloor, type ResultRow } from './results.js';
+import type { ScenarioName } from './scenarios.js';
 
 export interface TargetResult {
   readonly scenario: string;
@@ -243,7 +244,14 @@ export function evaluateTargets(rows: readonly ResultRow[]): TargetResult[] {
       if (!usable(redlock) || redlock.pairP50Ms === null) missing(s, vsRedlock, 'redlock did not run');
       else {
         const ratio = rx.pairP50Ms / redlock.pairP50Ms;
-        judge(s, vsRedlock, ratio < 1, `${fmt(rx.pairP50Ms * 1000, 1)} µs vs ${fmt(redlock.pairP50Ms * 1000, 1)} µs: ×${fmt(ratio)}`, ratio);
+        const floors = references(rows, s, (r) => (r.pairP50Ms === null ? null : r.pairP50Ms / redlock.pairP50Ms!));
+        judge(
+          s,
+          vsRedlock,
+          ratio < 1,
+          `${fmt(rx.pairP50Ms * 1000, 1)} µs vs ${fmt(redlock.pairP50Ms * 1000, 1)} µs: ×${fmt(ratio)}${serverCpu(rx, redlock)}${floors}`,
+          ratio,
+        );
       }
     }
     {
@@ -356,20 +364,24 @@ function didNotRun(label: string, row: ResultRow | undefined): string {
 }
 
 /**
- * The references of the same run against the baseline (see bench/adapters/references.ts): the
- * store with no engine, and one trivial script per call in the store's shape. A target the
- * references miss too is out of reach of anything built on this protocol, or on scripts at all.
+ * The references of `scenario` in the same run, each as `versus` gives it against the row the
+ * target compares with (the baseline on one server, redlock on a quorum; see
+ * bench/adapters/references.ts and quorumFloor.ts): the store with no engine, one trivial script
+ * per call in the store's shape, the least a fenced quorum lock pays. A target the references miss
+ * too is out of reach of anything built on this protocol, on scripts at all, or with fences.
  */
-function references(rows: readonly ResultRow[], scenario: string, versusBaseline: (r: ResultRow) => number | null): string {
-  const parts = REFERENCES.map(({ library }) => {
-    const r = find(rows, scenario, library);
-    const value = usable(r) ? versusBaseline(r) : null;
-    return value === null ? null : `${library} ×${fmt(value)}`;
-  }).filter((p) => p !== null);
+function references(rows: readonly ResultRow[], scenario: string, versus: (r: ResultRow) => number | null): string {
+  const parts = REFERENCES.filter((ref) => ref.scenarios.includes(scenario as ScenarioName))
+    .map(({ library }) => {
+      const r = find(rows, scenario, library);
+      const value = usable(r) ? versus(r) : null;
+      return value === null ? null : `${library} ×${fmt(value)}`;
+    })
+    .filter((p) => p !== null);
   return parts.length === 0 ? '' : `; references: ${parts.join(', ')}`;
 }
 
-/** The server's CPU per acquisition of both, where measured: the part of a gap that the scripts' work on the server explains. */
+/** The server's CPU per acquisition of both (summed over the servers of a quorum), where measured: the part of a gap that the scripts' work on the server explains. */
 function serverCpu(rx: ResultRow, base: ResultRow): string {
   if (rx.serverCpuUsPerAcquisition === null || base.serverCpuUsPerAcquisition === null) return '';
   return `; server CPU/acq ${fmt(rx.serverCpuUsPerAcquisition, 1)} vs ${fmt(base.serverCpuUsPerAcquisition, 1)} µs`;

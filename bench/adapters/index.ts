@@ -20,6 +20,8 @@ export async function createAdapter(entry: BenchEntry, ctx: AdapterContext): Pro
       return (await import('./references.js')).createStoreOnly(ctx);
     case 'script-floor':
       return (await import('./references.js')).createScriptFloor(ctx);
+    case 'quorum-floor':
+      return (await import('./quorumFloor.js')).createQuorumFloor(ctx);
   }
 }
 
@@ -35,5 +37,6 @@ export async function preloadAdapters(): Promise<void> {
     import('./redisSemaphore.js'),
     import('./baseline.js'),
     import('./references.js'),
+    import('./quorumFloor.js'),
   ]);
 }

@@ -1,47 +1,50 @@
 /**
- * Two references that are not libraries, to say where a gap to the baseline comes from (the
- * uncontended and many-keys scenarios run them; see ../libraries.ts):
+ * References that are not libraries, to say where a gap to the baseline (on one server) or to
+ * redlock (on a quorum) comes from (see ../libraries.ts for where each runs):
  *
- * - `store-only`: rxjs-lock's `RedisLockStore` called directly, with no engine above it:
- *   `tryAcquire` then `release` with the grant, the baseline's 10 ms sleep between refused tries.
- *   What is left between it and rxjs-lock is the engine's cost; what is left between it and the
- *   baseline is the store's protocol (its scripts on the server, their calls on the client).
- * - `script-floor`: the baseline's loop, but each call a Lua script sent with EVALSHA in the
- *   store's shape (the four keys of a lock, the same arguments), which does only what the
+ * - `store-only`: rxjs-lock's store called directly, with no engine above it: `tryAcquire` then
+ *   `release` with the grant, the baseline's 10 ms sleep between refused tries. On one server
+ *   `RedisLockStore`; in the uncontended quorum scenarios `RedlockStore` over one connection to
+ *   each server, with its defaults (as rxjs-lock's run builds it). What is left between it and
+ *   rxjs-lock is the engine's cost; what is left between it and the baseline is the store's
+ *   protocol (its scripts on the server, their calls on the client).
+ * - `script-floor` (one server): the baseline's loop, but each call a Lua script sent with EVALSHA
+ *   in the store's shape (the four keys of a lock, the same arguments), which does only what the
  *   baseline does (SET NX PX; compare-and-delete). The least any lock pays whose acquire and
  *   release are one script call each: the floor below the store's protocol.
+ * - `quorum-floor` (the uncontended quorum scenarios): ./quorumFloor.ts.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type * as RedisEntry from '../../src/redis.js';
 import { evalScript, pollForLock } from './baseline.js';
-import { AcquireTimeout, Background, holdRacingAbort, type AdapterContext, type Held, type LockAdapter, type Limits } from './types.js';
+import { adapterOf, type AdapterContext, type LockAdapter, type Limits } from './types.js';
 
-const { RedisLockStore } = (await import(new URL('../../dist/esm/redis.js', import.meta.url).href)) as typeof RedisEntry;
+const { RedisLockStore, RedlockStore } = (await import(new URL('../../dist/esm/redis.js', import.meta.url).href)) as typeof RedisEntry;
 
-/** The adapter around an `acquire`: holdUntilAborted the baseline's way. */
-function adapterOf(acquire: (name: string, limits: Limits) => Promise<Held>, close: () => Promise<void>): LockAdapter {
-  const background = new Background();
-  return {
-    storeKey: (name) => name,
-    acquire,
-    holdUntilAborted: (name, limits, signal, section) =>
-      holdRacingAbort(acquire(name, limits), background, signal, section, (e) => e instanceof AcquireTimeout),
-    settle: () => background.settle(),
-    close,
-  };
-}
+/** The part of a store that store-only calls. */
+type CalledStore = Pick<InstanceType<typeof RedisLockStore>, 'tryAcquire' | 'release'>;
 
 export async function createStoreOnly(ctx: AdapterContext): Promise<LockAdapter> {
-  const redis = await ctx.connect();
-  // No wake-ups: nothing waits in line here, and the subscriber connection would be one more.
-  const store = new RedisLockStore(redis, { wakeUp: false });
+  let store: CalledStore;
+  let close: () => Promise<void> = async () => undefined;
+  if (ctx.nodeCount > 1) {
+    // RedlockStore with its defaults, as rxjs-lock's quorum run builds it (../adapters/rxjsLock.ts):
+    // the same script arguments (its hint inbox among them). Its hint connections open on the
+    // first wait only (WakeInbox.watch), which store-only never does.
+    const quorumStore = new RedlockStore(await ctx.connectNodes());
+    store = quorumStore;
+    close = async () => quorumStore.close();
+  } else {
+    // No wake-ups: nothing waits in line here, and the subscriber connection would be one more.
+    store = new RedisLockStore(await ctx.connect(), { wakeUp: false });
+  }
   const acquire = (name: string, limits: Limits) => {
     const token = randomUUID();
     return pollForLock(
       async () => {
         const result = await store.tryAcquire(name, token, limits.ttlMs);
         if (!result.acquired) return null;
-        const grant = { fence: result.fence, fences: 1, answeredAt: performance.now() };
+        const grant = { fence: result.fence, fences: result.fences ?? 1, answeredAt: performance.now() };
         return {
           release: () =>
             store.release(name, token, grant).then(
@@ -54,7 +57,7 @@ export async function createStoreOnly(ctx: AdapterContext): Promise<LockAdapter>
       limits,
     );
   };
-  return adapterOf(acquire, async () => undefined);
+  return adapterOf(acquire, close);
 }
 
 // The shapes of the store's calls: acquire(lock, fence, line, places; token, ttl, fences) and

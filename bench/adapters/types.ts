@@ -124,6 +124,22 @@ export async function holdRacingAbort(
   return 'held';
 }
 
+/**
+ * The adapter around an `acquire` that cannot be cancelled (the references'): its
+ * holdUntilAborted is the baseline's naive one, {@link holdRacingAbort}.
+ */
+export function adapterOf(acquire: (name: string, limits: Limits) => Promise<Held>, close: () => Promise<void>): LockAdapter {
+  const background = new Background();
+  return {
+    storeKey: (name) => name,
+    acquire,
+    holdUntilAborted: (name, limits, signal, section) =>
+      holdRacingAbort(acquire(name, limits), background, signal, section, (e) => e instanceof AcquireTimeout),
+    settle: () => background.settle(),
+    close,
+  };
+}
+
 /** Keeps the promises of work left running in the background, so `settle()` can wait for them. */
 export class Background {
   private readonly pending = new Set<Promise<unknown>>();
