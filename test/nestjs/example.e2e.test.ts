@@ -1,16 +1,18 @@
 /**
  * Runs examples/nest: two instances of the example application on one private Redis, configured
- * through @nestjs/config (REDIS_URL), with reservations that must not lose an update and an SSE
- * route that is exclusive per report.
+ * through @nestjs/config (REDIS_URL), with reservations that must not lose an update, an SSE
+ * route that is exclusive per report, and a scheduled job that runs on one instance per tick.
  */
 import 'reflect-metadata';
 import { request as httpRequest } from 'node:http';
 import type { INestApplication } from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
 import { filter, firstValueFrom } from 'rxjs';
 import request from 'supertest';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { AppModule } from '../../examples/nest/src/app.module.js';
+import { SnapshotJob } from '../../examples/nest/src/snapshot.job.js';
 import { StockService } from '../../examples/nest/src/stock.service.js';
 import type { Locker } from '../../src/index.js';
 import { LOCKER } from '../../src/nestjs.js';
@@ -23,6 +25,8 @@ async function startExample(): Promise<{ app: INestApplication; url: string }> {
   const app = (await Test.createTestingModule({ imports: [AppModule] }).compile()).createNestApplication({ logger: false });
   await app.listen(0, '127.0.0.1');
   suite.closers.push(() => app.close());
+  // the tests fire the scheduled job themselves: the minute's tick must not add a run of its own
+  for (const job of app.get(SchedulerRegistry).getCronJobs().values()) void job.stop();
   return { app, url: (await app.getUrl()).replace('[::1]', '127.0.0.1') };
 }
 
@@ -70,6 +74,19 @@ describe('examples/nest', () => {
     await stock.restock('sku-2', 100);
     await Promise.all(Array.from({ length: 10 }, () => stock.reserve('sku-2', 1)));
     expect(await stock.level('sku-2')).toBeGreaterThan(90);
+  });
+
+  it('runs the scheduled job on one instance when it fires on both at once; the other skips', async () => {
+    const [a, b] = [await startExample(), await startExample()];
+    const stock = a.app.get(StockService);
+    await stock.restock('sku-1', 7);
+    // the minute's tick, on both instances at the same moment
+    await Promise.all([a.app.get(SnapshotJob).snapshot(), b.app.get(SnapshotJob).snapshot()]);
+    expect((await stock.snapshots()).map((s) => s.levels)).toEqual([{ 'sku-1': 7 }]);
+    expect(await suite.admin.exists('lock:job:stock-snapshot')).toBe(0);
+    // the same work without the lock writes the minute twice: what the test would catch
+    await Promise.all([stock.snapshot(), b.app.get(StockService).snapshot()]);
+    expect(await stock.snapshots()).toHaveLength(3);
   });
 
   it('streams one build per report: a second client gets 409, and the lock goes with the first client', async () => {

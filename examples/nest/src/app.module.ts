@@ -1,12 +1,14 @@
 /**
  * The example application: LockModule wired from @nestjs/config (REDIS_URL, LOCK_WAIT_MS), a REST
- * route and an SSE route under @WithLock.
+ * route and an SSE route under @WithLock, and a scheduled job under @Locked.
  */
 import { Module } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
+import { ScheduleModule } from '@nestjs/schedule';
 import { LockModule } from 'rxjs-lock/nestjs';
 import { InventoryController } from './inventory.controller.js';
 import { ReportsController } from './reports.controller.js';
+import { SnapshotJob } from './snapshot.job.js';
 import { StockService } from './stock.service.js';
 
 @Module({
@@ -21,8 +23,9 @@ import { StockService } from './stock.service.js';
       }),
       isGlobal: true,
     }),
+    ScheduleModule.forRoot(),
   ],
   controllers: [InventoryController, ReportsController],
-  providers: [StockService],
+  providers: [StockService, SnapshotJob],
 })
 export class AppModule {}

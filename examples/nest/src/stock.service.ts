@@ -32,6 +32,24 @@ export class StockService implements OnApplicationShutdown {
     return { reserved: true, left: level - units };
   }
 
+  /**
+   * Appends every SKU's level to the history (`stock:snapshots`), with the time. Not idempotent:
+   * two instances that run it for the same minute write it twice (see SnapshotJob).
+   */
+  async snapshot(): Promise<void> {
+    const levels: Record<string, number> = {};
+    for (const key of await this.redis.keys('stock:*')) {
+      if (key === 'stock:snapshots') continue;
+      levels[key.slice('stock:'.length)] = Number(await this.redis.get(key));
+    }
+    await sleep(20); // a report to render: the window a second run needs
+    await this.redis.rpush('stock:snapshots', JSON.stringify({ at: new Date().toISOString(), levels }));
+  }
+
+  async snapshots(): Promise<Array<{ at: string; levels: Record<string, number> }>> {
+    return (await this.redis.lrange('stock:snapshots', 0, -1)).map((entry) => JSON.parse(entry));
+  }
+
   async onApplicationShutdown(): Promise<void> {
     await this.redis.quit();
   }

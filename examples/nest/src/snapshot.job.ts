@@ -1,0 +1,21 @@
+/**
+ * A scheduled job that every instance of the service schedules: `@Locked` with `onBusy: 'skip'`
+ * runs each tick on one instance, and the others skip it (`@WithLock` would do nothing here: Nest
+ * runs no interceptor around a scheduled method).
+ */
+import { Inject, Injectable } from '@nestjs/common';
+import { Cron, CronExpression } from '@nestjs/schedule';
+import { Locked } from 'rxjs-lock/nestjs';
+import { StockService } from './stock.service.js';
+
+@Injectable()
+export class SnapshotJob {
+  constructor(@Inject(StockService) private readonly stock: StockService) {}
+
+  /** Every minute, on one instance: the stock levels appended to the history. */
+  @Cron(CronExpression.EVERY_MINUTE)
+  @Locked('job:stock-snapshot', { onBusy: 'skip' })
+  async snapshot(): Promise<void> {
+    await this.stock.snapshot();
+  }
+}
