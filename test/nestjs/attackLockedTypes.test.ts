@@ -1,0 +1,146 @@
+/**
+ * Attack review of `@Locked`'s types. What the compiler accepts and refuses is checked twice:
+ * classes below are compiled by `tsc` over test/ (refusals marked `@ts-expect-error`, never run),
+ * and snippets that should compile but do not are compiled here with the TypeScript API, so a
+ * defect shows as a failing (`it.fails`) test instead of breaking the type check.
+ */
+import { resolve } from 'node:path';
+import { Injectable } from '@nestjs/common';
+import { Observable, of } from 'rxjs';
+import ts from 'typescript';
+import { beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
+import { Locked } from '../../src/nestjs.js';
+
+interface Order {
+  readonly id: string;
+  readonly skus: readonly string[];
+}
+
+describe('@Locked types (checked by tsc)', () => {
+  it('refuses methods returning an Observable or a plain value, and a key function of another argument type', () => {
+    const rejectedByTheCompiler = () => {
+      @Injectable()
+      class Refused {
+        // @ts-expect-error: an Observable is not awaited by @Locked (use withLock in the body)
+        @Locked('k')
+        stream(): Observable<number> {
+          return of(1);
+        }
+
+        // @ts-expect-error: a plain value (the call would become a Promise of it)
+        @Locked('k')
+        plain(): number {
+          return 1;
+        }
+
+        // @ts-expect-error: the key function takes an Order, the method a number
+        @Locked((order: Order) => `order:${order.id}`)
+        async wrongArgument(n: number): Promise<void> {
+          void n;
+        }
+      }
+      return Refused;
+    };
+    expectTypeOf(rejectedByTheCompiler).toBeFunction();
+  });
+
+  it('accepts a fixed key on a method with any parameters, a matching key function, a list, void and Promise returns', () => {
+    const acceptedByTheCompiler = () => {
+      @Injectable()
+      class Accepted {
+        @Locked('k')
+        async withParameters(a: string, b: number): Promise<string> {
+          return a + b;
+        }
+
+        @Locked((order: Order) => order.skus.map((sku) => `sku:${sku}`))
+        async reserve(order: Order): Promise<void> {
+          void order;
+        }
+
+        @Locked('k')
+        nothing(): void {}
+      }
+      return Accepted;
+    };
+    expectTypeOf(acceptedByTheCompiler).toBeFunction();
+  });
+});
+
+/** Compiles snippets (placed in test/nestjs/, importing the sources) with the project's tsconfig. */
+function compileSnippets(snippets: Record<string, string>): Record<string, string[]> {
+  const root = resolve(import.meta.dirname, '../..');
+  const config = ts.getParsedCommandLineOfConfigFile(resolve(root, 'tsconfig.json'), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => {} });
+  if (config === undefined) throw new Error('tsconfig.json not parsed');
+  const files = new Map(Object.entries(snippets).map(([name, text]) => [resolve(root, 'test/nestjs', `__snippet_${name}.ts`), text]));
+  const host = ts.createCompilerHost(config.options);
+  const getSourceFile = host.getSourceFile.bind(host);
+  const fileExists = host.fileExists.bind(host);
+  host.getSourceFile = (name, language, ...rest) => {
+    const text = files.get(name);
+    return text === undefined ? getSourceFile(name, language, ...rest) : ts.createSourceFile(name, text, language);
+  };
+  host.fileExists = (name) => files.has(name) || fileExists(name);
+  const program = ts.createProgram([...files.keys()], { ...config.options, noEmit: true }, host);
+  const result: Record<string, string[]> = {};
+  for (const [path] of files) {
+    const name = path.slice(path.lastIndexOf('__snippet_') + '__snippet_'.length, -'.ts'.length);
+    result[name] = ts.getPreEmitDiagnostics(program, program.getSourceFile(path)).map((d) => ts.flattenDiagnosticMessageText(d.messageText, ' '));
+  }
+  return result;
+}
+
+const header = `
+import { Injectable } from '@nestjs/common';
+import { Observable, of } from 'rxjs';
+import { Locked } from '../../src/nestjs.js';
+interface Payload { readonly id: string; readonly body: string }
+`;
+
+describe('@Locked types (compiled here)', () => {
+  let diagnostics: Record<string, string[]>;
+  beforeAll(() => {
+    diagnostics = compileSnippets({
+      // controls: the harness sees what tsc sees
+      control_ok: `${header}
+@Injectable() export class A {
+  @Locked((p: Payload) => 'job:' + p.id)
+  async run(p: Payload): Promise<void> { void p; }
+}`,
+      control_refused: `${header}
+@Injectable() export class A {
+  @Locked('k')
+  run(): Observable<number> { return of(1); }
+}`,
+      // a queue processor's (job, token) or an event's (payload, meta): the key needs the first only
+      first_of_two: `${header}
+@Injectable() export class A {
+  @Locked((p: Payload) => 'job:' + p.id)
+  async process(p: Payload, attempt: number): Promise<void> { void p; void attempt; }
+}`,
+      // a key from the provider's own state, on a method that takes arguments
+      no_arguments: `${header}
+@Injectable() export class A {
+  tenant = 't1';
+  @Locked(function (this: A) { return 'tenant:' + this.tenant; })
+  async process(p: Payload): Promise<void> { void p; }
+}`,
+    });
+  }, 60_000);
+
+  it('the harness: a matching key function compiles, an Observable method does not', () => {
+    expect(diagnostics.control_ok).toEqual([]);
+    expect(diagnostics.control_refused!.join()).toMatch(/Unable to resolve signature of method decorator/);
+  });
+
+  // DEFECT: LockedMethodDecorator<A> requires M extends (...args: A) => …, so a method with more
+  // parameters than the key function takes ("Target signature provides too few arguments") is
+  // refused, although at run time the key function simply ignores the rest.
+  it.fails('a key function of the first argument fits a method with two parameters', () => {
+    expect(diagnostics.first_of_two).toEqual([]);
+  });
+
+  it.fails('a key function of no arguments (the provider as this) fits a method with a parameter', () => {
+    expect(diagnostics.no_arguments).toEqual([]);
+  });
+});
