@@ -402,6 +402,55 @@ class TransientWork extends Work {}
 @Injectable({ scope: Scope.REQUEST })
 class RequestWork extends Work {}
 
+/** Methods with short leases, for a Redis that stops answering. */
+@Injectable()
+class Fragile {
+  constructor(@Inject(PROBE) private readonly probe: Probe) {}
+
+  @Locked('fragile:held', { ttl: 600 })
+  async held(gate: string): Promise<void> {
+    this.probe.note('enter', gate, '');
+    await this.probe.gate(gate);
+    throw new Error(`late failure of ${gate}`);
+  }
+
+  @Locked('fragile:skip', { onBusy: 'skip' })
+  async skip(): Promise<string> {
+    return 'ran';
+  }
+}
+
+describe('@Locked: Redis stops answering (SIGSTOP)', () => {
+  it('a lease lost to a frozen Redis rejects the call; a skip call meanwhile rejects; its late grant is given back once Redis answers; nothing unhandled', async () => {
+    const probe = new Probe();
+    const moduleRef = await instance('a', probe, [Fragile], { locker: { commandTimeout: 200 } });
+    const events: LockEvent[] = [];
+    const watch = moduleRef.get<Locker>(LOCKER).events$.subscribe((e) => events.push(e));
+    suite.closers.push(() => watch.unsubscribe());
+    const fragile = moduleRef.get(Fragile);
+    const held = failure(fragile.held('h'));
+    await probe.waitFor('enter', 'h');
+    suite.server.pause();
+    suite.closers.push(() => suite.server.resume());
+    try {
+      const lost = await held;
+      expect(isLockLostError(lost), lost.message).toBe(true);
+      // a store failure is not "busy": skip rejects too (a @Cron job logs it; it does not crash)
+      const skipped = await failure(fragile.skip());
+      expect(skipped.name, skipped.message).toBe('LockStoreError');
+      probe.open('h');
+    } finally {
+      suite.server.resume();
+    }
+    // the frozen server ran the skip's acquisition when it woke: the locker gives that grant back
+    await until(() => events.some((e) => e.type === 'abandoned-released' && e.key === 'fragile:skip'), 'the late grant given back', 5_000);
+    expect(await suite.admin.exists('lock:fragile:skip')).toBe(0);
+    // the lost lease expires on its own (ttl 600 ms); the next calls work
+    await until(async () => (await leftovers()).length === 0, 'the lost lease expires', 5_000);
+    expect(await fragile.skip()).toBe('ran');
+  });
+});
+
 describe('@Locked: this, subclasses, scopes, providers Nest did not construct', () => {
   it('a detached call (const f = work.held; f()) rejects with LockOptionsError, never a synchronous throw, and runs nothing', async () => {
     const probe = new Probe();
