@@ -59,15 +59,18 @@ export function validateKey(key: unknown, option = 'key'): string {
 }
 
 /**
- * The keys of a multi-key acquisition: a non-empty array of at most {@link MAX_KEYS} keys, each a
- * valid key (named `keys[i]` when it is not). Duplicates are allowed here: the engine takes each
- * distinct key once.
+ * The keys of a multi-key acquisition: a non-empty array of valid keys (named `keys[i]` when one is
+ * not), at most {@link MAX_KEYS} of them distinct. Duplicates are allowed and not counted: the
+ * engine takes each distinct key once (a list made from data, such as an order's SKUs, repeats).
  */
 export function validateKeys(keys: unknown, option = 'keys'): readonly string[] {
-  if (!Array.isArray(keys) || keys.length === 0 || keys.length > MAX_KEYS) {
-    throw new LockOptionsError(option, `a non-empty array of at most ${MAX_KEYS} keys`, keys);
+  if (!Array.isArray(keys) || keys.length === 0) {
+    throw new LockOptionsError(option, `a non-empty array of at most ${MAX_KEYS} distinct keys`, keys);
   }
   keys.forEach((key: unknown, i) => validateKey(key, `${option}[${i}]`));
+  if (keys.length > MAX_KEYS && new Set(keys).size > MAX_KEYS) {
+    throw new LockOptionsError(option, `a non-empty array of at most ${MAX_KEYS} distinct keys`, keys);
+  }
   return keys as readonly string[];
 }
 

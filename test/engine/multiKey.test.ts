@@ -72,6 +72,8 @@ describe('validation', () => {
       expect(optionOf(() => take([] as never))).toBe('keys');
       expect(optionOf(() => take('a' as never))).toBe('keys');
       expect(optionOf(() => take(Array.from({ length: 65 }, (_, i) => `k${i}`) as never))).toBe('keys');
+      // at most 64 distinct keys: duplicates are not counted (65 entries of 64 keys are fine)
+      expect(optionOf(() => take([...Array.from({ length: 64 }, (_, i) => `k${i}`), 'k0'] as never))).toBeUndefined();
       expect(optionOf(() => take(['a', ''] as never))).toBe('keys[1]');
       expect(optionOf(() => take(['a', 7] as never))).toBe('keys[1]');
       expect(optionOf(() => take(['a', 'b\uD800'] as never))).toBe('keys[1]');
@@ -87,9 +89,13 @@ describe('validation', () => {
   });
 
   it('counts a key given twice once, toward the limit too', async () => {
+    // 66 entries naming 64 keys: taken, each key once (the limit is on distinct keys)
     const keys = [...Array.from({ length: 64 }, (_, i) => `k${i}`), 'k0', 'k1'];
-    // (66 entries: refused as an array before duplicates are dropped — the limit is on what is passed)
-    expect(optionOf(() => locker.acquireLocks(keys))).toBe('keys');
+    const all = await firstValueFrom(locker.acquireLocks(keys));
+    expect(all.keys).toHaveLength(64);
+    await all.release();
+    // 65 distinct keys among 66 entries: refused
+    expect(optionOf(() => locker.acquireLocks([...keys.slice(0, 65), 'k64']))).toBe('keys');
     const locks = await firstValueFrom(locker.acquireLocks(['k1', 'k0', 'k1']));
     expect(locks.keys).toEqual(['k0', 'k1']);
     await locks.release();

@@ -15,7 +15,7 @@ import { LOCKER } from './tokens.js';
  * The key of a `@Locked` method: a fixed key, or a function of the method's arguments (called with
  * the provider as `this`, before the lock is taken) that returns a key or a list of keys. A list is
  * locked all or none, as `locker.usingLocks` does (one global order, one `waitTimeout`, at most 64
- * keys); an empty list names nothing to protect, and the method then runs without a lock.
+ * distinct keys); an empty list names nothing to protect, and the method then runs without a lock.
  *
  * @example
  * ```ts
@@ -43,8 +43,9 @@ const LOCKED_LOCKER: unique symbol = Symbol.for('rxjs-lock/nestjs:locked-locker'
 const injected = new WeakSet<object>();
 
 /**
- * The decorator `@Locked` returns, for methods that take the arguments its key function takes and
- * return a Promise or nothing (a method that returns an Observable uses `withLock` in its body).
+ * The decorator `@Locked` returns, for methods whose first parameters are those its key function
+ * takes (a key function may take fewer: a queue processor's `(job, token)` keyed by the job) and
+ * that return a Promise or nothing (a method that returns an Observable uses `withLock` in its body).
  *
  * @typeParam M The decorated method's type, kept as it is declared.
  * @example
@@ -52,7 +53,7 @@ const injected = new WeakSet<object>();
  * const perAccount: LockedMethodDecorator<[Transfer]> = Locked((t: Transfer) => [`account:${t.from}`, `account:${t.to}`]);
  * ```
  */
-export type LockedMethodDecorator<A extends unknown[]> = <M extends (...args: A) => Promise<unknown> | void>(
+export type LockedMethodDecorator<A extends unknown[]> = <M extends (...args: [...A, ...never[]]) => Promise<unknown> | void>(
   target: object,
   name: string | symbol,
   descriptor: TypedPropertyDescriptor<M>,
@@ -75,6 +76,12 @@ export type LockedMethodDecorator<A extends unknown[]> = <M extends (...args: A)
  *   otherwise it waits up to `waitTimeout` and rejects with `LockTimeoutError`.
  * - **Lost** while the method runs (the holder froze, Redis was unreachable): the call rejects with
  *   `LockLostError`; an Observable is unsubscribed, a Promise cannot be stopped.
+ * - **Await the call**, or leave it to a caller that handles rejections (`@nestjs/schedule` and
+ *   `@nestjs/event-emitter` log them): a lock that cannot be taken rejects it, also for a method
+ *   that returns nothing.
+ * - **At shutdown**, call it from `beforeApplicationShutdown` or `onModuleDestroy`: on Nest 10,
+ *   `LockModule` closes its locker before your providers' `onApplicationShutdown` hooks run there,
+ *   and the call rejects with `LockerClosedError`.
  * - **Needs `LockModule`** (imported in the provider's module, or global): the module's locker is
  *   injected into the provider (a property of its own), so a provider whose module cannot see
  *   `LockModule` fails at start-up, never unlocked at run time. On an object Nest did not make, a call
@@ -112,7 +119,11 @@ export type LockedMethodDecorator<A extends unknown[]> = <M extends (...args: A)
 export function Locked<A extends unknown[] = never[]>(key: LockedKey<A>, options: LockedOptions = {}): LockedMethodDecorator<A> {
   const keyOf = compileLockedKey(key);
   checkOperatorOptions(options);
-  return <M extends (...args: A) => Promise<unknown> | void>(target: object, name: string | symbol, descriptor: TypedPropertyDescriptor<M>): void => {
+  return <M extends (...args: [...A, ...never[]]) => Promise<unknown> | void>(
+    target: object,
+    name: string | symbol,
+    descriptor: TypedPropertyDescriptor<M>,
+  ): void => {
     const method = descriptor.value;
     if (typeof method !== 'function' || typeof target === 'function') {
       throw new LockOptionsError('Locked', 'a decorator of an instance method of a provider', String(name));
@@ -122,13 +133,15 @@ export function Locked<A extends unknown[] = never[]>(key: LockedKey<A>, options
       injected.add(target);
       Inject(LOCKER)(target, LOCKED_LOCKER);
     }
-    const locked = function (this: { [LOCKED_LOCKER]?: Locker } | undefined, ...args: A): Promise<unknown> {
-      const call = lockedCall(this?.[LOCKED_LOCKER], keyOf, options, name, () => method.apply(this, args), this, args);
+    // (the method's arguments: the key function's first, then any others it ignores)
+    const run = method as unknown as (...args: unknown[]) => unknown;
+    const locked = function (this: { [LOCKED_LOCKER]?: Locker } | undefined, ...args: unknown[]): Promise<unknown> {
+      const call = lockedCall(this?.[LOCKED_LOCKER], keyOf, options, name, () => run.apply(this, args), this, args as A);
       return lastValueFrom(call, { defaultValue: undefined });
     };
     Object.defineProperty(locked, 'name', { value: method.name });
     copyMetadata(method, locked);
-    descriptor.value = locked as M;
+    descriptor.value = locked as unknown as M;
   };
 }
 

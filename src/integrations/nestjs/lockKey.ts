@@ -36,7 +36,7 @@ export type LockKey = string | ((context: ExecutionContext) => string);
  * A key of `@WithLock`: a {@link LockKey}, or a function of the `ExecutionContext` that returns
  * several keys — a list whose length depends on the request or message (the SKUs of an order, the
  * accounts of a batch). A function's list is locked as `@WithLock([...])` locks its keys: all or
- * none, in one global order, one `waitTimeout` for the set, at most 64 keys. An empty list names
+ * none, in one global order, one `waitTimeout` for the set, at most 64 distinct keys. An empty list names
  * nothing to protect: the handler then runs without a lock.
  *
  * @example
