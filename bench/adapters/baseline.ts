@@ -4,7 +4,7 @@
  * compare-and-delete script called with EVALSHA (EVAL once if the server does not know it yet).
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { AcquireTimeout, Background, holdRacingAbort, type AdapterContext, type Held, type LockAdapter, type Limits, type RedisConnection } from './types.js';
+import { AcquireTimeout, adapterOf, type AdapterContext, type Held, type LockAdapter, type Limits, type RedisConnection } from './types.js';
 
 const RETRY_SLEEP_MS = 10;
 const COMPARE_AND_DELETE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0";
@@ -44,7 +44,6 @@ export async function pollForLock(tryOnce: () => Promise<Held | null>, key: stri
 
 export async function createBaseline(ctx: AdapterContext): Promise<LockAdapter> {
   const redis = await ctx.connect();
-  const background = new Background();
 
   function acquire(key: string, limits: Limits): Promise<Held> {
     const token = randomUUID();
@@ -64,16 +63,7 @@ export async function createBaseline(ctx: AdapterContext): Promise<LockAdapter> 
     );
   }
 
-  return {
-    storeKey: (name) => name,
-    acquire,
-
-    // The same naive pattern as with redlock: race the acquire against a timer, release in
-    // `finally` if it won; an abandoned acquire keeps polling and nobody releases what it gets.
-    holdUntilAborted: (name, limits, signal, section) =>
-      holdRacingAbort(acquire(name, limits), background, signal, section, (e) => e instanceof AcquireTimeout),
-
-    settle: () => background.settle(),
-    close: async () => undefined,
-  };
+  // holdUntilAborted: the same naive pattern as with redlock: race the acquire against a timer,
+  // release in `finally` if it won; an abandoned acquire keeps polling and nobody releases what it gets.
+  return adapterOf(acquire, async () => undefined);
 }

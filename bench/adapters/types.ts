@@ -125,8 +125,8 @@ export async function holdRacingAbort(
 }
 
 /**
- * The adapter around an `acquire` that cannot be cancelled (the references'): its
- * holdUntilAborted is the baseline's naive one, {@link holdRacingAbort}.
+ * The adapter around an `acquire` that cannot be cancelled (the baseline's and the references'):
+ * its holdUntilAborted races the acquire against the abort, {@link holdRacingAbort}.
  */
 export function adapterOf(acquire: (name: string, limits: Limits) => Promise<Held>, close: () => Promise<void>): LockAdapter {
   const background = new Background();

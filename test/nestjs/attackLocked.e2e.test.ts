@@ -21,18 +21,10 @@ import { redisSuite } from '../support/redisSuite.js';
 import { lockedAppsOn } from './fixtures/lockedApp.js';
 import { NEST_MAJOR } from './fixtures/nestVersion.js';
 import { APP_NAME, PROBE, Probe } from './fixtures/probe.js';
+import { until } from './fixtures/until.js';
 
 // unhandled rejections checked after each test, so a failure names its test
 const suite = redisSuite({ unhandled: 'afterEach' });
-
-async function until(check: () => Promise<boolean> | boolean, what: string, ms = 15_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-  throw new Error(`never: ${what}`);
-}
 
 const failure = (promise: Promise<unknown>) =>
   promise.then(

@@ -7,16 +7,9 @@ import { compileLockKey, MissingKeyValueError } from '../../src/integrations/nes
 import { redisSuite } from '../support/redisSuite.js';
 import { lockedAppsOn, type Platform } from './fixtures/lockedApp.js';
 import { Probe } from './fixtures/probe.js';
+import { until } from './fixtures/until.js';
 
 const suite = redisSuite();
-
-async function until(condition: () => Promise<boolean> | boolean, what: string, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
 
 const waitersInRedis = async (key: string): Promise<number> => {
   let n = 0;

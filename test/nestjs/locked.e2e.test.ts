@@ -15,17 +15,9 @@ import { isLockOptionsError, type LockEvent, type Locker } from '../../src/index
 import { LOCKER, LockModule, Locked } from '../../src/nestjs.js';
 import { redisSuite } from '../support/redisSuite.js';
 import { APP_NAME, PROBE, Probe } from './fixtures/probe.js';
+import { until } from './fixtures/until.js';
 
 const suite = redisSuite();
-
-async function until(check: () => Promise<boolean> | boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 15_000;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-  throw new Error(`never: ${what}`);
-}
 
 interface Order {
   readonly tag: string;

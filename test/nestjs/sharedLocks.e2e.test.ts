@@ -15,17 +15,9 @@ import { redisSuite } from '../support/redisSuite.js';
 import { lockedAppsOn, type LockedApp, type Platform } from './fixtures/lockedApp.js';
 import { Probe } from './fixtures/probe.js';
 import { SharedLockedController } from './fixtures/SharedLockedController.js';
+import { until } from './fixtures/until.js';
 
 const suite = redisSuite();
-
-async function until(check: () => Promise<boolean> | boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 15_000;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-  throw new Error(`never: ${what}`);
-}
 
 const lockerOf = (app: LockedApp): Locker => app.app.get<Locker>(LOCKER);
 const entered = (probe: Probe, gate: string) => probe.notes.some((n) => n.what === 'enter' && n.key === gate);
