@@ -16,6 +16,7 @@ import { LOCKER, LockModule, Locked } from '../../src/nestjs.js';
 import { redisSuite } from '../support/redisSuite.js';
 import { APP_NAME, PROBE, Probe } from './fixtures/probe.js';
 import { until } from './fixtures/until.js';
+import { optionOf } from '../support/optionOf.js';
 
 const suite = redisSuite();
 
@@ -245,15 +246,6 @@ describe('@Locked on provider methods', () => {
       [() => Locked('k', { errors: {} } as never), 'options.errors'],
       [() => Locked('k')({}, 'notAMethod', { value: 42 as never }), 'Locked'],
     ];
-    for (const [decorate, option] of cases) {
-      let error: unknown;
-      try {
-        decorate();
-      } catch (e) {
-        error = e;
-      }
-      expect(isLockOptionsError(error), option).toBe(true);
-      expect((error as { option: string }).option, option).toBe(option);
-    }
+    for (const [decorate, option] of cases) expect(optionOf(decorate), option).toBe(option);
   });
 });
