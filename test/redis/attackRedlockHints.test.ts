@@ -47,7 +47,13 @@ async function hintsAfterRelease(store: RedlockStore, key: string, token: string
   const hints: string[] = [];
   const watch = store.watch!(key, token, (signal) => hints.push(signal.type));
   await watch.ready;
-  await eventually(() => watch.active, 2_000);
+  // ready and active say one node listens; a hint from each is expected, so wait for all three
+  // (under load the last SUBSCRIBE can lag, and a hint published before it is not heard)
+  const inbox = (store as unknown as { inbox: string }).inbox;
+  await eventually(
+    async () => (await Promise.all(nodes.admins.map((admin) => admin.pubsub('NUMSUB', inbox)))).every((reply) => Number((reply as unknown[])[1]) >= 1),
+    5_000,
+  );
   expect((await store.tryAcquire(key, 'holder', 10_000)).acquired).toBe(true);
   expect((await store.tryAcquire(key, token, 10_000)).acquired).toBe(false);
   expect(await store.release(key, 'holder', busyGrant())).toBe(true);
