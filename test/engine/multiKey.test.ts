@@ -94,8 +94,10 @@ describe('validation', () => {
     const all = await firstValueFrom(locker.acquireLocks(keys));
     expect(all.keys).toHaveLength(64);
     await all.release();
-    // 65 distinct keys among 66 entries: refused
+    // 65 distinct keys among 66 entries: refused, the message saying what is accepted
     expect(optionOf(() => locker.acquireLocks([...keys.slice(0, 65), 'k64']))).toBe('keys');
+    expect(() => locker.acquireLocks([...keys.slice(0, 65), 'k64'])).toThrow(/at most 64 distinct keys/);
+    expect(() => locker.acquireLocks([])).toThrow(/a non-empty array of at most 64 distinct keys/);
     const locks = await firstValueFrom(locker.acquireLocks(['k1', 'k0', 'k1']));
     expect(locks.keys).toEqual(['k0', 'k1']);
     await locks.release();

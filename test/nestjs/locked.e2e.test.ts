@@ -6,10 +6,10 @@
  * with the lock given back, and misuse fails loudly (at start-up or at the call, never unlocked).
  */
 import 'reflect-metadata';
-import { Inject, Injectable, Module } from '@nestjs/common';
+import { Inject, Injectable, Module, SetMetadata } from '@nestjs/common';
 import { Interval, ScheduleModule } from '@nestjs/schedule';
 import { Test, type TestingModule } from '@nestjs/testing';
-import { lastValueFrom } from 'rxjs';
+import { lastValueFrom, map, tap, timer } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { isLockOptionsError, type LockEvent, type Locker } from '../../src/index.js';
 import { LOCKER, LockModule, Locked } from '../../src/nestjs.js';
@@ -233,7 +233,70 @@ describe('@Locked on provider methods', () => {
     await expect(Test.createTestingModule({ imports: [WithoutLockModule] }).compile()).rejects.toThrow(/Jobs/);
     const error = await failure(new Jobs(new Probe(), 'x').report('1'));
     expect(isLockOptionsError(error)).toBe(true);
+    expect((error as { option?: string }).option).toBe('Locked');
     expect(error.message).toMatch(/LockModule/);
+  });
+
+  it('decorated while the process runs: fixed keys and key functions, and what a method returns at run time (null, a thenable, an Observable from untyped code)', async () => {
+    // (classes defined here, not at import: the decorator runs inside the test)
+    const probe = new Probe();
+    @Injectable()
+    class Late {
+      @Locked('late:fixed')
+      async fixed(): Promise<string | null> {
+        probe.note('held', String(await suite.admin.exists('lock:late:fixed')), 'late');
+        return null;
+      }
+
+      // untyped code returning plain values: resolved as they are
+      @Locked('late:plain')
+      nothing(): Promise<unknown> {
+        return null as unknown as Promise<unknown>;
+      }
+
+      @Locked('late:plain')
+      plain(): Promise<unknown> {
+        return { answer: 42 } as unknown as Promise<unknown>;
+      }
+
+      // metadata set on the method before @Locked wraps it (as @Cron written above or below)
+      @Locked((id: string) => `late:${id}`)
+      @SetMetadata('rxjs-lock-test:tag', 'kept')
+      async byId(id: string): Promise<string> {
+        probe.note('held', String(await suite.admin.exists(`lock:late:${id}`)), 'late');
+        return id;
+      }
+
+      @Locked('late:thenable')
+      thenable(): Promise<number> {
+        // a thenable that is not a Promise: awaited all the same
+        // biome-ignore lint/suspicious/noThenProperty: the thenable is what this test is about
+        return { then: (resolve: (value: number) => void) => resolve(7) } as unknown as Promise<number>;
+      }
+
+      @Locked('late:stream')
+      stream(): Promise<number> {
+        // untyped code returning an Observable: it runs under the lock, and its last value comes back
+        return timer(20).pipe(
+          map(() => 3),
+          tap(async () => probe.note('held', String(await suite.admin.exists('lock:late:stream')), 'late')),
+        ) as unknown as Promise<number>;
+      }
+    }
+    const late = (await instance('late', probe, [Late])).get(Late);
+    expect(await late.fixed()).toBeNull();
+    expect(await late.nothing()).toBeNull();
+    expect(await late.plain()).toEqual({ answer: 42 });
+    // the wrapper keeps the method's name; the locker is injected once per class, however many methods
+    expect([Late.prototype.fixed.name, Late.prototype.byId.name]).toEqual(['fixed', 'byId']);
+    expect(Reflect.getMetadata('self:properties_metadata', Late)).toHaveLength(1);
+    expect(Reflect.getMetadata('rxjs-lock-test:tag', Late.prototype.byId)).toBe('kept');
+    expect(await late.byId('x1')).toBe('x1');
+    expect(await late.thenable()).toBe(7);
+    expect(await late.stream()).toBe(3);
+    await until(() => probe.notes.length === 3, 'three notes');
+    expect(probe.notes.map((n) => n.key)).toEqual(['1', '1', '1']);
+    expect(await suite.admin.keys('lock:late:*')).toEqual([]);
   });
 
   it('checks its key and options when the class is defined', () => {
@@ -247,5 +310,10 @@ describe('@Locked on provider methods', () => {
       [() => Locked('k')({}, 'notAMethod', { value: 42 as never }), 'Locked'],
     ];
     for (const [decorate, option] of cases) expect(optionOf(decorate), option).toBe(option);
+    // the messages say what is accepted
+    expect(() => Locked('k')({}, 'notAMethod', { value: 42 as never })).toThrow(/an instance method of a provider/);
+    expect(() => Locked('k')(class {}, 'staticMethod', { value: async () => undefined })).toThrow(/an instance method/);
+    // and a method is accepted
+    expect(() => Locked('k')({}, 'method', { value: async () => undefined })).not.toThrow();
   });
 });

@@ -4,7 +4,7 @@
  * around request handlers only.
  */
 import { Inject } from '@nestjs/common';
-import { defer, lastValueFrom, type Observable } from 'rxjs';
+import { defer, isObservable, lastValueFrom, type Observable } from 'rxjs';
 import type { Locker } from '../../engine/Locker.js';
 import { LockOptionsError } from '../../errors/errors.js';
 import type { LockOperatorOptions } from '../../options/LockerOptions.js';
@@ -166,16 +166,12 @@ function lockedCall<A extends unknown[]>(
   });
 }
 
-/** A method's result as work for `using`: nothing (a plain return) becomes an empty stream's end. */
-function toInput(result: unknown): Observable<unknown> | PromiseLike<unknown> {
-  if (
-    result !== null &&
-    typeof result === 'object' &&
-    (typeof (result as { subscribe?: unknown }).subscribe === 'function' || typeof (result as { then?: unknown }).then === 'function')
-  ) {
-    return result as Observable<unknown> | PromiseLike<unknown>;
-  }
-  return Promise.resolve(result);
+/**
+ * A method's result as work for `using`: an Observable (untyped code) as it is; anything else as a
+ * Promise of it (a Promise as it is, a thenable followed, a plain value or nothing resolved).
+ */
+function toInput(result: unknown): Observable<unknown> | Promise<unknown> {
+  return isObservable(result) ? result : Promise.resolve(result);
 }
 
 /** Checks a fixed key at once; a key function is called per call, with the provider as `this`. */
@@ -190,11 +186,14 @@ function compileLockedKey<A extends unknown[]>(key: LockedKey<A>): (self: unknow
  * the function) to the wrapper, so they work whichever order the decorators are written in.
  */
 function copyMetadata(from: object, to: object): void {
-  const reflect = Reflect as unknown as {
-    getOwnMetadataKeys?: (target: object) => unknown[];
-    getOwnMetadata?: (key: unknown, target: object) => unknown;
-    defineMetadata?: (key: unknown, value: unknown, target: object) => void;
-  };
-  if (reflect.getOwnMetadataKeys === undefined || reflect.getOwnMetadata === undefined || reflect.defineMetadata === undefined) return;
+  // (reflect-metadata's API, which Nest needs loaded: `Inject` above has used it already)
+  const reflect = Reflect as unknown as MetadataReflect;
   for (const key of reflect.getOwnMetadataKeys(from)) reflect.defineMetadata(key, reflect.getOwnMetadata(key, from), to);
+}
+
+/** The part of reflect-metadata's `Reflect` that {@link copyMetadata} uses. */
+interface MetadataReflect {
+  getOwnMetadataKeys(target: object): unknown[];
+  getOwnMetadata(key: unknown, target: object): unknown;
+  defineMetadata(key: unknown, value: unknown, target: object): void;
 }
