@@ -18,7 +18,7 @@ import { Redis as IORedis, type Redis } from 'ioredis';
 import { firstValueFrom, lastValueFrom, timer } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { createLocker, type AcquireOptions, type Locker } from '../../src/index.js';
-import { RedisLockStore, type RedisLockStoreOptions } from '../../src/redis.js';
+import { RedisLockStore, RedlockStore, type RedisLockStoreOptions } from '../../src/redis.js';
 import { countingClient, type CountingClient } from '../../support/countingClient.js';
 import type { FrozenRetrierSettings, RetrierReport, RetrierSample } from '../fixtures/frozenRetrier.js';
 import { exitOf, forkFixture, killIfRunning, messagesOf, within, CHILD_READY_MS } from '../support/children.js';
@@ -325,12 +325,16 @@ describe("the store's own subscriber connection", () => {
   // runs of attackFuzz.test.ts under load. The inbox subscribes again itself (with the rejection
   // handled; the tests above show wake-ups coming back), so the connection the store makes has
   // ioredis' re-subscription off. (A subscriber you pass in is yours: set it off there too.)
-  it('closes without an unhandled rejection while its re-subscription after a reconnect waits for an answer', async () => {
+  it.each([
+    ['RedisLockStore', (client: Redis) => new RedisLockStore(client)],
+    // the quorum store's hint inbox on its one node
+    ['RedlockStore', (client: Redis) => new RedlockStore([client])],
+  ])('%s closes without an unhandled rejection while its re-subscription after a reconnect waits for an answer', async (_name, storeOf) => {
     const proxy = await cutProxy(suite.server.port);
     suite.closers.push(() => proxy.close());
     const client = new IORedis({ host: '127.0.0.1', port: proxy.port, maxRetriesPerRequest: null, retryStrategy: () => 20 });
     client.on('error', () => undefined);
-    const store = new RedisLockStore(client);
+    const store = storeOf(client);
     const watch = store.watch!('k', 't', () => undefined);
     await watch.ready;
     // the link drops; the subscriber comes back, and its SUBSCRIBE never reaches Redis
