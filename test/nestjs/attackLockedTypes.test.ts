@@ -1,8 +1,8 @@
 /**
  * Attack review of `@Locked`'s types. What the compiler accepts and refuses is checked twice:
  * classes below are compiled by `tsc` over test/ (refusals marked `@ts-expect-error`, never run),
- * and snippets that should compile but do not are compiled here with the TypeScript API, so a
- * defect shows as a failing (`it.fails`) test instead of breaking the type check.
+ * and snippets that must compile are compiled here with the TypeScript API (two of them did not,
+ * before a key function could take fewer parameters than its method).
  */
 import { resolve } from 'node:path';
 import { Injectable } from '@nestjs/common';

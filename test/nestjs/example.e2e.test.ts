@@ -23,10 +23,11 @@ const suite = redisSuite();
 
 async function startExample(): Promise<{ app: INestApplication; url: string }> {
   const app = (await Test.createTestingModule({ imports: [AppModule] }).compile()).createNestApplication({ logger: false });
-  await app.listen(0, '127.0.0.1');
-  suite.closers.push(() => app.close());
   // the tests fire the scheduled job themselves: the minute's tick must not add a run of its own
+  // (the cron jobs start when the application starts listening: stopped as soon as it has)
+  await app.listen(0, '127.0.0.1');
   for (const job of app.get(SchedulerRegistry).getCronJobs().values()) void job.stop();
+  suite.closers.push(() => app.close());
   return { app, url: (await app.getUrl()).replace('[::1]', '127.0.0.1') };
 }
 

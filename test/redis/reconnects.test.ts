@@ -335,6 +335,11 @@ describe("the store's own subscriber connection", () => {
     const client = new IORedis({ host: '127.0.0.1', port: proxy.port, maxRetriesPerRequest: null, retryStrategy: () => 20 });
     client.on('error', () => undefined);
     const store = storeOf(client);
+    // (closed again after the test if it fails before closing them itself: both are idempotent)
+    suite.closers.push(() => {
+      store.close();
+      client.disconnect();
+    });
     const watch = store.watch!('k', 't', () => undefined);
     await watch.ready;
     // the link drops; the subscriber comes back, and its SUBSCRIBE never reaches Redis

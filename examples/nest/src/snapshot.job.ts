@@ -1,7 +1,9 @@
 /**
  * A scheduled job that every instance of the service schedules: `@Locked` with `onBusy: 'skip'`
- * runs each tick on one instance, and the others skip it (`@WithLock` would do nothing here: Nest
- * runs no interceptor around a scheduled method).
+ * lets one of the instances whose timers fire together run it, and the others skip it (`@WithLock`
+ * would do nothing here: Nest runs no interceptor around a scheduled method). An instance whose
+ * timer fires after that run ended runs it again: a job that must run once per period also keeps
+ * a record of the last period it ran for.
  */
 import { Inject, Injectable } from '@nestjs/common';
 import { Cron, CronExpression } from '@nestjs/schedule';
@@ -12,7 +14,7 @@ import { StockService } from './stock.service.js';
 export class SnapshotJob {
   constructor(@Inject(StockService) private readonly stock: StockService) {}
 
-  /** Every minute, on one instance: the stock levels appended to the history. */
+  /** Every minute, on one of the instances: the stock levels appended to the history. */
   @Cron(CronExpression.EVERY_MINUTE)
   @Locked('job:stock-snapshot', { onBusy: 'skip' })
   async snapshot(): Promise<void> {

@@ -38,11 +38,12 @@ export class StockService implements OnApplicationShutdown {
    */
   async snapshot(): Promise<void> {
     const levels: Record<string, number> = {};
-    for (const key of await this.redis.keys('stock:*')) {
-      if (key === 'stock:snapshots') continue;
-      levels[key.slice('stock:'.length)] = Number(await this.redis.get(key));
+    for await (const keys of this.redis.scanStream({ match: 'stock:*' }) as AsyncIterable<string[]>) {
+      for (const key of keys) {
+        if (key !== 'stock:snapshots') levels[key.slice('stock:'.length)] = Number(await this.redis.get(key));
+      }
     }
-    await sleep(20); // a report to render: the window a second run needs
+    await sleep(20); // a report to render, say: the window in which a second run would overlap
     await this.redis.rpush('stock:snapshots', JSON.stringify({ at: new Date().toISOString(), levels }));
   }
 

@@ -61,8 +61,8 @@ export type LockedMethodDecorator<A extends unknown[]> = <M extends (...args: [.
 
 /**
  * Runs the method under the lock of `key`, on every call: the lock is taken first, the method is
- * called once it is held, and the lock is given back when the work it returns ends — its Promise
- * settles, its Observable completes or errors — or at once when it returns nothing. Two calls that
+ * called once it is held, and the lock is given back when the Promise it returns settles (at once
+ * when it returns nothing). Two calls that
  * resolve to the same key, on any instance sharing the store, never run the method at the same
  * time. For the methods Nest calls without a request: `@Cron`, `@Interval` and `@Timeout` jobs of
  * `@nestjs/schedule`, `@OnEvent` listeners, BullMQ processors, or your own code.
@@ -72,16 +72,21 @@ export type LockedMethodDecorator<A extends unknown[]> = <M extends (...args: [.
  *   a plain value does not compile: put `locker.withLock` in its body instead.
  * - **Busy**: with `onBusy: 'skip'` the call tries once and, when another holder has the key,
  *   resolves `undefined` without running the method (reported on `locker.events$` as `timed-out`
- *   with `skipped: true`) — one instance runs each tick of a job that every instance schedules;
- *   otherwise it waits up to `waitTimeout` and rejects with `LockTimeoutError`.
+ *   with `skipped: true`): of instances whose timers fire together, one runs the job (one that
+ *   fires after the run ended runs it again: see the scheduled-jobs guide); otherwise it waits up
+ *   to `waitTimeout` and rejects with `LockTimeoutError`. The method's declared type does not show
+ *   the `undefined` of a skip.
  * - **Lost** while the method runs (the holder froze, Redis was unreachable): the call rejects with
- *   `LockLostError`; an Observable is unsubscribed, a Promise cannot be stopped.
+ *   `LockLostError` (with `onLost: 'notify'`, it resolves as the method does); the method's Promise
+ *   cannot be stopped.
  * - **Await the call**, or leave it to a caller that handles rejections (`@nestjs/schedule` and
  *   `@nestjs/event-emitter` log them): a lock that cannot be taken rejects it, also for a method
  *   that returns nothing.
  * - **At shutdown**, call it from `beforeApplicationShutdown` or `onModuleDestroy`: on Nest 10,
  *   `LockModule` closes its locker before your providers' `onApplicationShutdown` hooks run there,
- *   and the call rejects with `LockerClosedError`.
+ *   and the call rejects with `LockerClosedError` (Nest 11 and 12 run the root module's first).
+ * - **A key list made from data** (an event's items) is bounded by the multi-key limit: more than
+ *   64 distinct keys reject the call with `LockOptionsError`.
  * - **Needs `LockModule`** (imported in the provider's module, or global): the module's locker is
  *   injected into the provider (a property of its own), so a provider whose module cannot see
  *   `LockModule` fails at start-up, never unlocked at run time. On an object Nest did not make, a call
@@ -124,7 +129,7 @@ export function Locked<A extends unknown[] = never[]>(key: LockedKey<A>, options
     name: string | symbol,
     descriptor: TypedPropertyDescriptor<M>,
   ): void => {
-    const method = descriptor.value;
+    const method = descriptor?.value;
     if (typeof method !== 'function' || typeof target === 'function') {
       throw new LockOptionsError('Locked', 'a decorator of an instance method of a provider', String(name));
     }
