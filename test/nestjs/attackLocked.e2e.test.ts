@@ -11,59 +11,28 @@ import 'reflect-metadata';
 import { Body, Controller, Inject, Injectable, Module, Post, Scope } from '@nestjs/common';
 import { ContextIdFactory, ModuleRef } from '@nestjs/core';
 import { Cron, ScheduleModule, Timeout } from '@nestjs/schedule';
-import { Test, type TestingModule } from '@nestjs/testing';
+import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { lastValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { isLockLostError, isLockOptionsError, isLockTimeoutError, type LockEvent, type Locker } from '../../src/index.js';
-import { LOCKER, LockModule, type LockModuleOptions, Locked, WithLock } from '../../src/nestjs.js';
+import { LOCKER, LockModule, Locked, WithLock } from '../../src/nestjs.js';
 import { redisSuite } from '../support/redisSuite.js';
 import { lockedAppsOn } from './fixtures/lockedApp.js';
 import { NEST_MAJOR } from './fixtures/nestVersion.js';
 import { APP_NAME, PROBE, Probe } from './fixtures/probe.js';
-import { until } from './fixtures/until.js';
+import { until } from '../support/timing.js';
 import { optionOf } from '../support/optionOf.js';
+import { lockedInstance, rejection } from './fixtures/lockedInstances.js';
 
 // unhandled rejections checked after each test, so a failure names its test
 const suite = redisSuite({ unhandled: 'afterEach' });
 
-const failure = (promise: Promise<unknown>) =>
-  promise.then(
-    () => {
-      throw new Error('expected a rejection');
-    },
-    (error: unknown) => error as Error,
-  );
-
 /** Every lock key left in Redis (holders and lines). */
 const leftovers = () => suite.admin.keys('lock:*');
 
-type Ctor = new (...args: never[]) => unknown;
-
-async function instance(
-  name: string,
-  probe: Probe,
-  providers: unknown[],
-  { imports = [], locker = {} }: { imports?: unknown[]; locker?: LockModuleOptions['locker'] } = {},
-): Promise<TestingModule> {
-  const moduleRef = await Test.createTestingModule({
-    imports: [LockModule.forRoot({ redis: { host: suite.server.host, port: suite.server.port }, locker }), ...(imports as [])],
-    providers: [...(providers as Ctor[]), { provide: PROBE, useValue: probe }, { provide: APP_NAME, useValue: name }],
-  }).compile();
-  moduleRef.useLogger(false);
-  let closed = false;
-  suite.closers.push(async () => {
-    probe.openAll();
-    if (!closed) await moduleRef.close();
-  });
-  const close = moduleRef.close.bind(moduleRef);
-  moduleRef.close = async () => {
-    closed = true;
-    await close();
-  };
-  await moduleRef.init();
-  return moduleRef;
-}
+const instance = (name: string, probe: Probe, providers: unknown[], options?: Parameters<typeof lockedInstance>[4]) =>
+  lockedInstance(suite, name, probe, providers, options);
 
 /** A provider whose methods tell the probe when they run and wait on its gates. */
 @Injectable()
@@ -172,8 +141,8 @@ describe('@Locked: every lock is given back, whatever ends the call', () => {
     const work = (await instance('a', probe, [Work])).get(Work);
     const thrown = work.syncThrow();
     expect(thrown).toBeInstanceOf(Promise);
-    expect((await failure(thrown)).message).toBe('sync');
-    expect((await failure(work.preRejected())).message).toBe('pre-rejected');
+    expect((await rejection(thrown)).message).toBe('sync');
+    expect((await rejection(work.preRejected())).message).toBe('pre-rejected');
     expect(work.runs).toBe(2);
     expect(await leftovers()).toEqual([]);
   });
@@ -181,7 +150,7 @@ describe('@Locked: every lock is given back, whatever ends the call', () => {
   it('a key function that throws or returns junk rejects with the method not run and nothing held; duplicates are taken once', async () => {
     const probe = new Probe();
     const work = (await instance('a', probe, [Work])).get(Work);
-    expect((await failure(work.anyKeys('throw'))).message).toBe('key function threw');
+    expect((await rejection(work.anyKeys('throw'))).message).toBe('key function threw');
     const junk: Array<[unknown, string]> = [
       [42, 'key'],
       [undefined, 'key'],
@@ -193,7 +162,7 @@ describe('@Locked: every lock is given back, whatever ends the call', () => {
       [[['nested']], 'keys[0]'],
     ];
     for (const [keys, option] of junk) {
-      const error = await failure(work.anyKeys(keys));
+      const error = await rejection(work.anyKeys(keys));
       expect(isLockOptionsError(error), `${String(keys)}: ${error.message}`).toBe(true);
       expect((error as unknown as { option: string }).option, String(keys)).toBe(option);
     }
@@ -225,7 +194,7 @@ describe('@Locked: every lock is given back, whatever ends the call', () => {
   it('one key of a list lost while the method runs: the call rejects with LockLostError and the other key is given back', async () => {
     const probe = new Probe();
     const work = (await instance('a', probe, [Work])).get(Work);
-    const call = failure(work.pair('p'));
+    const call = rejection(work.pair('p'));
     await probe.waitFor('enter', 'p');
     expect(await suite.admin.exists('lock:pair:a', 'lock:pair:b')).toBe(2);
     await suite.admin.del('lock:pair:b');
@@ -252,12 +221,12 @@ describe('@Locked: every lock is given back, whatever ends the call', () => {
     const moduleRef = await instance('a', probe, [Work]);
     const other = await instance('b', probe, [Work]);
     const work = moduleRef.get(Work);
-    const holding = failure(work.forever());
+    const holding = rejection(work.forever());
     await probe.waitFor('enter', 'forever');
     expect(await suite.admin.exists('lock:job:forever')).toBe(1);
     // a waiter on the same instance, and one on the other instance
-    const waiting = failure(work.forever());
-    const waitingElsewhere = failure(other.get(Work).forever());
+    const waiting = rejection(work.forever());
+    const waitingElsewhere = rejection(other.get(Work).forever());
     // (a waiter of the holder's own locker waits at its local gate: Redis's line shows the other one)
     await until(async () => ((await lastValueFrom(other.get<Locker>(LOCKER).inspect('job:forever')))?.waiting ?? 0) >= 1, 'b waits in line');
     await moduleRef.close();
@@ -271,7 +240,7 @@ describe('@Locked: every lock is given back, whatever ends the call', () => {
     // a call after close rejects (never a synchronous throw)
     const late = work.forever();
     expect(late).toBeInstanceOf(Promise);
-    expect((await failure(late)).name).toMatch(/LockerClosedError|LockLostError/);
+    expect((await rejection(late)).name).toMatch(/LockerClosedError|LockLostError/);
     await other.close();
     expect((await waitingElsewhere).name).toBe('LockLostError');
     expect(await leftovers()).toEqual([]);
@@ -283,7 +252,7 @@ describe('@Locked: every lock is given back, whatever ends the call', () => {
     const call = work.short('s1');
     await probe.waitFor('enter', 's1');
     await suite.admin.del('lock:job:short');
-    const error = await failure(call);
+    const error = await rejection(call);
     expect(isLockLostError(error), error.message).toBe(true);
     // the method still runs (a Promise cannot be stopped): let it fail now
     probe.open('s1');
@@ -295,7 +264,7 @@ describe('@Locked: every lock is given back, whatever ends the call', () => {
     await probe.waitFor('enter', 's2');
     expect(await suite.admin.exists('lock:job:short')).toBe(1);
     probe.open('s2');
-    expect((await failure(next)).message).toBe('late failure of s2');
+    expect((await rejection(next)).message).toBe('late failure of s2');
     expect(await leftovers()).toEqual([]);
   });
 
@@ -305,13 +274,13 @@ describe('@Locked: every lock is given back, whatever ends the call', () => {
     const flushed = work.short('f1');
     await probe.waitFor('enter', 'f1');
     await suite.admin.flushall();
-    expect(isLockLostError(await failure(flushed))).toBe(true);
+    expect(isLockLostError(await rejection(flushed))).toBe(true);
     probe.open('f1');
     await probe.waitFor('exit', 'f1');
 
     const expired = work.noRenew('e1');
     await probe.waitFor('enter', 'e1');
-    const error = await failure(expired);
+    const error = await rejection(expired);
     expect(isLockLostError(error), error.message).toBe(true);
     expect((error as unknown as { reason: string }).reason).toBe('expired');
     probe.open('e1');
@@ -419,7 +388,7 @@ describe('@Locked: Redis stops answering (SIGSTOP)', () => {
     const watch = moduleRef.get<Locker>(LOCKER).events$.subscribe((e) => events.push(e));
     suite.closers.push(() => watch.unsubscribe());
     const fragile = moduleRef.get(Fragile);
-    const held = failure(fragile.held('h'));
+    const held = rejection(fragile.held('h'));
     await probe.waitFor('enter', 'h');
     suite.server.pause();
     suite.closers.push(() => suite.server.resume());
@@ -427,7 +396,7 @@ describe('@Locked: Redis stops answering (SIGSTOP)', () => {
       const lost = await held;
       expect(isLockLostError(lost), lost.message).toBe(true);
       // a store failure is not "busy": skip rejects too (a @Cron job logs it; it does not crash)
-      const skipped = await failure(fragile.skip());
+      const skipped = await rejection(fragile.skip());
       expect(skipped.name, skipped.message).toBe('LockStoreError');
       probe.open('h');
     } finally {
@@ -451,7 +420,7 @@ describe('@Locked: this, subclasses, scopes, providers Nest did not construct', 
     expect(() => {
       call = detached('d1');
     }).not.toThrow();
-    const error = await failure(call!);
+    const error = await rejection(call!);
     expect(isLockOptionsError(error), error.message).toBe(true);
     expect(error.message).toMatch(/held has no locker/);
     expect(work.runs).toBe(0);
@@ -505,7 +474,7 @@ describe('@Locked: this, subclasses, scopes, providers Nest did not construct', 
     const held = transient.held('t1');
     await probe.waitFor('enter', 't1');
     // same key, the other instance waits (no more than waitTimeout: 0 allows)
-    expect(isLockTimeoutError(await failure(scoped.heldNow()))).toBe(true);
+    expect(isLockTimeoutError(await rejection(scoped.heldNow()))).toBe(true);
     probe.open('t1');
     expect(await held).toBe('t1');
     expect(await scoped.heldNow()).toBe('now');
@@ -526,7 +495,7 @@ describe('@Locked: this, subclasses, scopes, providers Nest did not construct', 
     expect(await a.get<Work>(USE_CLASS).held('c1')).toBe('c1');
     for (const token of [USE_FACTORY, USE_VALUE]) {
       const work = a.get<Work>(token);
-      const error = await failure(work.held('never'));
+      const error = await rejection(work.held('never'));
       expect(isLockOptionsError(error), error.message).toBe(true);
       expect(error.message).toMatch(/LockModule/);
       expect(work.runs).toBe(0);
@@ -659,7 +628,7 @@ describe('@Locked: decorator order, stacking, reentrancy', () => {
   it('stacked @Locked with the same key waits for itself: LockTimeoutError at the inner waitTimeout, nothing left held (accepted, not refused)', async () => {
     const probe = new Probe();
     const nested = (await instance('a', probe, [Nested])).get(Nested);
-    const error = await failure(nested.sameKeyTwice());
+    const error = await rejection(nested.sameKeyTwice());
     expect(isLockTimeoutError(error), error.message).toBe(true);
     expect(await leftovers()).toEqual([]);
     // with a reentrant locker the inner one joins the outer lease
@@ -671,8 +640,8 @@ describe('@Locked: decorator order, stacking, reentrancy', () => {
   it('a @Locked method calling another with the same key: LockTimeoutError on the default locker, joins with reentrant: true (one store lease)', async () => {
     const probe = new Probe();
     const plain = (await instance('a', probe, [Nested])).get(Nested);
-    expect(isLockTimeoutError(await failure(plain.outer()))).toBe(true);
-    expect(isLockTimeoutError(await failure(plain.outerList()))).toBe(true);
+    expect(isLockTimeoutError(await rejection(plain.outer()))).toBe(true);
+    expect(isLockTimeoutError(await rejection(plain.outerList()))).toBe(true);
     expect(await leftovers()).toEqual([]);
     const moduleRef = await instance('r', probe, [Nested], { locker: { reentrant: true } });
     const events: LockEvent[] = [];
@@ -722,7 +691,7 @@ describe('@Locked: options', () => {
     const held = a.get(Work).held('w');
     await probe.waitFor('enter', 'w');
     const started = performance.now();
-    const error = await failure(b.get(Work).heldNow());
+    const error = await rejection(b.get(Work).heldNow());
     expect(isLockTimeoutError(error), error.message).toBe(true);
     expect(performance.now() - started).toBeLessThan(2_000);
     probe.open('w');

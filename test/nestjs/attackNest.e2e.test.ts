@@ -7,7 +7,7 @@ import { compileLockKey, MissingKeyValueError } from '../../src/integrations/nes
 import { redisSuite } from '../support/redisSuite.js';
 import { lockedAppsOn, type Platform } from './fixtures/lockedApp.js';
 import { Probe } from './fixtures/probe.js';
-import { until } from './fixtures/until.js';
+import { until } from '../support/timing.js';
 
 const suite = redisSuite();
 

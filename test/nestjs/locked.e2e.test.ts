@@ -8,15 +8,16 @@
 import 'reflect-metadata';
 import { Inject, Injectable, Module, SetMetadata } from '@nestjs/common';
 import { Interval, ScheduleModule } from '@nestjs/schedule';
-import { Test, type TestingModule } from '@nestjs/testing';
+import { Test } from '@nestjs/testing';
 import { concatMap, lastValueFrom, timer } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { isLockOptionsError, type LockEvent, type Locker } from '../../src/index.js';
-import { LOCKER, LockModule, Locked } from '../../src/nestjs.js';
+import { LOCKER, Locked } from '../../src/nestjs.js';
 import { redisSuite } from '../support/redisSuite.js';
 import { APP_NAME, PROBE, Probe } from './fixtures/probe.js';
-import { until } from './fixtures/until.js';
+import { until } from '../support/timing.js';
 import { optionOf } from '../support/optionOf.js';
+import { lockedInstance, rejection } from './fixtures/lockedInstances.js';
 
 const suite = redisSuite();
 
@@ -108,27 +109,7 @@ class Ticks {
   }
 }
 
-async function instance(name: string, probe: Probe, providers: Array<new (...args: never[]) => unknown>, imports: unknown[] = []): Promise<TestingModule> {
-  const moduleRef = await Test.createTestingModule({
-    imports: [LockModule.forRoot({ redis: { host: suite.server.host, port: suite.server.port } }), ...(imports as [])],
-    providers: [...providers, { provide: PROBE, useValue: probe }, { provide: APP_NAME, useValue: name }],
-  }).compile();
-  moduleRef.useLogger(false);
-  suite.closers.push(async () => {
-    probe.openAll();
-    await moduleRef.close();
-  });
-  await moduleRef.init();
-  return moduleRef;
-}
-
-const failure = (promise: Promise<unknown>) =>
-  promise.then(
-    () => {
-      throw new Error('expected a rejection');
-    },
-    (error: unknown) => error as Error,
-  );
+const instance = (name: string, probe: Probe, providers: unknown[], imports: unknown[] = []) => lockedInstance(suite, name, probe, providers, { imports });
 
 describe('@Locked on provider methods', () => {
   it('excludes calls on two instances; the value of the method comes back; the key is free once it ends', async () => {
@@ -206,7 +187,7 @@ describe('@Locked on provider methods', () => {
     for (const how of ['reject', 'throw'] as const) {
       const call = jobs.fails(how);
       expect(call).toBeInstanceOf(Promise);
-      expect((await failure(call)).message).toBe(how === 'throw' ? 'thrown' : 'rejected');
+      expect((await rejection(call)).message).toBe(how === 'throw' ? 'thrown' : 'rejected');
       expect(await suite.admin.exists('lock:job:fails')).toBe(0);
     }
   });
@@ -231,7 +212,7 @@ describe('@Locked on provider methods', () => {
     @Module({ providers: [Jobs, { provide: PROBE, useValue: new Probe() }, { provide: APP_NAME, useValue: 'x' }] })
     class WithoutLockModule {}
     await expect(Test.createTestingModule({ imports: [WithoutLockModule] }).compile()).rejects.toThrow(/Jobs/);
-    const error = await failure(new Jobs(new Probe(), 'x').report('1'));
+    const error = await rejection(new Jobs(new Probe(), 'x').report('1'));
     expect(isLockOptionsError(error)).toBe(true);
     expect((error as { option?: string }).option).toBe('Locked');
     expect(error.message).toMatch(/LockModule/);

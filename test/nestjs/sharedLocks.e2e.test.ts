@@ -15,7 +15,7 @@ import { redisSuite } from '../support/redisSuite.js';
 import { lockedAppsOn, type LockedApp, type Platform } from './fixtures/lockedApp.js';
 import { Probe } from './fixtures/probe.js';
 import { SharedLockedController } from './fixtures/SharedLockedController.js';
-import { until } from './fixtures/until.js';
+import { until } from '../support/timing.js';
 import { optionOf } from '../support/optionOf.js';
 
 const suite = redisSuite();
