@@ -239,7 +239,18 @@ export function evaluateTargets(rows: readonly ResultRow[]): TargetResult[] {
       if (!usable(single) || single.pairP50Ms === null) missing(s, vsSingle, 'uncontended (one server) did not run');
       else {
         const ratio = rx.pairP50Ms / single.pairP50Ms;
-        judge(s, vsSingle, ratio <= QUORUM_VS_SINGLE, `${fmt(rx.pairP50Ms * 1000, 1)} µs vs ${fmt(single.pairP50Ms * 1000, 1)} µs: ×${fmt(ratio)}`, ratio);
+        // The same references against the one-server figure, and redlock's own: what a quorum over
+        // these servers costs anyone, fenced or not, on this machine.
+        const versusSingle = (r: ResultRow) => (r.pairP50Ms === null ? null : r.pairP50Ms / single.pairP50Ms!);
+        const peer = usable(redlock) ? versusSingle(redlock) : null;
+        const floors = references(rows, s, versusSingle);
+        judge(
+          s,
+          vsSingle,
+          ratio <= QUORUM_VS_SINGLE,
+          `${fmt(rx.pairP50Ms * 1000, 1)} µs vs ${fmt(single.pairP50Ms * 1000, 1)} µs: ×${fmt(ratio)}${peer === null ? '' : `; redlock ×${fmt(peer)}`}${floors}`,
+          ratio,
+        );
       }
       if (!usable(redlock) || redlock.pairP50Ms === null) missing(s, vsRedlock, 'redlock did not run');
       else {

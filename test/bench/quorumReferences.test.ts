@@ -95,6 +95,17 @@ describe("the quorum targets' references", () => {
     expect(t.measured).toContain('; references: store-only ×1.20, quorum-floor ×1.10');
   });
 
+  it('give redlock and the references as ratios to rxjs-lock on one server on the "× one server" line', () => {
+    const vsSingle = (rows: ResultRow[]) => evaluateTargets(rows).find((t) => t.scenario === 'uncontended-3-nodes' && t.target.includes('one server'))!;
+    const t = vsSingle(quorumRows(3, true));
+    expect(t.status).toBe('MISS');
+    expect(t.ratio).toBe(3.75);
+    expect(t.measured).toBe('150.0 µs vs 40.0 µs: ×3.75; redlock ×3.00; references: store-only ×3.60, quorum-floor ×3.30');
+    // redlock or the references missing: left out, as on the redlock line
+    const alone = quorumRows(3, false).filter((r) => r.library !== 'redlock');
+    expect(vsSingle(alone).measured).toBe('150.0 µs vs 40.0 µs: ×3.75');
+  });
+
   it('leave the one-server line on the baseline, with its own two references', () => {
     const rows = [
       row('uncontended', 'rxjs-lock', 50),
