@@ -90,7 +90,7 @@ export function renderChart(allRows: readonly ResultRow[]): string {
       ? r.variant === 'default'
         ? 0
         : 1
-      : 2 + ['redlock', 'redis-semaphore', 'baseline', 'store-only', 'script-floor', 'quorum-floor'].indexOf(r.library);
+      : 2 + ['redlock', 'redis-semaphore', 'baseline', 'store-only', 'script-floor', 'fenced-floor', 'quorum-floor'].indexOf(r.library);
   const labels = [...new Map(rows.map((r) => [r.label, r] as const)).values()].sort((a, b) => order(a) - order(b));
   const width = Math.max(900, MARGIN.left + scenarios.length * PANEL_W + (scenarios.length - 1) * GAP_X + MARGIN.right);
   const height = MARGIN.top + METRICS.length * PANEL_H + (METRICS.length - 1) * GAP_Y + MARGIN.bottom;

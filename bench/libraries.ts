@@ -7,14 +7,15 @@
  */
 import { CLUSTER_SCENARIOS, QUORUM_SCENARIOS, type LockScenarioName, type Primitive, type ScenarioName, type ScenarioSpec } from './scenarios.js';
 
-export const LIBRARY_NAMES = ['rxjs-lock', 'redlock', 'redis-semaphore', 'baseline', 'store-only', 'script-floor', 'quorum-floor'] as const;
+export const LIBRARY_NAMES = ['rxjs-lock', 'redlock', 'redis-semaphore', 'baseline', 'store-only', 'script-floor', 'fenced-floor', 'quorum-floor'] as const;
 export type LibraryName = (typeof LIBRARY_NAMES)[number];
 export const PEERS: readonly LibraryName[] = ['redlock', 'redis-semaphore', 'baseline'];
 
 /**
  * References, not peers (./adapters/references.ts, ./adapters/quorumFloor.ts): rxjs-lock's store
  * with no engine (on one server and on the uncontended quorums), one trivial script per call in
- * the store's shape (one server), and the least a fenced quorum lock pays (one fencing script per
+ * the store's shape (one server), one script per call doing what a fenced, fair lock's must when
+ * nobody waits (one server), and the least a fenced quorum lock pays (one fencing script per
  * node per acquire, a compare-and-delete per node per release). They say how much of a gap to the
  * baseline (to redlock, on a quorum) is the engine, the store's protocol, the cost of any
  * script-based lock or of fencing; never the best peer.
@@ -22,6 +23,7 @@ export const PEERS: readonly LibraryName[] = ['redlock', 'redis-semaphore', 'bas
 export const REFERENCES: ReadonlyArray<{ readonly library: LibraryName; readonly scenarios: readonly ScenarioName[] }> = [
   { library: 'store-only', scenarios: ['uncontended', 'many-keys', 'uncontended-3-nodes', 'uncontended-5-nodes'] },
   { library: 'script-floor', scenarios: ['uncontended', 'many-keys'] },
+  { library: 'fenced-floor', scenarios: ['uncontended', 'many-keys'] },
   { library: 'quorum-floor', scenarios: ['uncontended-3-nodes', 'uncontended-5-nodes'] },
 ];
 

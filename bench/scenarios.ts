@@ -11,7 +11,7 @@
  *   BENCH_FLOOR_SECONDS       measured time of each part of floor: PING, pub/sub hop, hop after a turn (default 2; quick 0.5)
  *   BENCH_ENGINE_SECONDS      measured time of engine-cpu, per method (default 1.5; quick 0.15)
  *   BENCH_SCENARIOS           comma-separated subset of scenario names to run
- *   BENCH_LIBRARIES           comma-separated subset of libraries (rxjs-lock, redlock, redis-semaphore, baseline, store-only, script-floor, quorum-floor)
+ *   BENCH_LIBRARIES           comma-separated subset of libraries (rxjs-lock, redlock, redis-semaphore, baseline, store-only, script-floor, fenced-floor, quorum-floor)
  */
 import { DEFAULTS } from '../src/options/LockerOptions.js';
 import { numberFromEnv } from '../support/env.js';

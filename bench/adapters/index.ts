@@ -19,7 +19,9 @@ export async function createAdapter(entry: BenchEntry, ctx: AdapterContext): Pro
     case 'store-only':
       return (await import('./references.js')).createStoreOnly(ctx);
     case 'script-floor':
-      return (await import('./references.js')).createScriptFloor(ctx);
+      return (await import('./scriptFloors.js')).createScriptFloor(ctx);
+    case 'fenced-floor':
+      return (await import('./scriptFloors.js')).createFencedFloor(ctx);
     case 'quorum-floor':
       return (await import('./quorumFloor.js')).createQuorumFloor(ctx);
   }
@@ -37,6 +39,7 @@ export async function preloadAdapters(): Promise<void> {
     import('./redisSemaphore.js'),
     import('./baseline.js'),
     import('./references.js'),
+    import('./scriptFloors.js'),
     import('./quorumFloor.js'),
   ]);
 }

@@ -8,13 +8,10 @@
  *   each server, with its defaults (as rxjs-lock's run builds it). What is left between it and
  *   rxjs-lock is the engine's cost; what is left between it and the baseline is the store's
  *   protocol (its scripts on the server, their calls on the client).
- * - `script-floor` (one server): the baseline's loop, but each call a Lua script sent with EVALSHA
- *   in the store's shape (the four keys of a lock, the same arguments), which does only what the
- *   baseline does (SET NX PX; compare-and-delete). The least any lock pays whose acquire and
- *   release are one script call each: the floor below the store's protocol.
+ * - `script-floor` and `fenced-floor` (one server): ./scriptFloors.ts.
  * - `quorum-floor` (the uncontended quorum scenarios): ./quorumFloor.ts.
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type * as RedisEntry from '../../src/redis.js';
 import { evalScript, pollForLock } from './baseline.js';
 import { adapterOf, type AdapterContext, type LockAdapter, type Limits } from './types.js';
@@ -58,35 +55,4 @@ export async function createStoreOnly(ctx: AdapterContext): Promise<LockAdapter>
     );
   };
   return adapterOf(acquire, close);
-}
-
-// The shapes of the store's calls: acquire(lock, fence, line, places; token, ttl, fences) and
-// release(lock, fence, line, places; token, 'passed'), with the baseline's work inside.
-const ACQUIRE = "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end return 0";
-const RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0";
-const sha = (lua: string) => createHash('sha1').update(lua).digest('hex');
-const ACQUIRE_SHA = sha(ACQUIRE);
-const RELEASE_SHA = sha(RELEASE);
-
-export async function createScriptFloor(ctx: AdapterContext): Promise<LockAdapter> {
-  const redis = await ctx.connect();
-  const acquire = (name: string, limits: Limits) => {
-    const token = randomUUID();
-    const keys = [name, `rxjs-lock:fence:{${name}}`, `rxjs-lock:line:{${name}}`, `rxjs-lock:places:{${name}}`];
-    return pollForLock(
-      async () => {
-        if ((await evalScript(redis, ACQUIRE, ACQUIRE_SHA, keys, [token, limits.ttlMs, 1])) !== 1) return null;
-        return {
-          release: () =>
-            evalScript(redis, RELEASE, RELEASE_SHA, keys, [token, 'passed']).then(
-              () => undefined,
-              () => undefined,
-            ),
-        };
-      },
-      name,
-      limits,
-    );
-  };
-  return adapterOf(acquire, async () => undefined);
 }

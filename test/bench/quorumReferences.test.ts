@@ -30,14 +30,15 @@ describe('where the references run', () => {
       expect(librariesOf(s)).not.toContain('store-only');
       expect(librariesOf(s)).not.toContain('quorum-floor');
       expect(librariesOf(s)).not.toContain('script-floor');
+      expect(librariesOf(s)).not.toContain('fenced-floor');
     }
   });
 
-  it('keeps the one-server references as they were: store-only and script-floor, no quorum-floor', () => {
-    expect(librariesOf('uncontended')).toEqual(['rxjs-lock', 'redlock', 'redis-semaphore', 'baseline', 'store-only', 'script-floor']);
-    expect(librariesOf('many-keys')).toEqual(['rxjs-lock', 'redlock', 'redis-semaphore', 'baseline', 'store-only', 'script-floor']);
+  it('keeps the one-server references on one server: store-only, script-floor and fenced-floor, no quorum-floor', () => {
+    expect(librariesOf('uncontended')).toEqual(['rxjs-lock', 'redlock', 'redis-semaphore', 'baseline', 'store-only', 'script-floor', 'fenced-floor']);
+    expect(librariesOf('many-keys')).toEqual(['rxjs-lock', 'redlock', 'redis-semaphore', 'baseline', 'store-only', 'script-floor', 'fenced-floor']);
     expect(librariesOf('uncontended', ['quorum-floor'])).toEqual([]);
-    expect(librariesOf('uncontended-3-nodes', ['script-floor', 'quorum-floor'])).toEqual(['quorum-floor']);
+    expect(librariesOf('uncontended-3-nodes', ['script-floor', 'fenced-floor', 'quorum-floor'])).toEqual(['quorum-floor']);
   });
 });
 
@@ -112,10 +113,11 @@ describe("the quorum targets' references", () => {
       row('uncontended', 'baseline', 40),
       row('uncontended', 'store-only', 48),
       row('uncontended', 'script-floor', 44),
+      row('uncontended', 'fenced-floor', 46),
       ...quorumRows(3, true).slice(1),
     ];
     const t = evaluateTargets(rows).find((x) => x.scenario === 'uncontended')!;
-    expect(t.measured).toBe('50.0 µs vs 40.0 µs: ×1.25; references: store-only ×1.20, script-floor ×1.10');
+    expect(t.measured).toBe('50.0 µs vs 40.0 µs: ×1.25; references: store-only ×1.20, script-floor ×1.10, fenced-floor ×1.15');
   });
 });
 
