@@ -13,7 +13,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type * as RedisEntry from '../../src/redis.js';
-import { evalScript, pollForLock } from './baseline.js';
+import { pollForLock } from './baseline.js';
 import { adapterOf, type AdapterContext, type LockAdapter, type Limits } from './types.js';
 
 const { RedisLockStore, RedlockStore } = (await import(new URL('../../dist/esm/redis.js', import.meta.url).href)) as typeof RedisEntry;
