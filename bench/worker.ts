@@ -150,13 +150,7 @@ async function serveRun(setup: RunSetup, inbox: Inbox): Promise<void> {
   }
   await send({
     type: 'done',
-    loop: rec.loop,
-    keyIndex: rec.keyIndex,
-    role: rec.role,
-    enterNs: rec.enterNs,
-    exitNs: rec.exitNs,
-    waitMs: rec.waitMs,
-    pairMs: rec.pairMs,
+    ...rec.columnsForReport(),
     finishedNs,
     loops: spec.storm ? spec.storm.concurrency : spec.loopsPerProcess,
     timeouts: rec.timeouts,
