@@ -110,7 +110,7 @@ class Work {
   }
 
   @Locked((skus: string[], _gate: string) => skus.map((s) => `sku:${s}`), { onBusy: 'skip' })
-  async skipList(_skus: string[], gate: string): Promise<string> {
+  async skipList(_skus: string[], gate: string): Promise<string | undefined> {
     this.probe.note('enter', gate, this.app);
     await this.probe.gate(gate);
     return gate;
@@ -375,7 +375,7 @@ class Fragile {
   }
 
   @Locked('fragile:skip', { onBusy: 'skip' })
-  async skip(): Promise<string> {
+  async skip(): Promise<string | undefined> {
     return 'ran';
   }
 }
@@ -579,7 +579,7 @@ class Nested {
   }
 
   @Locked('re:skip', { onBusy: 'skip' })
-  async innerSkip(): Promise<string> {
+  async innerSkip(): Promise<string | undefined> {
     this.innerRuns++;
     return 'innerSkip';
   }

@@ -125,6 +125,36 @@ describe('@Locked types (compiled here)', () => {
   @Locked(function (this: A) { return 'tenant:' + this.tenant; })
   async process(p: Payload): Promise<void> { void p; }
 }`,
+      // onBusy: 'skip' resolves undefined without running: the declared result must admit it
+      skip_refused: `${header}
+@Injectable() export class A {
+  @Locked('k', { onBusy: 'skip' })
+  async count(): Promise<number> { return 1; }
+}`,
+      skip_refused_keyed: `${header}
+@Injectable() export class A {
+  @Locked((p: Payload) => 'job:' + p.id, { onBusy: 'skip', ttl: 60_000 })
+  async body(p: Payload): Promise<string> { return p.body; }
+}`,
+      skip_admitted: `${header}
+@Injectable() export class A {
+  @Locked('k', { onBusy: 'skip' })
+  async count(): Promise<number | undefined> { return 1; }
+  @Locked('k', { onBusy: 'skip' })
+  async job(): Promise<void> {}
+  @Locked('k', { onBusy: 'skip' })
+  tick(): void {}
+  @Locked((p: Payload) => 'job:' + p.id, { onBusy: 'skip' })
+  async body(p: Payload): Promise<string | undefined> { return p.body; }
+}`,
+      // waiting (the default, or said so) keeps the method's own result type
+      wait_not_checked: `${header}
+@Injectable() export class A {
+  @Locked('k', { onBusy: 'wait' })
+  async count(): Promise<number> { return 1; }
+  @Locked('k', { ttl: 1_000 })
+  async other(): Promise<number> { return 2; }
+}`,
     });
   }, 60_000);
 
@@ -142,5 +172,19 @@ describe('@Locked types (compiled here)', () => {
 
   it('a key function of no arguments (the provider as this) fits a method with a parameter', () => {
     expect(diagnostics.no_arguments).toEqual([]);
+  });
+
+  // Was a gap: a skipped call resolves undefined, which a method declared Promise<number> hid
+  // from its callers (the tests' own skip methods were declared so).
+  it("refuses onBusy: 'skip' on a method whose declared result does not admit undefined, and says what to declare", () => {
+    for (const name of ['skip_refused', 'skip_refused_keyed']) {
+      expect(diagnostics[name]!.join()).toMatch(/Unable to resolve signature of method decorator/);
+      expect(diagnostics[name]!.join()).toContain('declare the method Promise<T | undefined>');
+    }
+  });
+
+  it("accepts onBusy: 'skip' on Promise<T | undefined>, Promise<void> and void methods; waiting keeps any result type", () => {
+    expect(diagnostics.skip_admitted).toEqual([]);
+    expect(diagnostics.wait_not_checked).toEqual([]);
   });
 });

@@ -43,7 +43,7 @@ class Jobs {
   }
 
   @Locked('job:sweep', { onBusy: 'skip' })
-  async sweep(tag: string): Promise<string> {
+  async sweep(tag: string): Promise<string | undefined> {
     await this.section('sweep', `sweep:${tag}`);
     return tag;
   }

@@ -60,6 +60,31 @@ export type LockedMethodDecorator<A extends unknown[]> = <M extends (...args: [.
 ) => void;
 
 /**
+ * The decorator `@Locked(key, { onBusy: 'skip' })` returns: as {@link LockedMethodDecorator}, for
+ * methods whose declared result admits `undefined` — `Promise<T | undefined>`, `Promise<void>` or
+ * nothing — since a skipped call resolves `undefined` without running the method. A method
+ * declared `Promise<T>` does not compile: declare it `Promise<T | undefined>`.
+ *
+ * @typeParam M The decorated method's type, kept as it is declared.
+ * @example
+ * ```ts
+ * const onceAcrossInstances: SkippingMethodDecorator<never[]> = Locked('job:digest', { onBusy: 'skip' });
+ * ```
+ */
+export type SkippingMethodDecorator<A extends unknown[]> = <M extends (...args: [...A, ...never[]]) => Promise<unknown> | void>(
+  target: object,
+  name: string | symbol,
+  // (nothing more when M's result admits undefined; else a property no descriptor has, named for
+  // the fix, so that the compiler refuses the decoration and says why)
+  descriptor: TypedPropertyDescriptor<M> &
+    (M extends (...args: never[]) => infer R
+      ? undefined extends Awaited<R>
+        ? unknown
+        : { readonly 'with onBusy: skip, a skipped call resolves undefined: declare the method Promise<T | undefined>': never }
+      : never),
+) => void;
+
+/**
  * Runs the method under the lock of `key`, on every call: the lock is taken first, the method is
  * called once it is held, and the lock is given back when the Promise it returns settles (at once
  * when it returns nothing). Two calls that
@@ -74,8 +99,10 @@ export type LockedMethodDecorator<A extends unknown[]> = <M extends (...args: [.
  *   resolves `undefined` without running the method (reported on `locker.events$` as `timed-out`
  *   with `skipped: true`): of instances whose timers fire together, one runs the job (one that
  *   fires after the run ended runs it again: see the scheduled-jobs guide); otherwise it waits up
- *   to `waitTimeout` and rejects with `LockTimeoutError`. The method's declared type does not show
- *   the `undefined` of a skip.
+ *   to `waitTimeout` and rejects with `LockTimeoutError`. With `onBusy: 'skip'` written in the
+ *   decorator, the method must be declared to return `Promise<T | undefined>` (or `Promise<void>`,
+ *   or nothing), or it does not compile (see {@link SkippingMethodDecorator}); options passed as a
+ *   variable typed `LockedOptions` are not checked so.
  * - **Lost** while the method runs (the holder froze, Redis was unreachable): the call rejects with
  *   `LockLostError` (with `onLost: 'notify'`, it resolves as the method does); the method's Promise
  *   cannot be stopped.
@@ -121,6 +148,8 @@ export type LockedMethodDecorator<A extends unknown[]> = <M extends (...args: [.
  * }
  * ```
  */
+export function Locked<A extends unknown[] = never[]>(key: LockedKey<A>, options: LockedOptions & { readonly onBusy: 'skip' }): SkippingMethodDecorator<A>;
+export function Locked<A extends unknown[] = never[]>(key: LockedKey<A>, options?: LockedOptions): LockedMethodDecorator<A>;
 export function Locked<A extends unknown[] = never[]>(key: LockedKey<A>, options: LockedOptions = {}): LockedMethodDecorator<A> {
   const keyOf = compileLockedKey(key);
   checkOperatorOptions(options);

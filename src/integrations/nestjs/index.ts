@@ -8,7 +8,7 @@ export { WithPermit, type WithPermitOptions } from './WithPermit.js';
 export { WithReadLock, WithWriteLock, type WithReadWriteLockOptions } from './WithReadWriteLock.js';
 export type { HandlerLockOptions } from './lockDecorator.js';
 export { InjectLocker } from './InjectLocker.js';
-export { Locked, type LockedKey, type LockedOptions, type LockedMethodDecorator } from './Locked.js';
+export { Locked, type LockedKey, type LockedOptions, type LockedMethodDecorator, type SkippingMethodDecorator } from './Locked.js';
 export { LOCKER } from './tokens.js';
 export { escapeKeyPart, type LockKey, type LockKeys } from './lockKey.js';
 export type { LockErrorOptions, LockErrorMapper, BusyStatus } from './lockErrorResponses.js';
