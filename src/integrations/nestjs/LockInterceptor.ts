@@ -83,8 +83,7 @@ export class LockInterceptor implements NestInterceptor {
       return throwError(() => httpException(failure));
     }
     if (type === 'rpc') return rpcException(failure, error);
-    // @nestjs/graphql turns an HttpException into a GraphQL error with its status
-    if (type === 'graphql') return throwError(() => httpException(failure));
+    if (type === 'graphql') return graphqlError(failure);
     return throwError(() => error);
   }
 }
@@ -98,6 +97,31 @@ function setRetryAfter(context: ExecutionContext, seconds: number): void {
   const response = context.switchToHttp().getResponse<{ header?: (name: string, value: string) => unknown; headersSent?: boolean; sent?: boolean }>();
   if (response?.headersSent === true || response?.sent === true || typeof response?.header !== 'function') return;
   response.header('Retry-After', String(seconds));
+}
+
+/**
+ * The failure as a `GraphQLError` whose `extensions` say what it is: `code` (`LOCK_BUSY`, …, as
+ * for RPC), the HTTP `status` it would have had, and `retryAfter` (seconds) where there is one.
+ * (An `HttpException` would reach a client of Nest's Apollo driver as `INTERNAL_SERVER_ERROR` for
+ * every status but 400, 401, 403 and 422.) `graphql` is loaded only when a resolver fails; if it
+ * cannot be, the `HttpException` goes out instead.
+ */
+function graphqlError(failure: LockFailure): Observable<never> {
+  return from(import('graphql')).pipe(
+    catchError(() => throwError(() => httpException(failure))),
+    mergeMap(({ GraphQLError }) =>
+      throwError(
+        () =>
+          new GraphQLError(failure.message, {
+            extensions: {
+              code: failure.code,
+              status: failure.status,
+              ...(failure.retryAfter === undefined ? {} : { retryAfter: failure.retryAfter }),
+            },
+          }),
+      ),
+    ),
+  );
 }
 
 /**

@@ -35,9 +35,10 @@ export interface WithLockOptions extends AcquireOptions, HandlerLockOptions {}
  *
  * Needs `LockModule` (imported in the handler's module, or global). Works on HTTP controllers
  * (Express and Fastify) and microservice handlers (`@MessagePattern`, `@EventPattern`: the key
- * comes from `{data…}`, failures arrive as `RpcException`); on GraphQL resolvers the key comes
- * from `{args…}` and failures are `HttpException`s (not tested end to end here); other contexts
- * need a key function.
+ * comes from `{data…}`, failures arrive as `RpcException`) and GraphQL resolvers (the key comes
+ * from `{args…}`, failures arrive as `GraphQLError`s whose `extensions` carry the `code` and
+ * `status`; a `@ResolveField` is locked only with the GraphQL module's
+ * `fieldResolverEnhancers: ['interceptors']`); other contexts need a key function.
  *
  * Several keys — `@WithLock(['account:{body.from}', 'account:{body.to}'])` — lock them all or
  * none, as `locker.withLocks` does: taken in one global order (two handlers with overlapping sets

@@ -1,6 +1,7 @@
 /**
  * How lock failures reach a client: HTTP exceptions for controllers, `RpcException`s for
- * microservice handlers. Without this, Nest answers every `LockTimeoutError` with a 500.
+ * microservice handlers, `GraphQLError`s for resolvers. Without this, Nest answers every
+ * `LockTimeoutError` with a 500.
  */
 import { ConflictException, HttpException, HttpStatus, InternalServerErrorException, ServiceUnavailableException, type ExecutionContext } from '@nestjs/common';
 import { isLockError, LockOptionsError, type LockError } from '../../errors/errors.js';
@@ -42,12 +43,16 @@ export type LockErrorMapper = (error: LockError, context: ExecutionContext) => u
  * How lock failures are answered. Set defaults on `LockModule.forRoot({ errors })` and override
  * them per handler in `@WithLock(key, { errors })`.
  *
- * | failure | HTTP | RPC (`RpcException` error `code`) |
+ * | failure | HTTP | RPC (`RpcException` error `code`), GraphQL (`GraphQLError` `extensions.code`) |
  * |---|---|---|
  * | `LockTimeoutError` (still busy after `waitTimeout`) | `busyStatus` (409) | `LOCK_BUSY` |
  * | `LockStoreError` (store failed or timed out; `ReplicaAckError` too), `LockerClosedError` | 503 + `Retry-After` | `LOCK_STORE_UNAVAILABLE` |
  * | `LockLostError` (lease lost while the handler ran; its stream is unsubscribed) | 500 | `LOCK_LOST` |
  * | a template value the request lacks | 400 | `LOCK_KEY_MISSING` |
+ *
+ * A GraphQL error's `extensions` also carry the HTTP `status` it stands for and, with a 503, the
+ * `retryAfter` seconds: `{ code: 'LOCK_BUSY', status: 409 }`. (The response itself stays 200, as
+ * GraphQL answers a field that failed.)
  *
  * @example
  * ```ts
