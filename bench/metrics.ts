@@ -265,6 +265,8 @@ function noFigures() {
     warmupCutSec: null,
     waitMaxAfterWarmupMs: null,
     acquisitionsAfterWarmup: null,
+    gcPauseMaxMs: null,
+    gcMajorPauses: null,
     jain: null,
     perLoopMin: null,
     perLoopMax: null,
@@ -415,6 +417,7 @@ export function buildRow(f: RunFacts): ResultRow {
     warmupCutSec: spec.waitWarmupCutSec,
     waitMaxAfterWarmupMs: afterWarmup ? round(afterWarmup.maxMs, 3) : null,
     acquisitionsAfterWarmup: afterWarmup ? afterWarmup.count : null,
+    ...gcPauses(reports),
     jain: round(jainIndex(perLoop), 4),
     perLoopMin: perLoop.length > 0 ? Math.min(...perLoop) : null,
     perLoopMax: perLoop.length > 0 ? Math.max(...perLoop) : null,
@@ -569,5 +572,18 @@ export function buildProbeRow(spec: ProbeSpec, probes: readonly ProbeReport[], n
     turnHopP50Ms: round(percentile(turnHops, 0.5), 4),
     turnHopP99Ms: round(percentile(turnHops, 0.99), 4),
     turnHops: turnHops.length,
+  };
+}
+
+/** The workers' GC pauses after the warm-up cut: the longest, and how many full collections (null when none measured them). */
+export function gcPauses(reports: readonly Pick<WorkerReport, 'gcPauseMaxMs' | 'gcMajorPauses'>[]): {
+  gcPauseMaxMs: number | null;
+  gcMajorPauses: number | null;
+} {
+  const measured = reports.filter((r) => r.gcPauseMaxMs !== null && r.gcPauseMaxMs !== undefined);
+  if (measured.length === 0) return { gcPauseMaxMs: null, gcMajorPauses: null };
+  return {
+    gcPauseMaxMs: round(Math.max(...measured.map((r) => r.gcPauseMaxMs!)), 1),
+    gcMajorPauses: measured.reduce((n, r) => n + (r.gcMajorPauses ?? 0), 0),
   };
 }

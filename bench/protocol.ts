@@ -79,6 +79,10 @@ export interface WorkerReport {
   readonly errors: number;
   readonly errorSamples: string[];
   readonly roundTrips: number;
+  /** The longest GC pause that began after the warm-up cut (ms; null where the scenario has no cut). */
+  readonly gcPauseMaxMs: number | null;
+  /** Full (major) collections that began after the warm-up cut (null where the scenario has no cut). */
+  readonly gcMajorPauses: number | null;
   readonly storm?: StormTally;
   /** The Redis keys of the scenario's locks, as this library writes them. */
   readonly storeKeys: string[];

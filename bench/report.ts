@@ -89,6 +89,8 @@ function waitColumns(rs: readonly ResultRow[]): Column[] {
     ['wait p99 ms', (r) => num(r.waitP99Ms, 1)],
     [`wait max ms after ${cut} s`, (r) => num(r.waitMaxAfterWarmupMs, 1)],
     ['wait max ms whole run', (r) => num(r.waitMaxMs, 1)],
+    // (where measured: the hot-key runs of this bench, not older results nor the shared-lock scenarios)
+    ...(rs.some((r) => r.gcPauseMaxMs != null) ? [[`longest GC pause ms after ${cut} s`, (r: ResultRow) => num(r.gcPauseMaxMs, 1)] as Column] : []),
     ['Jain', (r) => num(r.jain, 3)],
     ['min–max per loop', (r) => `${int(r.perLoopMin)}–${int(r.perLoopMax)}`],
     ['timeouts', (r) => int(r.timeouts)],

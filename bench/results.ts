@@ -68,6 +68,15 @@ export interface ResultRow {
   readonly waitMaxAfterWarmupMs: number | null;
   /** Acquisitions that started at least `warmupCutSec` after the origin (and got the lock). */
   readonly acquisitionsAfterWarmup: number | null;
+  /**
+   * Hot-key scenarios: the longest garbage-collection pause of any worker process that began after
+   * `warmupCutSec`, in ms (Node's `gc` performance entries: the main thread's pause, not the
+   * incremental marking steps between). A pause in the process that holds the key, or is next for
+   * it, is added to every wait behind it.
+   */
+  readonly gcPauseMaxMs?: number | null;
+  /** Hot-key scenarios: the full (major) collections of all worker processes after `warmupCutSec`. */
+  readonly gcMajorPauses?: number | null;
   /** Jain's fairness index over acquisitions per loop (every loop of every process). */
   readonly jain: number | null;
   readonly perLoopMin: number | null;

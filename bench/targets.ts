@@ -71,7 +71,7 @@ export function evaluateTargets(rows: readonly ResultRow[]): TargetResult[] {
       scenario,
       maxWaitTarget(max),
       value !== null && value <= max,
-      `${fmt(value, 1)} ms after ${cut} (limit ${max}); whole run ${fmt(rx.waitMaxMs, 1)} ms`,
+      `${fmt(value, 1)} ms after ${cut} (limit ${max}); whole run ${fmt(rx.waitMaxMs, 1)} ms${gcNote(rx)}`,
     );
   };
 
@@ -400,4 +400,11 @@ function serverCpu(rx: ResultRow, base: ResultRow): string {
 
 export function formatTargetLine(t: TargetResult): string {
   return `${t.status}  ${t.scenario.padEnd(19)} ${t.target.padEnd(58)} ${t.measured}`;
+}
+
+/** The workers' longest GC pause after the cut, and their full collections, where measured. */
+function gcNote(row: ResultRow): string {
+  if (row.gcPauseMaxMs === null || row.gcPauseMaxMs === undefined) return '';
+  const majors = row.gcMajorPauses ?? 0;
+  return `; longest GC pause of a worker after the cut ${fmt(row.gcPauseMaxMs, 1)} ms (${majors} full collection${majors === 1 ? '' : 's'} in all)`;
 }

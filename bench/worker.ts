@@ -10,6 +10,7 @@ import { closeAll, connectClusterReady, connectReady } from './connections.js';
 import type { AdapterContext, LockAdapter, RedisConnection } from './adapters/types.js';
 import type { ParentMessage, ProbeSetup, RunSetup, StormTally, WorkerMessage } from './protocol.js';
 import { installRoundTripCounter } from './roundTrips.js';
+import { type GcPauses, watchGcPauses } from './gcPauses.js';
 import { nowNs, Recorder, runLoops, runStorm, takerFor, warmUp, warmupRoles, type Take } from './workloads.js';
 import { primitiveOf } from './libraries.js';
 import { lockNames } from './scenarios.js';
@@ -127,20 +128,24 @@ async function serveRun(setup: RunSetup, inbox: Inbox): Promise<void> {
   if (lead > 0) await sleep(lead);
   while (nowNs() < startNs) await sleep(0);
   const rec = new Recorder(startNs, spec.recordPairs);
+  const gc = spec.waitWarmupCutSec === null ? undefined : watchGcPauses(spec.waitWarmupCutSec * 1000);
   strayErrors.length = 0;
   counter.start(tag);
   let storm: StormTally | undefined;
   let failure: unknown;
   let finishedNs = 0;
+  let gcSeen: GcPauses | undefined;
   try {
     if (spec.storm) storm = await runStorm(adapter, spec, rec);
     else await runLoops(take, spec, setup.worker, rec, stopAtNs);
     finishedNs = Number(nowNs() - startNs);
+    gcSeen = gc?.stop();
     await adapter.settle();
     if (spec.storm) await sleep(spec.storm.settleMs);
   } catch (error) {
     failure = error;
   }
+  if (gcSeen === undefined) gc?.stop(); // (a failed run: the watch ends all the same)
   const roundTrips = counter.stop();
   await adapter.close().catch(() => undefined);
   await closeAll(connections);
@@ -151,6 +156,8 @@ async function serveRun(setup: RunSetup, inbox: Inbox): Promise<void> {
   await send({
     type: 'done',
     ...rec.columnsForReport(),
+    gcPauseMaxMs: gcSeen ? gcSeen.maxMs : null,
+    gcMajorPauses: gcSeen ? gcSeen.majors : null,
     finishedNs,
     loops: spec.storm ? spec.storm.concurrency : spec.loopsPerProcess,
     timeouts: rec.timeouts,
