@@ -55,7 +55,7 @@ const SPECS = scenarioSpecs(benchSettings(['hot-key-0ms', 'hot-key-1ms'], true))
 
 function hotRow(gc: { gcPauseMaxMs?: number | null; gcMajorPauses?: number | null }): ResultRow {
   const spec = SPECS.find((s) => s.name === 'hot-key-0ms')!;
-  const entry = entriesFor('hot-key-0ms').find((e) => e.library === 'rxjs-lock')!;
+  const entry = entriesFor('hot-key-0ms', undefined).find((e) => e.library === 'rxjs-lock')!;
   return {
     ...emptyRow(spec, entry, 'failed', '', ROW_ENV),
     status: 'ok',

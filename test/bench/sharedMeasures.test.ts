@@ -71,6 +71,8 @@ function report(sections: ReadonlyArray<{ role: Role; enter: number; exit: numbe
     errors: 0,
     errorSamples: [],
     roundTrips: 3 * sections.length,
+    gcPauseMaxMs: null,
+    gcMajorPauses: null,
     storeKeys: [],
   };
 }
