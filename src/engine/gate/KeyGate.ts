@@ -17,9 +17,10 @@
  * first attempt, as the other processes' waiters do between theirs, so that one of them can take
  * the key.
  *
- * Waiters behind a local holder keep their own wait limit and, with a retry function, their own
- * retry clock: every time it fires counts as an attempt that found the lock held, and when it
- * stops the waiter gives up, as it would polling the store.
+ * Waiters behind a local holder keep their own wait limit (watched by one timer for the gate, see
+ * ./LocalDeadlines.ts) and, with a retry function, their own retry clock: every time it fires
+ * counts as an attempt that found the lock held, and when it stops the waiter gives up, as it
+ * would polling the store.
  *
  * A gate lives only while its key has a holder, waiters, a hand-off or a release in flight, so
  * memory is bounded by live keys.
@@ -38,6 +39,7 @@ import type { Grant, SessionOwner } from '../session/SessionOwner.js';
 import { StoreSession } from '../session/StoreSession.js';
 import type { GateContext, GateDirectory } from './GateContext.js';
 import { AcquiringState, canMove, CLOSED, HeldState, IDLE, PassingState, RELEASING, type GateState } from './GateState.js';
+import { LocalDeadlines } from './LocalDeadlines.js';
 import type { Waiter } from './Waiter.js';
 import { WaiterLine } from './WaiterLine.js';
 
@@ -51,13 +53,17 @@ export class KeyGate implements SessionOwner, HolderOwner {
   private closing = false;
   /** The release in flight, for close() to wait on. */
   private releasing: Promise<unknown> | undefined;
+  /** The wait limits of the waiters behind someone of this locker. */
+  private readonly deadlines: LocalDeadlines;
 
   constructor(
     private readonly ctx: GateContext,
     private readonly directory: GateDirectory,
     readonly key: string,
     readonly storeKey: string,
-  ) {}
+  ) {
+    this.deadlines = new LocalDeadlines(ctx.clock, (now) => this.localLimitsDue(now));
+  }
 
   /** The one place that changes the gate's state. */
   private moveTo(next: GateState): boolean {
@@ -234,6 +240,7 @@ export class KeyGate implements SessionOwner, HolderOwner {
    */
   close(): Promise<unknown> {
     this.closing = true;
+    this.deadlines.stop();
     for (const waiter of this.waiters.toArray()) {
       const error = new LockerClosedError(this.key);
       this.ctx.events.closed(this.key, error);
@@ -274,7 +281,7 @@ export class KeyGate implements SessionOwner, HolderOwner {
 
   private startSession(): void {
     const head = this.head()!;
-    head.stopLocal();
+    this.stopLocal(head);
     const sessions = this.ctx.sessions;
     const session = new StoreSession(this, sessions);
     this.moveTo(new AcquiringState(session));
@@ -378,22 +385,42 @@ export class KeyGate implements SessionOwner, HolderOwner {
   private next(): void {
     if (this.state.name !== 'idle') return;
     if (this.waiters.size > 0) this.startSession();
-    else this.directory.forget(this);
+    else {
+      this.deadlines.stop();
+      this.directory.forget(this);
+    }
   }
 
   // ─── waiters ─────────────────────────────────────────────────────────────────────────────────
 
-  /** Arms the wait limit and, with a retry function, the retry clock of a waiter behind someone. */
+  /** Watches the wait limit and, with a retry function, runs the retry clock of a waiter behind someone. */
   private waitLocally(waiter: Waiter): void {
-    const { waitTimeout, retry } = waiter.settings;
-    const clock = this.ctx.clock;
-    const local = new Subscription();
-    waiter.local = local;
-    if (waitTimeout !== Infinity) {
-      const left = Math.max(0, waiter.remaining(clock.now()));
-      local.add(clock.timers.schedule(() => this.timedOut(waiter), left));
+    waiter.waitsLocally = true;
+    if (waiter.settings.waitTimeout !== Infinity) this.deadlines.watch(waiter.deadline);
+    if (typeof waiter.settings.retry === 'function') {
+      const local = new Subscription();
+      waiter.local = local;
+      this.tick(waiter, local);
     }
-    if (typeof retry === 'function') this.tick(waiter, local);
+  }
+
+  /** `waiter` no longer waits locally (it left, or its wait is now the store session's to watch). */
+  private stopLocal(waiter: Waiter): void {
+    if (waiter.waitsLocally && waiter.settings.waitTimeout !== Infinity) this.deadlines.forget();
+    waiter.stopLocal();
+  }
+
+  /** The earliest local wait limit came: who waits locally and is due times out; the timer is armed for the next limit. */
+  private localLimitsDue(now: number): void {
+    // (timedOut does nothing to a waiter that left meanwhile: a callback may have made one leave)
+    for (const waiter of this.waiters.toArray()) {
+      if (waiter.waitsLocally && waiter.remaining(now) <= 0) this.timedOut(waiter);
+    }
+    let earliest = Infinity;
+    for (let waiter = this.waiters.head; waiter !== undefined; waiter = waiter.behind) {
+      if (waiter.waitsLocally && waiter.deadline < earliest) earliest = waiter.deadline;
+    }
+    this.deadlines.arm(earliest); // (Infinity: nothing to arm)
   }
 
   /**
@@ -464,7 +491,7 @@ export class KeyGate implements SessionOwner, HolderOwner {
     waiter.done = true;
     this.waiters.delete(waiter);
     this.ctx.longWaits.forget(waiter);
-    waiter.stopLocal();
+    this.stopLocal(waiter);
   }
 
   /**
@@ -479,7 +506,7 @@ export class KeyGate implements SessionOwner, HolderOwner {
       state.session.abandon();
       this.next();
     } else if (wasHead) {
-      this.head()!.stopLocal();
+      this.stopLocal(this.head()!);
       state.session.replan();
     }
   }

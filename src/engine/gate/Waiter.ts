@@ -18,7 +18,9 @@ export interface WaiterCallbacks {
 export class Waiter implements SessionRequest, InLine<Waiter> {
   /** Times it found the lock held: store attempts made for it, and looks at the local line. */
   attempts = 0;
-  /** Its wait-limit timer and retry clock, while it waits behind someone of this locker. */
+  /** Waits behind someone of this locker: its wait limit is its gate's to watch (./LocalDeadlines.ts). */
+  waitsLocally = false;
+  /** Its retry clock (a retry function only), while it waits behind someone of this locker. */
   local: Subscription | undefined;
   /** Set once it left the line (granted, failed or cancelled). */
   done = false;
@@ -39,8 +41,14 @@ export class Waiter implements SessionRequest, InLine<Waiter> {
     return this.settings.waitTimeout - (now - this.startedAt);
   }
 
-  /** Stops its local timers (its wait is now the store session's to watch, or over). */
+  /** Its limit on the wait clock (Infinity: none). */
+  get deadline(): number {
+    return this.startedAt + this.settings.waitTimeout;
+  }
+
+  /** Stops waiting locally (its wait is now the store session's to watch, or over). */
   stopLocal(): void {
+    this.waitsLocally = false;
     this.local?.unsubscribe();
     this.local = undefined;
   }
