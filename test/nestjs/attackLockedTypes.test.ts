@@ -97,6 +97,32 @@ import { Locked } from '../../src/nestjs.js';
 interface Payload { readonly id: string; readonly body: string }
 `;
 
+/** Methods a skip must refuse (each compiled alone, in a class with a `tenant` field). */
+const skipRefusals: Record<string, string> = {
+  // were compiled (review, session 5): the result was `infer`red, which gives `unknown` for a
+  // generic method and sees only the last of overloads
+  generic: `@Locked('k', { onBusy: 'skip' }) async m<T>(x: T): Promise<T> { return x; }`,
+  generic_constrained: `@Locked('k', { onBusy: 'skip' }) async m<T extends string | undefined>(x: T): Promise<T> { return x; }`,
+  overloads: `m(a: string): Promise<string>;
+  m(a: number): Promise<number | undefined>;
+  @Locked('k', { onBusy: 'skip' }) async m(a: string | number): Promise<string | number | undefined> { return a; }`,
+  // were compiled (review, session 5): an onBusy written in the decorator but typed OnBusy chose
+  // the overload that does not check
+  cast_to_on_busy: `@Locked('k', { onBusy: 'skip' as OnBusy }) async m(): Promise<number> { return 1; }`,
+  on_busy_from_a_call: `@Locked('k', { onBusy: pick() }) async m(): Promise<number> { return 1; }`,
+  on_busy_conditional: `@Locked('k', { onBusy: Math.random() > 0.5 ? 'skip' : 'wait' }) async m(): Promise<number> { return 1; }`,
+  // were refused already
+  never: `@Locked('k', { onBusy: 'skip' }) async m(): Promise<never> { throw new Error('no'); }`,
+  null_is_not_undefined: `@Locked('k', { onBusy: 'skip' }) async m(): Promise<string | null> { return null; }`,
+  this_parameter: `@Locked(function (this: A) { return 'tenant:' + this.tenant; }, { onBusy: 'skip' })
+  async m(this: A, p: Payload): Promise<string> { return p.id + this.tenant; }`,
+  list_key: `@Locked((p: Payload) => [p.id, p.body], { onBusy: 'skip' }) async m(p: Payload): Promise<string> { return p.id; }`,
+  as_const: `@Locked('k', { onBusy: 'skip' } as const) async m(): Promise<number> { return 1; }`,
+  spread: `@Locked('k', { ...{ ttl: 1_000 }, onBusy: 'skip' }) async m(): Promise<number> { return 1; }`,
+  spread_as_const: `@Locked('k', { ...({ onBusy: 'skip' } as const) }) async m(): Promise<number> { return 1; }`,
+  under_cron: `@Cron('* * * * *') @Locked('k', { onBusy: 'skip' }) async m(): Promise<number> { return 1; }`,
+};
+
 describe('@Locked types (compiled here)', () => {
   let diagnostics: Record<string, string[]>;
   beforeAll(() => {
@@ -155,6 +181,65 @@ describe('@Locked types (compiled here)', () => {
   @Locked('k', { ttl: 1_000 })
   async other(): Promise<number> { return 2; }
 }`,
+      // review (session 5): more that must compile with a skip, or without one
+      skip_admitted_more: `${header}
+import { Cron } from '@nestjs/schedule';
+import type { OnBusy } from '../../src/index.js';
+@Injectable() export class A {
+  tenant = 't1';
+  @Locked('k', { onBusy: 'skip' }) async a(): Promise<any> { return 1; }
+  @Locked('k', { onBusy: 'skip' }) async b(): Promise<unknown> { return 1; }
+  @Locked('k', { onBusy: 'skip' }) async c(): Promise<string | void> { return 'x'; }
+  @Locked('k', { onBusy: 'skip' }) d(): Promise<void> | void {}
+  @Locked('k', { onBusy: 'skip' }) async e(): Promise<'x' | 'y' | undefined> { return 'x'; }
+  @Locked('k', { onBusy: 'skip' }) async f<T>(x: T): Promise<T | undefined> { return x; }
+  @Locked((p: Payload) => p.id, { onBusy: 'skip' }) async g<T extends Payload>(x: T): Promise<T | undefined> { return x; }
+  @Locked('k', { onBusy: 'skip' }) async h<T = number>(): Promise<T | undefined> { return undefined; }
+  @Locked(function (this: A) { return 'tenant:' + this.tenant; }, { onBusy: 'skip' })
+  async i(this: A, p: Payload): Promise<string | undefined> { return p.id + this.tenant; }
+  @Locked((p: Payload) => [p.id, p.body], { onBusy: 'skip' }) async j(p: Payload, n: number): Promise<string | undefined> { return p.id + n; }
+  @Locked('k', { onBusy: 'skip', ttl: 60_000, onLost: 'notify', reentrant: false, waitTimeout: 0 }) async k(): Promise<number | undefined> { return 1; }
+  @Locked('k', { onBusy: 'skip' } as const) async l(): Promise<number | undefined> { return 1; }
+  @Locked('k', { onBusy: 'skip' as OnBusy }) async m(): Promise<number | undefined> { return 1; }
+  @Cron('* * * * *') @Locked('k', { onBusy: 'skip' }) async n(): Promise<void> {}
+  @Locked('k', { onBusy: 'skip' }) @Cron('* * * * *') async o(): Promise<void> {}
+  @Cron('* * * * *') @Locked('k', { onBusy: 'skip' }) p(): void {}
+  q(a: string): Promise<string | undefined>;
+  q(a: number): Promise<number | undefined>;
+  @Locked('k', { onBusy: 'skip' }) async q(a: string | number): Promise<string | number | undefined> { return a; }
+}
+export abstract class B {
+  @Locked('k', { onBusy: 'skip' }) async m(): Promise<number | undefined> { return 1; }
+  abstract n(): Promise<number>;
+}`,
+      wait_not_checked_more: `${header}
+import type { LockedOptions } from '../../src/nestjs.js';
+const defaults: LockedOptions = { ttl: 60_000 };
+@Injectable() export class A {
+  @Locked('k', {}) async a(): Promise<number> { return 1; }
+  @Locked('k', { onBusy: 'wait' } as const) async b(): Promise<number> { return 1; }
+  @Locked('k', { onBusy: undefined }) async c(): Promise<number> { return 1; }
+  @Locked('k', defaults) async d(): Promise<number> { return 1; }
+  @Locked('k', { ...defaults, waitTimeout: 5 }) async e(): Promise<number> { return 1; }
+  @Locked('k') async f<T>(x: T): Promise<T> { return x; }
+  g(a: string): Promise<string>;
+  g(a: number): Promise<number>;
+  @Locked('k') async g(a: string | number): Promise<string | number> { return a; }
+}`,
+      ...Object.fromEntries(
+        Object.entries(skipRefusals).map(([name, method]) => [
+          `skip_refused_${name}`,
+          `${header}
+import { Cron } from '@nestjs/schedule';
+import type { OnBusy } from '../../src/index.js';
+declare function pick(): OnBusy;
+void pick;
+@Injectable() export class A {
+  tenant = 't1';
+${method}
+}`,
+        ]),
+      ),
     });
   }, 60_000);
 
@@ -186,5 +271,19 @@ describe('@Locked types (compiled here)', () => {
   it("accepts onBusy: 'skip' on Promise<T | undefined>, Promise<void> and void methods; waiting keeps any result type", () => {
     expect(diagnostics.skip_admitted).toEqual([]);
     expect(diagnostics.wait_not_checked).toEqual([]);
+  });
+
+  // Review (session 5): generic methods, overloads and an onBusy typed OnBusy got through (see
+  // skipRefusals); each refusal below is the skip's own, with its message.
+  it.each(Object.keys(skipRefusals))("refuses onBusy: 'skip' on a method that does not admit undefined: %s", (name) => {
+    const found = diagnostics[`skip_refused_${name}`]!;
+    expect(found).toHaveLength(1);
+    expect(found[0]).toMatch(/Unable to resolve signature of method decorator/);
+    expect(found[0]).toContain('declare the method Promise<T | undefined>');
+  });
+
+  it('accepts a skip on any, unknown, void unions, generic T | undefined, this parameters, lists, other options, as const, @Cron either side, overloads that admit undefined, abstract classes; a wait, an absent onBusy or a LockedOptions variable are not checked', () => {
+    expect(diagnostics.skip_admitted_more).toEqual([]);
+    expect(diagnostics.wait_not_checked_more).toEqual([]);
   });
 });

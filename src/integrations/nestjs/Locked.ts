@@ -7,7 +7,7 @@ import { Inject } from '@nestjs/common';
 import { defer, isObservable, lastValueFrom, type Observable } from 'rxjs';
 import type { Locker } from '../../engine/Locker.js';
 import { LockOptionsError } from '../../errors/errors.js';
-import type { LockOperatorOptions } from '../../options/LockerOptions.js';
+import type { LockOperatorOptions, OnBusy } from '../../options/LockerOptions.js';
 import { checkOperatorOptions, validateKey } from '../../options/validate.js';
 import { LOCKER } from './tokens.js';
 
@@ -60,10 +60,12 @@ export type LockedMethodDecorator<A extends unknown[]> = <M extends (...args: [.
 ) => void;
 
 /**
- * The decorator `@Locked(key, { onBusy: 'skip' })` returns: as {@link LockedMethodDecorator}, for
- * methods whose declared result admits `undefined` — `Promise<T | undefined>`, `Promise<void>` or
- * nothing — since a skipped call resolves `undefined` without running the method. A method
- * declared `Promise<T>` does not compile: declare it `Promise<T | undefined>`.
+ * The decorator `@Locked(key, { onBusy: 'skip' })` returns (also with an `onBusy` typed `OnBusy`,
+ * which may be `'skip'`): as {@link LockedMethodDecorator}, for methods whose declared result
+ * admits `undefined` — `Promise<T | undefined>`, `Promise<void>` or nothing — since a skipped call
+ * resolves `undefined` without running the method. A method declared `Promise<T>` does not compile
+ * (nor a generic `<T>(x: T) => Promise<T>`, nor overloads one of which excludes `undefined`):
+ * declare it `Promise<T | undefined>`.
  *
  * @typeParam M The decorated method's type, kept as it is declared.
  * @example
@@ -76,12 +78,12 @@ export type SkippingMethodDecorator<A extends unknown[]> = <M extends (...args: 
   name: string | symbol,
   // (nothing more when M's result admits undefined; else a property no descriptor has, named for
   // the fix, so that the compiler refuses the decoration and says why)
+  // (asked as "may a method resolving undefined stand for M": an `infer`red result would see only
+  // the last of overloads, and `unknown` for a generic `<T>(x: T) => Promise<T>`)
   descriptor: TypedPropertyDescriptor<M> &
-    (M extends (...args: never[]) => infer R
-      ? undefined extends Awaited<R>
-        ? unknown
-        : { readonly 'with onBusy: skip, a skipped call resolves undefined: declare the method Promise<T | undefined>': never }
-      : never),
+    (((...args: unknown[]) => Promise<undefined>) extends M
+      ? unknown
+      : { readonly 'with onBusy: skip, a skipped call resolves undefined: declare the method Promise<T | undefined>': never }),
 ) => void;
 
 /**
@@ -100,9 +102,10 @@ export type SkippingMethodDecorator<A extends unknown[]> = <M extends (...args: 
  *   with `skipped: true`): of instances whose timers fire together, one runs the job (one that
  *   fires after the run ended runs it again: see the scheduled-jobs guide); otherwise it waits up
  *   to `waitTimeout` and rejects with `LockTimeoutError`. With `onBusy: 'skip'` written in the
- *   decorator, the method must be declared to return `Promise<T | undefined>` (or `Promise<void>`,
- *   or nothing), or it does not compile (see {@link SkippingMethodDecorator}); options passed as a
- *   variable typed `LockedOptions` are not checked so.
+ *   decorator (or an `onBusy` of type `OnBusy`, which may be `'skip'`), the method must be declared
+ *   to return `Promise<T | undefined>` (or `Promise<void>`, or nothing), or it does not compile (see
+ *   {@link SkippingMethodDecorator}); options passed as a variable typed `LockedOptions` (whose
+ *   `onBusy` is optional) are not checked so.
  * - **Lost** while the method runs (the holder froze, Redis was unreachable): the call rejects with
  *   `LockLostError` (with `onLost: 'notify'`, it resolves as the method does); the method's Promise
  *   cannot be stopped.
@@ -148,7 +151,9 @@ export type SkippingMethodDecorator<A extends unknown[]> = <M extends (...args: 
  * }
  * ```
  */
-export function Locked<A extends unknown[] = never[]>(key: LockedKey<A>, options: LockedOptions & { readonly onBusy: 'skip' }): SkippingMethodDecorator<A>;
+export function Locked<A extends unknown[] = never[]>(key: LockedKey<A>, options?: LockedOptions & { readonly onBusy?: 'wait' }): LockedMethodDecorator<A>;
+// (onBusy written, and it may be 'skip': 'skip' itself, or an OnBusy such as `'skip' as OnBusy`)
+export function Locked<A extends unknown[] = never[]>(key: LockedKey<A>, options: LockedOptions & { readonly onBusy: OnBusy }): SkippingMethodDecorator<A>;
 export function Locked<A extends unknown[] = never[]>(key: LockedKey<A>, options?: LockedOptions): LockedMethodDecorator<A>;
 export function Locked<A extends unknown[] = never[]>(key: LockedKey<A>, options: LockedOptions = {}): LockedMethodDecorator<A> {
   const keyOf = compileLockedKey(key);
