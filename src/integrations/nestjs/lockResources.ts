@@ -58,7 +58,7 @@ export async function openLockResources(options: LockModuleOptions): Promise<Loc
   }
   const errors = checkErrorOptions(options.errors, 'LockModule options.errors');
 
-  let created: (RedisClient & { quit(): Promise<unknown>; disconnect(): void }) | undefined;
+  let created: ClosableClient | undefined;
   let client = options.client;
   if (options.redis !== undefined) {
     created = await connect(options.redis);
@@ -92,19 +92,31 @@ export async function openLockResources(options: LockModuleOptions): Promise<Loc
   };
 }
 
-/** QUIT, or a plain disconnect when Redis does not answer it within 2 s (shutdown must not hang). */
-async function closeClient(client: { quit(): Promise<unknown>; disconnect(): void }): Promise<void> {
-  const timer = setTimeout(() => client.disconnect(), 2_000);
-  try {
-    await client.quit();
-  } catch {
+/**
+ * QUIT, or a plain disconnect when Redis does not answer it within 2 s (shutdown must not hang),
+ * or at once when the connection is not up: ioredis queues a QUIT it cannot send until it
+ * reconnects (which may be never), and its `disconnect()` leaves that QUIT unsettled.
+ */
+async function closeClient(client: ClosableClient): Promise<void> {
+  if (client.status !== undefined && client.status !== 'ready') {
     client.disconnect();
-  } finally {
-    clearTimeout(timer);
+    return;
   }
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), 2_000)));
+  const quit = client.quit().then(
+    () => true,
+    () => false,
+  );
+  const done = await Promise.race([quit, late]);
+  clearTimeout(timer);
+  if (!done) client.disconnect();
 }
 
-async function connect(redis: unknown): Promise<RedisClient & { quit(): Promise<unknown>; disconnect(): void }> {
+/** The connection `LockModule` opens from `options.redis` (an ioredis client). */
+type ClosableClient = RedisClient & { quit(): Promise<unknown>; disconnect(): void; readonly status?: string };
+
+async function connect(redis: unknown): Promise<ClosableClient> {
   if (typeof redis !== 'string' && (typeof redis !== 'object' || redis === null || Array.isArray(redis))) {
     throw new LockOptionsError('LockModule options.redis', 'ioredis connection options or a redis:// URL', redis);
   }
@@ -129,5 +141,5 @@ async function connect(redis: unknown): Promise<RedisClient & { quit(): Promise<
     last = error.message;
   });
   client.on('ready', () => (last = ''));
-  return client as unknown as RedisClient & { quit(): Promise<unknown>; disconnect(): void };
+  return client as unknown as ClosableClient;
 }
