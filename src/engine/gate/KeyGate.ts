@@ -53,17 +53,15 @@ export class KeyGate implements SessionOwner, HolderOwner {
   private closing = false;
   /** The release in flight, for close() to wait on. */
   private releasing: Promise<unknown> | undefined;
-  /** The wait limits of the waiters behind someone of this locker. */
-  private readonly deadlines: LocalDeadlines;
+  /** The wait limits of the waiters behind someone of this locker (made for the first one: most gates never have one). */
+  private deadlines: LocalDeadlines | undefined;
 
   constructor(
     private readonly ctx: GateContext,
     private readonly directory: GateDirectory,
     readonly key: string,
     readonly storeKey: string,
-  ) {
-    this.deadlines = new LocalDeadlines(ctx.clock, (now) => this.localLimitsDue(now));
-  }
+  ) {}
 
   /** The one place that changes the gate's state. */
   private moveTo(next: GateState): boolean {
@@ -240,7 +238,7 @@ export class KeyGate implements SessionOwner, HolderOwner {
    */
   close(): Promise<unknown> {
     this.closing = true;
-    this.deadlines.stop();
+    this.deadlines?.stop();
     for (const waiter of this.waiters.toArray()) {
       const error = new LockerClosedError(this.key);
       this.ctx.events.closed(this.key, error);
@@ -386,7 +384,7 @@ export class KeyGate implements SessionOwner, HolderOwner {
     if (this.state.name !== 'idle') return;
     if (this.waiters.size > 0) this.startSession();
     else {
-      this.deadlines.stop();
+      this.deadlines?.stop();
       this.directory.forget(this);
     }
   }
@@ -396,7 +394,10 @@ export class KeyGate implements SessionOwner, HolderOwner {
   /** Watches the wait limit and, with a retry function, runs the retry clock of a waiter behind someone. */
   private waitLocally(waiter: Waiter): void {
     waiter.waitsLocally = true;
-    if (waiter.settings.waitTimeout !== Infinity) this.deadlines.watch(waiter.deadline);
+    if (waiter.settings.waitTimeout !== Infinity) {
+      this.deadlines ??= new LocalDeadlines(this.ctx.clock, (now) => this.localLimitsDue(now));
+      this.deadlines.watch(waiter.deadline);
+    }
     if (typeof waiter.settings.retry === 'function') {
       const local = new Subscription();
       waiter.local = local;
@@ -406,7 +407,7 @@ export class KeyGate implements SessionOwner, HolderOwner {
 
   /** `waiter` no longer waits locally (it left, or its wait is now the store session's to watch). */
   private stopLocal(waiter: Waiter): void {
-    if (waiter.waitsLocally && waiter.settings.waitTimeout !== Infinity) this.deadlines.forget();
+    if (waiter.waitsLocally && waiter.settings.waitTimeout !== Infinity) this.deadlines?.forget();
     waiter.stopLocal();
   }
 
@@ -420,7 +421,7 @@ export class KeyGate implements SessionOwner, HolderOwner {
     for (let waiter = this.waiters.head; waiter !== undefined; waiter = waiter.behind) {
       if (waiter.waitsLocally && waiter.deadline < earliest) earliest = waiter.deadline;
     }
-    this.deadlines.arm(earliest); // (Infinity: nothing to arm)
+    this.deadlines?.arm(earliest); // (Infinity: nothing to arm)
   }
 
   /**
