@@ -10,14 +10,15 @@ import type { INestApplication } from '@nestjs/common';
 import { GraphQLModule } from '@nestjs/graphql';
 import { Test } from '@nestjs/testing';
 import { filter, firstValueFrom } from 'rxjs';
-import request from 'supertest';
 import { describe, expect, it } from 'vitest';
 import type { Locker, LockEvent } from '../../src/index.js';
 import { LOCKER, LockModule } from '../../src/nestjs.js';
 import { redisSuite } from '../support/redisSuite.js';
 import { until } from '../support/timing.js';
 import { LockedResolver, ORDERS_SCHEMA } from './fixtures/LockedResolver.js';
+import { gql } from './fixtures/graphqlClient.js';
 import { APP_NAME, PROBE, Probe } from './fixtures/probe.js';
+import { someoneWaitsInRedis } from './fixtures/redisLine.js';
 
 const suite = redisSuite();
 
@@ -51,37 +52,6 @@ async function start(name: string, probe: Probe): Promise<GraphqlApp> {
   return { app, url: (await app.getUrl()).replace('[::1]', '127.0.0.1'), locker: app.get<Locker>(LOCKER) };
 }
 
-interface GraphqlError {
-  readonly message: string;
-  readonly extensions?: {
-    readonly code?: string;
-    readonly status?: number;
-    readonly retryAfter?: number;
-    readonly originalError?: { readonly statusCode?: number };
-  };
-}
-interface GraphqlReply {
-  readonly data: Record<string, unknown> | null;
-  readonly errors?: GraphqlError[];
-}
-
-/** Posts one GraphQL operation; resolves with the reply's body. */
-async function gql(url: string, query: string): Promise<GraphqlReply> {
-  const reply = await request(url).post('/graphql').set('content-type', 'application/json').send({ query });
-  return reply.body as GraphqlReply;
-}
-
-/** Resolves once a waiter for `key` stands in the Redis line (the other instance is waiting). */
-async function someoneWaitsInRedis(key: string): Promise<void> {
-  const deadline = Date.now() + 15_000;
-  while (Date.now() < deadline) {
-    const lines = await suite.admin.keys(`rxjs-lock:line:*${key}*`);
-    if (lines.length > 0 && (await suite.admin.zcard(lines[0]!)) > 0) return;
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-  throw new Error(`nobody waited for ${key} in Redis`);
-}
-
 const acquired = (locker: Locker, key: string): Promise<LockEvent> =>
   firstValueFrom(locker.events$.pipe(filter((e) => e.type === 'acquired' && e.key === key)));
 
@@ -93,7 +63,7 @@ describe('@WithLock on GraphQL resolvers (Apollo)', () => {
     await probe.waitFor('enter', 'order:1', 'a');
     expect(await suite.admin.exists('lock:order:1')).toBe(1);
     const second = gql(b.url, 'mutation { ship(id: "1", tag: "second") { id tag } }');
-    await someoneWaitsInRedis('order:1');
+    await someoneWaitsInRedis(suite.admin, 'order:1');
     expect(probe.notes.filter((n) => n.what === 'enter')).toHaveLength(1); // b waits
     probe.open('order:1:first');
     probe.open('order:1:second');
@@ -181,7 +151,7 @@ describe('@WithLock on GraphQL resolvers (Apollo)', () => {
     const holding = gql(a.url, 'mutation { ship(id: "2", tag: "hold") { id } }');
     await probe.waitFor('enter', 'order:2', 'a');
     const listed = gql(b.url, 'query { orders(ids: ["1", "2", "3"], tag: "list") { id } }');
-    await someoneWaitsInRedis('order:2');
+    await someoneWaitsInRedis(suite.admin, 'order:2');
     // the resolver runs only once it holds them all
     expect(probe.notes.filter((n) => n.what === 'enter')).toHaveLength(1);
     probe.open('order:2:hold');

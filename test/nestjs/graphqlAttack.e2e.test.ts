@@ -13,7 +13,6 @@ import { GraphQLModule } from '@nestjs/graphql';
 import { Test } from '@nestjs/testing';
 import { createClient } from 'graphql-ws';
 import { firstValueFrom } from 'rxjs';
-import request from 'supertest';
 import { describe, expect, it } from 'vitest';
 import type { Locker, LockEvent } from '../../src/index.js';
 import { LOCKER, LockModule } from '../../src/nestjs.js';
@@ -22,6 +21,7 @@ import { within } from '../support/children.js';
 import { cutProxy } from '../support/cutProxy.js';
 import { until } from '../support/timing.js';
 import { AttackResolver, ATTACK_SCHEMA, OrderService } from './fixtures/AttackResolver.js';
+import { gql } from './fixtures/graphqlClient.js';
 import { APP_NAME, PROBE, Probe } from './fixtures/probe.js';
 
 const suite = redisSuite();
@@ -79,21 +79,6 @@ async function start(name: string, probe: Probe, options: StartOptions = {}): Pr
   const seen = locker.events$.subscribe((e) => events.push(e));
   suite.closers.push(() => seen.unsubscribe());
   return { app, close, url: (await app.getUrl()).replace('[::1]', '127.0.0.1'), locker, events };
-}
-
-interface GraphqlError {
-  readonly message: string;
-  readonly path?: readonly (string | number)[];
-  readonly extensions?: { readonly code?: string; readonly status?: number; readonly retryAfter?: number };
-}
-interface GraphqlReply {
-  readonly data: Record<string, unknown> | null;
-  readonly errors?: GraphqlError[];
-}
-
-async function gql(url: string, query: string): Promise<GraphqlReply> {
-  const reply = await request(url).post('/graphql').set('content-type', 'application/json').send({ query });
-  return reply.body as GraphqlReply;
 }
 
 /** Resolves once this locker has a waiter for `key` (a field waiting for the lock). */

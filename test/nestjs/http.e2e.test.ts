@@ -13,22 +13,12 @@ import { LOCKER } from '../../src/nestjs.js';
 import { redisSuite } from '../support/redisSuite.js';
 import { lockedAppsOn, type Platform } from './fixtures/lockedApp.js';
 import { Probe } from './fixtures/probe.js';
+import { someoneWaitsInRedis } from './fixtures/redisLine.js';
 
 const suite = redisSuite();
 
 const released = (locker: Locker, key: string): Promise<LockEvent> =>
   firstValueFrom(locker.events$.pipe(filter((e) => e.type === 'released' && e.key === key)));
-
-/** Resolves once a waiter for `key` stands in the Redis line (the second instance is waiting). */
-async function someoneWaitsInRedis(key: string): Promise<void> {
-  const deadline = Date.now() + 15_000;
-  while (Date.now() < deadline) {
-    const lines = await suite.admin.keys(`rxjs-lock:line:*${key}*`);
-    if (lines.length > 0 && (await suite.admin.zcard(lines[0]!)) > 0) return;
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-  throw new Error(`nobody waited for ${key} in Redis`);
-}
 
 /** A GET that the client abandons once `onResponse` says so; resolves when the socket is closed. */
 function abandonedGet(url: string, path: string, leaveAfter: (chunk: string) => boolean): { left: Promise<void> } {
@@ -60,7 +50,7 @@ describe.each<Platform>(['express', 'fastify'])('@WithLock on %s', (platform) =>
     const second = request(b.url)
       .post('/orders/1/second')
       .then((r) => r);
-    await someoneWaitsInRedis('order:1');
+    await someoneWaitsInRedis(suite.admin, 'order:1');
     expect(probe.notes.filter((n) => n.what === 'enter')).toHaveLength(1); // b waits
     probe.open('order:1:first');
     probe.open('order:1:second');
