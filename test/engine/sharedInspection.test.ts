@@ -102,8 +102,17 @@ describe.each(Object.keys(stores))('shared-lock inspection (%s store)', (name) =
   it("waitUntilPermitsFree: 'no-writer' emits once the writer is gone (readers may hold), the default once nobody holds anything", async () => {
     const { a, b } = stores[name]!();
     const endWrite = new Subject<void>();
-    a.usingWriteLock('config', () => endWrite).subscribe({ error: () => undefined });
-    await sleep(20);
+    // (the writer holds before anyone looks: a fixed sleep here was too short on a loaded machine,
+    // and 'no-writer' was then true at once)
+    const writing = new Promise<void>((resolve) =>
+      a
+        .usingWriteLock('config', () => {
+          resolve();
+          return endWrite;
+        })
+        .subscribe({ error: () => undefined }),
+    );
+    await writing;
     const endRead = new Subject<void>();
     const read = b.usingReadLock('config', () => endRead, { waitTimeout: 10_000 }).subscribe({ error: () => undefined });
     suite.closers.push(() => read.unsubscribe());
