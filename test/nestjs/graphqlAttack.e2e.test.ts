@@ -22,6 +22,7 @@ import { cutProxy } from '../support/cutProxy.js';
 import { until } from '../support/timing.js';
 import { AttackResolver, ATTACK_SCHEMA, OrderService } from './fixtures/AttackResolver.js';
 import { gql } from './fixtures/graphqlClient.js';
+import { NEST_MAJOR } from './fixtures/nestVersion.js';
 import { APP_NAME, PROBE, Probe } from './fixtures/probe.js';
 
 const suite = redisSuite();
@@ -290,15 +291,13 @@ describe('@WithLock on GraphQL: Observables and subscriptions', () => {
     await holder;
   });
 
-  // Defect left open (review, session 5): a @Subscription's resolver returns an AsyncIterator at
-  // once; LockInterceptor sees a stream of one value (the iterator) that completes, so the lock is
-  // given back before the first event, and the subscription runs unlocked (only a busy key at
-  // subscribe time is refused, as the test above shows). Nest awaits the interceptor's last value
-  // (lastValueFrom) before graphql-ws starts iterating, so the lock cannot simply be held by the
-  // Observable: a fix must take a lease that the returned iterator gives back when it ends
-  // (done, return() when the client unsubscribes, throw), and end the iterator with LOCK_LOST on a
-  // loss; or refuse/document @WithLock on subscriptions. The docs say nothing of subscriptions.
-  it.fails('a subscription (graphql-ws) holds its lock while it runs', async () => {
+  // Was a defect (review, session 5): a @Subscription's resolver returns an AsyncIterator at
+  // once; LockInterceptor saw a stream of one value (the iterator) that completed, so the lock
+  // went back before the first event and the subscription ran unlocked (only a busy key at
+  // subscribe time was refused). Nest awaits the interceptor's last value before graphql-ws reads
+  // the iterator, so the lock is now held by a subscription of its own that the iterator ends
+  // (src/integrations/nestjs/subscriptionLock.ts).
+  it('a subscription (graphql-ws) holds its lock while it runs', async () => {
     const probe = new Probe();
     const a = await start('a', probe);
     const client = createClient({ url: `${a.url.replace('http', 'ws')}/graphql`, webSocketImpl: WebSocket, retryAttempts: 0, lazy: true });
@@ -313,5 +312,61 @@ describe('@WithLock on GraphQL: Observables and subscriptions', () => {
     await done;
     expect(values).toEqual([{ data: { ticks: { tag: 'sub' } } }]);
     expect(held).toBe(1);
+  });
+
+  /** A graphql-ws client on `app`, closed with the test. */
+  const wsClient = (app: GraphqlApp) => {
+    const client = createClient({ url: `${app.url.replace('http', 'ws')}/graphql`, webSocketImpl: WebSocket, retryAttempts: 0, lazy: true });
+    suite.closers.push(() => client.dispose());
+    return client;
+  };
+
+  it('gives the lock back when the client unsubscribes (the source iterator is ended too), and refuses a second subscriber meanwhile', async () => {
+    const probe = new Probe();
+    const a = await start('a', probe);
+    const client = wsClient(a);
+    const values: unknown[] = [];
+    const stop = client.subscribe(
+      { query: 'subscription { forever(id: "9") { tag } }' },
+      { next: (v) => values.push(v), error: () => undefined, complete: () => undefined },
+    );
+    await until(() => values.length >= 3, 'three events');
+    expect(await suite.admin.exists('lock:feed:9')).toBe(1);
+    // renewed while it runs (ttl 300): still held well past its TTL
+    await until(() => values.length >= 25, 'events past the TTL');
+    expect(await suite.admin.exists('lock:feed:9')).toBe(1);
+    const second = await new Promise<unknown>((resolve) =>
+      wsClient(a).subscribe({ query: 'subscription { forever(id: "9") { tag } }' }, { next: resolve, error: resolve, complete: () => resolve('complete') }),
+    );
+    expect(JSON.stringify(second)).toMatch(/LOCK_BUSY/);
+    stop();
+    await probe.waitFor('source-ended', 'feed:9');
+    await until(async () => (await suite.admin.exists('lock:feed:9')) === 0, 'the lock given back');
+    expect(a.events.filter((e) => e.type === 'released' && e.key === 'feed:9')).toHaveLength(1);
+  });
+
+  it('ends the subscription with LOCK_LOST when its lease is lost, and ends the source', async () => {
+    const probe = new Probe();
+    const a = await start('a', probe);
+    const client = wsClient(a);
+    const values: unknown[] = [];
+    const ended = new Promise<unknown>((resolve) =>
+      client.subscribe(
+        { query: 'subscription { forever(id: "10") { tag } }' },
+        { next: (v) => values.push(v), error: resolve, complete: () => resolve('complete') },
+      ),
+    );
+    await until(() => values.length >= 2, 'two events');
+    await suite.admin.set('lock:feed:10', 'someone else', 'PX', 60_000); // taken over: the next renewal finds it gone
+    const outcome = await ended;
+    // The iterator rejects with LOCK_LOST; Nest 11 and 12's GraphQL stack (Apollo Server 5) sends
+    // it to the client, Nest 10's (@nestjs/graphql 12, Apollo Server 4) completes the subscription
+    // instead. Either way no event flows after the loss.
+    if (NEST_MAJOR >= 11) expect(JSON.stringify([outcome, values.at(-1)])).toMatch(/LOCK_LOST/);
+    const count = values.length;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(values).toHaveLength(count);
+    await probe.waitFor('source-ended', 'feed:10');
+    expect(await suite.admin.get('lock:feed:10')).toBe('someone else');
   });
 });

@@ -11,6 +11,7 @@ import { classify, httpException, type LockErrorOptions, type LockFailure } from
 import type { LockSettings } from './lockResources.js';
 import { LOCK_SETTINGS, WITH_LOCK_METADATA } from './tokens.js';
 import { lockOperator, type LockSpec } from './lockSpec.js';
+import { holdWhileIterating, isSubscriptionRoot } from './subscriptionLock.js';
 
 /**
  * The calls already locked by an outer `LockInterceptor`: with `@WithLock` on a class and on one
@@ -58,7 +59,10 @@ export class LockInterceptor implements NestInterceptor {
         started = true;
         return next.handle();
       });
-      work = handler.pipe(lock);
+      work =
+        context.getType<string>() === 'graphql' && isSubscriptionRoot(context.getArgByIndex(3))
+          ? holdWhileIterating(handler, lock, (error) => this.answer(error, context, errors))
+          : handler.pipe(lock);
     } catch (error) {
       work = throwError(() => error);
     }

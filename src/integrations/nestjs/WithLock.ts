@@ -37,8 +37,9 @@ export interface WithLockOptions extends AcquireOptions, HandlerLockOptions {}
  * (Express and Fastify) and microservice handlers (`@MessagePattern`, `@EventPattern`: the key
  * comes from `{data…}`, failures arrive as `RpcException`) and GraphQL resolvers (the key comes
  * from `{args…}`, failures arrive as `GraphQLError`s whose `extensions` carry the `code` and
- * `status`; a `@ResolveField` is locked only with the GraphQL module's
- * `fieldResolverEnhancers: ['interceptors']`); other contexts need a key function.
+ * `status`; a `@Subscription` holds its lock while its events flow; a `@ResolveField` is locked
+ * only with the GraphQL module's `fieldResolverEnhancers: ['interceptors']`); other contexts need a
+ * key function.
  *
  * Several keys — `@WithLock(['account:{body.from}', 'account:{body.to}'])` — lock them all or
  * none, as `locker.withLocks` does: taken in one global order (two handlers with overlapping sets
