@@ -6,10 +6,10 @@
  * none early, none late; a waiter that is handed the lock leaves no timer behind; and once nobody
  * waits locally, no timer is left.
  */
-import type { Subscription } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { createLocker, isLockTimeoutError, MemoryLockStore, type Lease, type LockEvent, type LockTimeoutError } from '../../src/index.js';
+import { observeAcquisition } from '../support/observedAcquisition.js';
 import { runUntil } from '../support/virtualTime.js';
 
 let scheduler: TestScheduler;
@@ -22,27 +22,8 @@ beforeEach(() => {
 
 const lockerOn = () => createLocker({ store, scheduler, keyPrefix: '', renew: false, ttl: 1_000_000 });
 
-interface Outcome {
-  lease?: Lease;
-  error?: unknown;
-  at?: number;
-  sub?: Subscription;
-}
-
-function observe(locker: ReturnType<typeof lockerOn>, key: string, waitTimeout: number, ttl?: number): Outcome {
-  const outcome: Outcome = {};
-  outcome.sub = locker.acquire(key, ttl === undefined ? { waitTimeout } : { waitTimeout, ttl }).subscribe({
-    next: (lease) => {
-      outcome.lease = lease;
-      outcome.at = scheduler.now();
-    },
-    error: (error) => {
-      outcome.error = error;
-      outcome.at = scheduler.now();
-    },
-  });
-  return outcome;
-}
+const observe = (locker: ReturnType<typeof lockerOn>, key: string, waitTimeout: number, ttl?: number) =>
+  observeAcquisition(locker, key, ttl === undefined ? { waitTimeout } : { waitTimeout, ttl }, () => scheduler.now());
 
 /** Moves the virtual clock to frame `t` (a no-op action marks it). */
 async function advanceTo(t: number): Promise<void> {

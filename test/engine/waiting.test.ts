@@ -3,10 +3,11 @@
  * with an injected random source, the wait limit, and custom retry policies. The store is a real
  * MemoryLockStore whose clock is the TestScheduler's.
  */
-import { Subscription, throwError, timer, EMPTY } from 'rxjs';
+import { throwError, timer, EMPTY } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { createLocker, isLockTimeoutError, LockTimeoutError, MemoryLockStore, type Lease, type LockerOptions } from '../../src/index.js';
+import { createLocker, isLockTimeoutError, LockTimeoutError, MemoryLockStore, type LockerOptions } from '../../src/index.js';
+import { observeAcquisition } from '../support/observedAcquisition.js';
 import { RecordingStore } from '../support/recordingStore.js';
 import { runUntil } from '../support/virtualTime.js';
 
@@ -28,21 +29,9 @@ const sequence = (...values: number[]) => {
 
 const lockerWith = (options: LockerOptions) => createLocker({ store, scheduler, keyPrefix: '', ...options });
 
-/** Subscribes to an acquisition and collects what happens. */
-function observe(locker: ReturnType<typeof lockerWith>, key: string, options?: Parameters<typeof locker.acquire>[1]) {
-  const outcome: { lease?: Lease; error?: unknown; at?: number; sub?: Subscription } = {};
-  outcome.sub = locker.acquire(key, options).subscribe({
-    next: (lease) => {
-      outcome.lease = lease;
-      outcome.at = scheduler.now();
-    },
-    error: (error) => {
-      outcome.error = error;
-      outcome.at = scheduler.now();
-    },
-  });
-  return outcome;
-}
+/** Subscribes to an acquisition and collects what happens (on the virtual clock). */
+const observe = (locker: ReturnType<typeof lockerWith>, key: string, options?: Parameters<typeof locker.acquire>[1]) =>
+  observeAcquisition(locker, key, options, () => scheduler.now());
 
 const attemptTimes = () => store.calls.filter((c) => c.op === 'tryAcquire' && c.token !== 'holder').map((c) => c.at);
 const gaps = (times: number[]) => times.slice(1).map((t, i) => t - times[i]!);
