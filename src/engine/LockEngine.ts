@@ -112,7 +112,9 @@ export class LockEngine implements Locker, AcquisitionContext {
     const gates = this.gates;
     const sharedStore = sharedOf(store);
     this.shared =
-      sharedStore === undefined ? undefined : new SharedLocks(sharedStore, settings.commandTimeout, clock, this.reporter, longWaits, settings.lockDelay > 0);
+      sharedStore === undefined
+        ? undefined
+        : new SharedLocks(sharedStore, settings.commandTimeout, clock, this.reporter, longWaits, settings.lockDelay > 0, settings.localGate ? policy : NO_HANDOFF);
     this.inspector = new KeyInspector({ access, clock, localSide: (storeKey) => gates.localSide(storeKey) });
   }
 
@@ -137,18 +139,18 @@ export class LockEngine implements Locker, AcquisitionContext {
 
   withPermit<T>(key: string, options: PermitOptions): MonoTypeOperatorFunction<T> {
     const { settings, weight, capacity } = resolvePermitOptions(options, this.defaults, true);
-    const lease$ = this.sharedAcquisitionOf(key, settings, weight, capacity);
+    const lease$ = this.sharedAcquisitionOf(key, settings, weight, capacity, true);
     return (source) => runWhileHeld(lease$, () => source, settings.onLost, this.plainScope());
   }
 
   usingPermit<R>(key: string, work: LockedWork<R>, options: PermitOptions): Observable<R> {
     const { settings, weight, capacity } = resolvePermitOptions(options, this.defaults, true);
-    return runWhileHeld(this.sharedAcquisitionOf(key, settings, weight, capacity), (lease) => withWorkSignal(lease, work), settings.onLost, this.plainScope());
+    return runWhileHeld(this.sharedAcquisitionOf(key, settings, weight, capacity, true), (lease) => withWorkSignal(lease, work), settings.onLost, this.plainScope());
   }
 
   acquirePermit(key: string, options: AcquirePermitOptions): Observable<Lease> {
     const { settings, weight, capacity } = resolvePermitOptions(options, this.defaults, false);
-    return this.sharedAcquisitionOf(key, settings, weight, capacity);
+    return this.sharedAcquisitionOf(key, settings, weight, capacity, true);
   }
 
   withReadLock<T>(key: string, options?: ReadWriteLockOptions): MonoTypeOperatorFunction<T> {
@@ -357,14 +359,15 @@ export class LockEngine implements Locker, AcquisitionContext {
   }
 
   /**
-   * A shared acquisition (semaphore permits, a read or write lock); with `onBusy: 'skip'`, a busy
-   * lock completes empty. A store without shared locks errors it with `LockCapabilityError`.
+   * A shared acquisition (semaphore permits, `permits` true, or a read or write lock); with
+   * `onBusy: 'skip'`, a busy lock completes empty. A store without shared locks errors it with
+   * `LockCapabilityError`.
    */
-  private sharedAcquisitionOf(key: string, settings: AcquireSettings, weight: number, capacity: number): Observable<WorkLease> {
+  private sharedAcquisitionOf(key: string, settings: AcquireSettings, weight: number, capacity: number, permits = false): Observable<WorkLease> {
     const storeKey = this.storeKeyOf(key);
     const shared = this.shared;
     if (shared === undefined) return throwError(() => new LockCapabilityError(key, 'shared'));
-    const lease$ = shared.acquisition(key, storeKey, settings, weight, capacity);
+    const lease$ = shared.acquisition(key, storeKey, settings, weight, capacity, permits);
     if (settings.skip !== true) return lease$;
     return lease$.pipe(catchError((error: unknown) => (isLockTimeoutError(error) ? EMPTY : throwError(() => error))));
   }

@@ -65,11 +65,15 @@ export interface SharedLockStore {
    * `placeTtl` ms after the call that last refreshed it. The store also grants the waiters at the
    * head of the line whose weights fit, whenever capacity frees up (a release, an expiry it sweeps,
    * a waiter leaving); such a grant lasts `min(placeTtl, ttlMs)` counted from the waiter's last
-   * call at most, so a waiter that died holds nothing for longer. Fences: every grant's fence is
-   * greater than every fence issued for `key` before, across holders (see {@link LockStore}).
+   * call at most, so a waiter that died holds nothing for longer. Fences: every grant reserves
+   * consecutive fences greater than every fence issued for `key` before, across holders (see
+   * {@link LockStore}): `fences` of them (1 when omitted; a grant from the line reserves what the
+   * place's last call asked for), or fewer — never less than 1 — and the answer says how many
+   * (`Acquired.fences`; a store that reserves only one may leave it out). The engine hands the
+   * extra ones to local successors of the holder (a semaphore's permits passed on in-process).
    * Rejects only when the store failed (or for an invalid argument).
    */
-  tryAcquireShared(key: string, token: string, ttlMs: number, weight: number, capacity: number, place: SharedPlace): Promise<AcquireResult>;
+  tryAcquireShared(key: string, token: string, ttlMs: number, weight: number, capacity: number, place: SharedPlace, fences?: number): Promise<AcquireResult>;
 
   /**
    * Resets the TTL of `token`'s permits of `key` to `ttlMs`, if it still holds them: `'extended'`,

@@ -110,7 +110,7 @@ export class MemoryLockStore implements LockStore, InspectableStore, ClosableSto
     }
     this.clock = clock;
     this.sweepInterval = sweepInterval;
-    this.shared = new SharedPermits(clock, () => this.reserve(1), placeTtl);
+    this.shared = new SharedPermits(clock, (fences) => this.reserve(fences), placeTtl);
   }
 
   tryAcquire(key: string, token: string, ttlMs: number, fences = 1): Promise<AcquireResult> {
@@ -155,12 +155,21 @@ export class MemoryLockStore implements LockStore, InspectableStore, ClosableSto
 
   // ─── shared locks (semaphores, read-write locks) ─────────────────────────────────────────────
 
-  tryAcquireShared(key: string, token: string, ttlMs: number, weight: number, capacity: number, place: SharedPlace): Promise<AcquireResult> {
+  tryAcquireShared(
+    key: string,
+    token: string,
+    ttlMs: number,
+    weight: number,
+    capacity: number,
+    place: SharedPlace,
+    fences = 1,
+  ): Promise<AcquireResult> {
     // A waiter that can never fit would stay at the head of the line and keep everyone behind it out.
     if (!Number.isSafeInteger(weight) || weight < 1) return Promise.reject(new LockOptionsError('weight', 'a positive safe integer', weight));
     if (!Number.isSafeInteger(capacity) || capacity < weight)
       return Promise.reject(new LockOptionsError('capacity', `a safe integer from the weight (${weight})`, capacity));
-    const result = this.shared.tryAcquire(key, token, ttlMs, weight, capacity, place);
+    if (!Number.isSafeInteger(fences) || fences < 1) return Promise.reject(new LockOptionsError('fences', 'a positive safe integer', fences));
+    const result = this.shared.tryAcquire(key, token, ttlMs, weight, capacity, place, fences);
     this.startSweeper();
     return Promise.resolve(result);
   }

@@ -11,6 +11,8 @@ import type { AcquireResult, ExtendOutcome } from '../../store/LockStore.js';
 interface Holder {
   readonly weight: number;
   readonly fence: number;
+  /** Fences its grant reserved, from `fence` on (its own and its local successors'). */
+  readonly fences: number;
   expiresAt: number;
 }
 
@@ -19,6 +21,8 @@ interface Place {
   ttl: number;
   weight: number;
   capacity: number;
+  /** Fences a grant to it reserves. */
+  fences: number;
 }
 
 class SharedKey {
@@ -33,21 +37,23 @@ export class SharedPermits {
 
   constructor(
     private readonly clock: () => number,
-    private readonly nextFence: () => number,
+    /** Reserves `fences` consecutive fences; returns the first. */
+    private readonly reserveFences: (fences: number) => number,
     /** How long a place lasts without a refresh, in ms. */
     readonly placeTtl: number,
   ) {}
 
-  tryAcquire(key: string, token: string, ttlMs: number, weight: number, capacity: number, place: 'keep' | 'leave'): AcquireResult {
+  tryAcquire(key: string, token: string, ttlMs: number, weight: number, capacity: number, place: 'keep' | 'leave', fences = 1): AcquireResult {
     const now = this.clock();
     const state = this.settled(key, now);
     const mine = state.holders.get(token);
-    if (mine !== undefined) return { acquired: true, fence: mine.fence, ttl: Math.max(0, Math.ceil(mine.expiresAt - now)), waiting: state.line.size };
+    if (mine !== undefined)
+      return { acquired: true, fence: mine.fence, fences: mine.fences, ttl: Math.max(0, Math.ceil(mine.expiresAt - now)), waiting: state.line.size };
     const first = state.line.keys().next();
     if ((first.done === true || first.value === token) && state.used + weight <= capacity) {
       state.line.delete(token);
-      const fence = this.grant(state, token, weight, now + ttlMs);
-      return { acquired: true, fence, waiting: state.line.size };
+      const fence = this.grant(state, token, weight, now + ttlMs, fences);
+      return { acquired: true, fence, fences, waiting: state.line.size };
     }
     if (place === 'leave') {
       state.line.delete(token);
@@ -58,8 +64,8 @@ export class SharedPermits {
     }
     const existing = state.line.get(token);
     const lapseAt = now + this.placeTtl;
-    if (existing !== undefined) Object.assign(existing, { lapseAt, ttl: ttlMs, weight, capacity });
-    else state.line.set(token, { lapseAt, ttl: ttlMs, weight, capacity });
+    if (existing !== undefined) Object.assign(existing, { lapseAt, ttl: ttlMs, weight, capacity, fences });
+    else state.line.set(token, { lapseAt, ttl: ttlMs, weight, capacity, fences });
     return { acquired: false, queued: true, placeTtl: this.placeTtl, holderTtl: this.firstExpiry(state, now) };
   }
 
@@ -153,13 +159,13 @@ export class SharedPermits {
       }
       if (state.used + place.weight > place.capacity) return;
       state.line.delete(token);
-      this.grant(state, token, place.weight, now + Math.min(place.lapseAt - now, place.ttl));
+      this.grant(state, token, place.weight, now + Math.min(place.lapseAt - now, place.ttl), place.fences);
     }
   }
 
-  private grant(state: SharedKey, token: string, weight: number, expiresAt: number): number {
-    const fence = this.nextFence();
-    state.holders.set(token, { weight, fence, expiresAt });
+  private grant(state: SharedKey, token: string, weight: number, expiresAt: number, fences: number): number {
+    const fence = this.reserveFences(fences);
+    state.holders.set(token, { weight, fence, fences, expiresAt });
     state.used += weight;
     return fence;
   }

@@ -441,13 +441,24 @@ export class RedisLockStore
    * expiry, their weights, the line, the places, the fence counter), in its hash slot. A grant made
    * to a waiter by another caller's release is announced on the waiter's inbox (`watch`).
    */
-  tryAcquireShared(key: string, token: string, ttlMs: number, weight: number, capacity: number, place: SharedPlace): Promise<AcquireResult> {
+  tryAcquireShared(
+    key: string,
+    token: string,
+    ttlMs: number,
+    weight: number,
+    capacity: number,
+    place: SharedPlace,
+    fences = 1,
+  ): Promise<AcquireResult> {
     if (isReserved(key, this.clientPrefix)) return Promise.reject(reservedKeyError(key));
     if (!isStoreTtl(ttlMs)) return Promise.reject(storeTtlError(ttlMs));
     if (!Number.isSafeInteger(weight) || weight < 1) return Promise.reject(new LockOptionsError('weight', 'a positive safe integer', weight));
     if (!Number.isSafeInteger(capacity) || capacity < weight)
       return Promise.reject(new LockOptionsError('capacity', `a safe integer from the weight (${weight})`, capacity));
-    const args = [token, ttlMs, weight, capacity, this.placeTtl, place === 'leave' ? 'leave' : 'keep', this.inboxOf(key)];
+    if (!Number.isSafeInteger(fences) || fences < 1) return Promise.reject(new LockOptionsError('fences', 'a positive safe integer', fences));
+    const args: Array<string | number> = [token, ttlMs, weight, capacity, this.placeTtl, place === 'leave' ? 'leave' : 'keep', this.inboxOf(key)];
+    // (one fence, the script's default, is not sent: most acquisitions reserve no more)
+    if (fences > 1) args.push(fences);
     const epoch = this.acks?.epoch ?? 0;
     return runScript(this.client, 'acquireShared', this.sharedKeysOf(key), args).then((reply) => this.grantedShared(key, token, reply, ttlMs, epoch));
   }

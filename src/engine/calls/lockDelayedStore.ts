@@ -70,8 +70,8 @@ export function lockDelayed(store: LockStore, delayMs: number): LockStore {
   const shared = sharedOf(store);
   if (shared !== undefined) {
     // Semaphores and read-write locks: each holder's TTL is kept as a mutex's.
-    view.tryAcquireShared = (key: string, token: string, ttlMs: number, weight: number, capacity: number, place: SharedPlace) =>
-      shared.tryAcquireShared(key, token, longer(ttlMs), weight, capacity, place).then(acquired);
+    view.tryAcquireShared = (key: string, token: string, ttlMs: number, weight: number, capacity: number, place: SharedPlace, fences?: number) =>
+      shared.tryAcquireShared(key, token, longer(ttlMs), weight, capacity, place, fences).then(acquired);
     view.extendShared = (key: string, token: string, ttlMs: number) => shared.extendShared(key, token, longer(ttlMs));
     view.releaseShared = shared.releaseShared.bind(shared);
     view.leaveShared = shared.leaveShared.bind(shared);

@@ -6,9 +6,11 @@
  * {@link LeaseKeeper} (renewal, deadline, `LockLostError`, release once) through
  * {@link sharedLeaseView}, and reported on the locker's `events$` like a mutex's.
  *
- * No local gate, no cohort hand-off: each acquisition has its own token and place in the store's
- * line, and its own fence. (A reentrant read or write lock that joins an enclosing one never gets
- * here: the locker hands it the enclosing lease, see LockEngine's readWriteAcquisitionOf.)
+ * No local gate: each acquisition has its own token and place in the store's line. A semaphore's
+ * permits may pass from a local holder to a local waiter that asked for the same, without the store
+ * and within the cohort policy's bounds ({@link PermitPasses}); read-write locks never pass. (A
+ * reentrant read or write lock that joins an enclosing one never gets here: the locker hands it the
+ * enclosing lease, see LockEngine's readWriteAcquisitionOf.)
  */
 import { Observable } from 'rxjs';
 import { LockerClosedError, LockLostError } from '../../errors/errors.js';
@@ -28,6 +30,9 @@ import type { Clock } from '../timing/Clock.js';
 import { sharedLeaseView } from './sharedLeaseView.js';
 import { SharedWait, type SharedGrant, type SharedWaitContext } from './SharedWait.js';
 import type { LongWaitWatch, WaitedKey } from '../events/LongWaitMonitor.js';
+import type { HandoffPolicy } from '../handoff/HandoffPolicy.js';
+import type { StoreLease } from '../lease/StoreLease.js';
+import { PermitPasses } from './PermitPasses.js';
 
 export class SharedLocks implements HolderOwner {
   /** Questions about this locker's store's shared locks that take nothing (`locker.inspectPermits` and kin). */
@@ -39,6 +44,10 @@ export class SharedLocks implements HolderOwner {
   private readonly holders = new Set<HeldLease>();
   /** Releases not answered yet (close() waits for them). */
   private readonly releasing = new Set<Promise<boolean>>();
+  /** Semaphore permits passed on in-process. */
+  private readonly passes: PermitPasses;
+  /** Store leases between a holder that passed them on and the waiter that takes them. */
+  private readonly passing = new Set<StoreLease>();
   private closing = false;
 
   constructor(
@@ -49,8 +58,11 @@ export class SharedLocks implements HolderOwner {
     /** Reports waits that last (`long-wait` events). */
     private readonly longWaits: LongWaitWatch,
     /** Lock-delay is on (`store` adds it to every TTL): a lapsed holder's permits are not given back. */
-    lockDelay = false,
+    lockDelay: boolean,
+    /** When a semaphore's permits may pass to a local waiter (the locker's cohort policy). */
+    policy: HandoffPolicy,
   ) {
+    this.passes = new PermitPasses(policy);
     this.access = new StoreAccess(sharedLeaseView(store), commandTimeout);
     this.leases = new LeaseKeeper(this.access, events, lockDelay);
     this.ctx = { store, access: this.access, wakeUp: wakeUpOf(store), clock, events, contention: new ContentionMemory() };
@@ -74,9 +86,11 @@ export class SharedLocks implements HolderOwner {
   /**
    * One acquisition of `weight` permits out of `capacity` on `storeKey`: cold; emits the lease and
    * completes, or errors (`LockTimeoutError`, `LockStoreError`, `LockerClosedError`). Unsubscribing
-   * before the lease is emitted gives back whatever the store granted anyway.
+   * before the lease is emitted gives back whatever the store granted anyway. `passable` (a
+   * semaphore's permits): a local holder of the same may pass its own on to it, and permits it
+   * gets may pass on to the next.
    */
-  acquisition(key: string, storeKey: string, settings: AcquireSettings, weight: number, capacity: number): Observable<WorkLease> {
+  acquisition(key: string, storeKey: string, settings: AcquireSettings, weight: number, capacity: number, passable = false): Observable<WorkLease> {
     return new Observable<WorkLease>((subscriber) => {
       if (this.closing) {
         subscriber.error(new LockerClosedError(key));
@@ -86,14 +100,16 @@ export class SharedLocks implements HolderOwner {
       const wait: SharedWait = new SharedWait(this.ctx, key, storeKey, settings, weight, capacity, this.clock.now(), {
         granted: (grant) => {
           this.ended(wait);
-          outcome.granted(this.hold(wait, grant));
+          outcome.granted(this.hold(wait, grant, passable));
         },
         failed: (error) => {
           this.ended(wait);
           outcome.failed(error);
         },
+        fences: () => this.passes.fencesFor(wait),
       });
       this.waits.add(wait);
+      if (passable) this.passes.add({ wait, take: (storeLease, fence) => outcome.granted(this.holdPassed(wait, storeLease, fence)) });
       this.longWaits.watch(this.waitedKey(key, storeKey, capacity, weight), wait);
       wait.start(this.ctx.contention.recent);
       return () => {
@@ -108,6 +124,7 @@ export class SharedLocks implements HolderOwner {
   /** A wait is over (granted, failed or abandoned). */
   private ended(wait: SharedWait): void {
     this.waits.delete(wait);
+    this.passes.forget(wait);
     this.longWaits.forget(wait);
   }
 
@@ -125,19 +142,34 @@ export class SharedLocks implements HolderOwner {
     };
   }
 
-  /** A grant becomes a holder with a store lease of its own. */
-  private hold(wait: SharedWait, grant: SharedGrant): HeldLease {
+  /** A grant becomes a holder with a store lease of its own (and, `passable`, a turn to pass it on). */
+  private hold(wait: SharedWait, grant: SharedGrant, passable: boolean): HeldLease {
     const { settings } = wait;
     const now = performance.now();
     const storeLease = this.leases.open(wait.key, wait.storeKey, wait.token, grant.ttl, grant.sentAt, settings.ttl, settings.renew);
-    const holder = new HeldLease(this, storeLease, grant.fence, now);
+    if (passable) this.passes.startTurn(wait, storeLease, grant.fence, grant.fences, grant.waiting, now);
+    const holder = this.holderOf(storeLease, grant.fence, now);
+    this.events.acquired(holder, this.clock.now() - wait.startedAt, wait.attempts, false);
+    storeLease.start(now);
+    return holder;
+  }
+
+  /** A local holder passed `storeLease`'s permits on to `wait`, with `fence`. */
+  private holdPassed(wait: SharedWait, storeLease: StoreLease, fence: number): HeldLease {
+    const holder = this.holderOf(storeLease, fence, performance.now());
+    this.events.acquired(holder, this.clock.now() - wait.startedAt, wait.attempts, true);
+    return holder;
+  }
+
+  /** The holder of `storeLease` now, told if it is lost. */
+  private holderOf(storeLease: StoreLease, fence: number, now: number): HeldLease {
+    const holder = new HeldLease(this, storeLease, fence, now);
     this.holders.add(holder);
     storeLease.onLost = (error) => {
       this.holders.delete(holder);
+      this.passes.end(storeLease);
       holder.lose(error, () => this.events.lost(holder, error));
     };
-    this.events.acquired(holder, this.clock.now() - wait.startedAt, wait.attempts, false);
-    storeLease.start(now);
     return holder;
   }
 
@@ -148,6 +180,19 @@ export class SharedLocks implements HolderOwner {
     if (storeLease.givenBack) return Promise.resolve(false);
     const lost = !storeLease.isHeld;
     const now = performance.now();
+    const pass = lost || this.closing ? undefined : this.passes.decide(storeLease, now);
+    if (pass !== undefined) {
+      // Passed on: the store hears nothing now; its next answer about the lease (a renewal, the
+      // last holder's release) confirms this hold (the `released` event waits for it).
+      storeLease.passed(holder, this.events.observed);
+      storeLease.onLost = () => this.passes.end(storeLease);
+      this.passing.add(storeLease);
+      // (in a microtask, not inside this release() call: a chain of holders whose work ends
+      // synchronously must not grow the stack)
+      queueMicrotask(() => this.passOn(storeLease, pass.fence));
+      return Promise.resolve(true);
+    }
+    this.passes.end(storeLease);
     const releasing = new Promise<boolean>((resolve) => {
       this.leases.release(
         storeLease,
@@ -165,6 +210,31 @@ export class SharedLocks implements HolderOwner {
   }
 
   /**
+   * The microtask of a pass: the oldest local waiter that asked for the same permits takes them —
+   * if one still waits and the lease is still valid; else they go back to the store.
+   */
+  private passOn(storeLease: StoreLease, fence: number): void {
+    if (!this.passing.delete(storeLease)) return; // the locker closed meanwhile
+    const next = this.passes.nextFor(storeLease);
+    if (next === undefined || !storeLease.valid(performance.now())) {
+      this.passes.end(storeLease);
+      this.giveBack(storeLease);
+      return;
+    }
+    this.ended(next.wait);
+    next.wait.passedOn();
+    next.take(storeLease, fence);
+  }
+
+  /** Gives back a store lease nobody holds (a pass that found no taker, or the locker closing). */
+  private giveBack(storeLease: StoreLease): void {
+    storeLease.onLost = undefined;
+    const released = new Promise<boolean>((resolve) => this.leases.release(storeLease, (answer) => resolve(answer === true), undefined, !storeLease.isHeld));
+    this.releasing.add(released);
+    void released.then(() => this.releasing.delete(released));
+  }
+
+  /**
    * The locker is closing: waits fail with `LockerClosedError` (and leave the line), holders lose
    * their lease (`'locker-closed'`) and their permits are given back. Resolves once those releases
    * and every call in flight were answered, or `commandTimeout` passed.
@@ -177,8 +247,14 @@ export class SharedLocks implements HolderOwner {
       this.events.closed(wait.key, error);
       wait.fail(error);
     }
+    for (const storeLease of [...this.passing]) {
+      this.passing.delete(storeLease);
+      this.passes.end(storeLease);
+      this.giveBack(storeLease);
+    }
     for (const holder of [...this.holders]) {
       this.holders.delete(holder);
+      this.passes.end(holder.store);
       const storeLease = holder.store;
       storeLease.onLost = undefined;
       storeLease.abandon('locker-closed');

@@ -28,7 +28,8 @@
  * wait that failed (store error, time-out of a call) leaves the same way.
  *
  * States: `attempting` (a call in flight) ⇄ `sleeping`, `attempting` → `returning` (giving a late
- * grant back) → `attempting`, then `granted` (from an answer, or from a signal while sleeping),
+ * grant back) → `attempting`, then `granted` (from an answer, from a signal while sleeping, or from
+ * a local holder that passed its permits on: ./PermitPasses.ts),
  * `failed` or `abandoned`; {@link SharedWait.moveTo} is the one place that changes the state.
  */
 import { Subscription, timer } from 'rxjs';
@@ -62,6 +63,10 @@ export interface SharedWaitContext {
 /** What a grant tells the lease. */
 export interface SharedGrant {
   readonly fence: number;
+  /** Fences the grant reserved from `fence` on (the holder's and its local successors'). */
+  readonly fences: number;
+  /** Others in the store's line at the grant, when the store says. */
+  readonly waiting: number | undefined;
   /** The TTL the permits have, counted from `sentAt`. */
   readonly ttl: number;
   /** `performance.now()` when the call that answered the grant was sent. */
@@ -71,6 +76,8 @@ export interface SharedGrant {
 export interface SharedWaitCallbacks {
   granted(grant: SharedGrant): void;
   failed(error: unknown): void;
+  /** How many fences a store grant should reserve (1 when absent). */
+  fences?(): number;
 }
 
 type State = 'attempting' | 'sleeping' | 'returning' | 'granted' | 'failed' | 'abandoned';
@@ -93,7 +100,7 @@ interface Place {
 const MOVES: Readonly<Record<State, readonly State[]>> = {
   attempting: ['attempting', 'sleeping', 'returning', 'granted', 'failed', 'abandoned'],
   sleeping: ['attempting', 'granted', 'failed', 'abandoned'],
-  returning: ['attempting', 'failed', 'abandoned'],
+  returning: ['attempting', 'granted', 'failed', 'abandoned'],
   granted: [],
   failed: [],
   abandoned: [],
@@ -126,8 +133,8 @@ export class SharedWait {
     readonly key: string,
     readonly storeKey: string,
     readonly settings: AcquireSettings,
-    private readonly weight: number,
-    private readonly capacity: number,
+    readonly weight: number,
+    readonly capacity: number,
     /** On the wait clock. */
     readonly startedAt: number,
     private readonly callbacks: SharedWaitCallbacks,
@@ -151,6 +158,17 @@ export class SharedWait {
   abandon(): void {
     if (this.done) return;
     this.moveTo('abandoned');
+    this.stop();
+    this.leaveWhenSettled();
+  }
+
+  /**
+   * Permits came another way (a local holder passed its own on): stop, and give back the place and
+   * any permits the store granted meanwhile.
+   */
+  passedOn(): void {
+    if (this.done) return;
+    this.moveTo('granted');
     this.stop();
     this.leaveWhenSettled();
   }
@@ -180,19 +198,20 @@ export class SharedWait {
     const sentAt = performance.now();
     const { storeKey, token, weight, capacity } = this;
     const heard = this.watch?.active === true;
+    const fences = this.callbacks.fences?.() ?? 1;
     this.sent = true;
     this.unsettled++;
     this.call = ctx.access.call(
       'acquire',
       this.key,
-      () => ctx.store.tryAcquireShared(storeKey, token, settings.ttl, weight, capacity, place),
+      () => ctx.store.tryAcquireShared(storeKey, token, settings.ttl, weight, capacity, place, fences),
       {
         value: (result: AcquireResult) => {
           this.call = undefined;
           if (this.state !== 'attempting') return;
           if (!result.acquired) this.refused(result, place, sentAt, heard);
           else {
-            const grant = { fence: result.fence, ttl: result.ttl ?? settings.ttl, sentAt };
+            const grant = { fence: result.fence, fences: result.fences ?? fences, waiting: result.waiting, ttl: result.ttl ?? settings.ttl, sentAt };
             if (this.answeredTooLate(grant)) this.returnLate(place);
             else this.won(grant);
           }
@@ -369,7 +388,7 @@ export class SharedWait {
     // lasts at least min(place TTL, ttl asked) from the moment that attempt was sent (a grant from
     // the line ends when the place would have lapsed, or after the TTL the place asked for). If
     // that leaves it no validity now, the store says what it has left (its answer decides).
-    const grant = { fence: signal.fence, ttl: Math.min(place.placeTtl, this.settings.ttl), sentAt: place.sentAt };
+    const grant = { fence: signal.fence, fences: signal.fences, waiting: signal.waiting, ttl: Math.min(place.placeTtl, this.settings.ttl), sentAt: place.sentAt };
     if (this.answeredTooLate(grant)) this.wakeNow();
     else this.won(grant);
   };

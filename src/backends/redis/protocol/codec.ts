@@ -33,7 +33,8 @@ export function decodeAcquire(reply: unknown, ttlMs: number, placeTtl: number): 
 }
 
 /**
- * The acquireShared script's reply: `{1, fence, ttl left, waiting}` when the caller holds permits,
+ * The acquireShared script's reply: `{1, fence, ttl left, waiting, by this run, fences reserved}`
+ * when the caller holds permits,
  * `{0, ms until the first holder's lease ends (-1: none), queued[, the server clock's seed]}` when
  * refused (the seed, as `at`, dates the place against a later 'granted' signal).
  */
@@ -41,7 +42,7 @@ export function decodeAcquireShared(reply: unknown, ttlMs: number, placeTtl: num
   const r = reply as number[];
   if (r[0] === 1) {
     const ttl = Math.max(0, r[2]!);
-    return { acquired: true, fence: r[1]!, waiting: r[3]!, ...(ttl === ttlMs ? {} : { ttl }) };
+    return { acquired: true, fence: r[1]!, fences: r[5] ?? 1, waiting: r[3]!, ...(ttl === ttlMs ? {} : { ttl }) };
   }
   const holderTtl = r[1]! >= 0 ? r[1]! : undefined;
   if (r[2] === 1) return { acquired: false, queued: true, placeTtl, at: r[3], ...(holderTtl === undefined ? {} : { holderTtl }) };

@@ -4,9 +4,11 @@
 -- ARGV[1] the caller's token; ARGV[2] its lease TTL in ms; ARGV[3] its weight; ARGV[4] the capacity
 -- it asks for; ARGV[5] how long its place lasts without a refresh, in ms; ARGV[6] 'keep' (take or
 -- refresh the place when refused) or 'leave' (give it up when refused: the last attempt); ARGV[7]
--- the caller's inbox channel ('' for none).
+-- the caller's inbox channel ('' for none); ARGV[8] how many fences a grant reserves (the holder's
+-- and its local successors', see engine/fencing; 1 when omitted).
 --
--- Returns {1, fence, ttl left, waiting, by this run (1/0)} when the caller holds permits (granted
+-- Returns {1, fence, ttl left, waiting, by this run (1/0), fences reserved} when the caller holds
+-- permits (granted
 -- now by this very run — a write of the caller's connection — or earlier while it waited in line,
 -- or by an earlier run of this very call); else {0, ms until the first
 -- holder's lease ends (-1: no holder), queued (1/0)[, the server clock's seed when queued]}: a
@@ -21,8 +23,10 @@
 local holders, permits, line, places, fenceKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local token, ttl, weight, capacity, placeTtl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 
+local fences = math.max(1, math.floor(tonumber(ARGV[8] or '1') or 1))
 local now, seed = serverClock()
-local place = int(now + placeTtl) .. ' ' .. int(ttl) .. ' ' .. int(weight) .. ' ' .. int(capacity) .. ' ' .. int(placeTtl) .. ' ' .. (ARGV[7] or '')
+local place = int(now + placeTtl) .. ' ' .. int(ttl) .. ' ' .. int(weight) .. ' ' .. int(capacity) .. ' ' .. int(placeTtl) .. ' '
+  .. (fences > 1 and '#' .. int(fences) .. ' ' or '') .. (ARGV[7] or '')
 local used, stored = sweepHolders(holders, permits, now)
 local inLine = redis.call('ZSCORE', line, token)
 if inLine then
@@ -45,14 +49,16 @@ if held then
     left = math.max(0, tonumber(redis.call('ZSCORE', holders, token)) - now)
   end
   keepHolders(holders, permits, used, now, stored, grew)
-  return {1, tonumber(string.match(held, ' (%d+)$')), left, redis.call('ZCARD', line), granted[token] and 1 or 0}
+  -- (a grant made while the caller waited reserved what its place asked for: this answer says one,
+  -- the fence recorded; its other fences stay unused)
+  return {1, tonumber(string.match(held, ' (%d+)$')), left, redis.call('ZCARD', line), granted[token] and 1 or 0, granted[token] or 1}
 end
 
 if not queued and used + weight <= capacity then
   -- (nobody live in line: promote emptied it of lapsed places and granted those that fit)
-  local fence = grantShared(holders, permits, fenceKey, token, weight, now + ttl, seed)
+  local fence, count = grantShared(holders, permits, fenceKey, token, weight, now + ttl, seed, fences)
   keepHolders(holders, permits, used + weight, now, stored, true)
-  return {1, fence, ttl, 0, 1}
+  return {1, fence, ttl, 0, 1, count}
 end
 
 if ARGV[6] == 'leave' then

@@ -2,8 +2,9 @@
 --   holders  a sorted set: token → when its lease ends (server ms);
 --   permits  a hash: 'h:<token>' → '<weight> <fence>', and 'used' → the weights of the holders;
 --   line     a sorted set: token → arrival (the clock's seed); the first member is next;
---   places   a hash: token → '<lapseAt> <ttl> <weight> <capacity> <placeTtl> <inbox>' (when the
---            place lapses, what a grant to it lasts, weighs and fits in, and where it is announced);
+--   places   a hash: token → '<lapseAt> <ttl> <weight> <capacity> <placeTtl> [#<fences> ]<inbox>'
+--            (when the place lapses, what a grant to it lasts, weighs and fits in, how many fences
+--            it reserves when more than one, and where it is announced);
 --   fence    the fence counter (see fences.lua).
 -- A holder whose lease ended and a place that lapsed are swept by the next script that touches
 -- the key, so a process that died keeps no capacity. Waiters are served head of line: the first
@@ -64,12 +65,25 @@ local function sweepHolders(holders, permits, now)
   return used, stored
 end
 
--- Makes `token` a holder of `weight` until `endsAt`, with a new fence; returns the fence.
-local function grantShared(holders, permits, fenceKey, token, weight, endsAt, seed)
-  local fence = issueFences(fenceKey, 1, seed)
+-- Makes `token` a holder of `weight` until `endsAt`, with a block of up to `fences` new fences (the
+-- holder's and its local successors', see engine/fencing); returns the first and how many.
+local function grantShared(holders, permits, fenceKey, token, weight, endsAt, seed, fences)
+  local fence, count = issueFences(fenceKey, fences, seed)
   redis.call('ZADD', holders, int(endsAt), token)
   redis.call('HSET', permits, 'h:' .. token, int(weight) .. ' ' .. int(fence))
-  return fence
+  return fence, count
+end
+
+-- A place's fields: lapseAt, ttl, weight, capacity, fences, inbox (nil for a malformed place).
+-- ('#<fences> ' is written only when a place asks for more than one: places written without it
+-- read as asking for one.)
+local function readPlace(place)
+  local lapseAt, ttl, weight, capacity, rest = string.match(place, '^(%d+) (%d+) (%d+) (%d+) %d+ (.*)$')
+  if not lapseAt then
+    return nil
+  end
+  local fences, inbox = string.match(rest, '^#(%d+) (.*)$')
+  return tonumber(lapseAt), tonumber(ttl), tonumber(weight), tonumber(capacity), tonumber(fences or '1'), inbox or rest
 end
 
 -- Takes `token` out of the line.
@@ -97,8 +111,8 @@ end
 -- Grants the live waiters at the head of the line, in order, while each one's weight fits its
 -- capacity; drops lapsed places on the way and announces each grant on the waiter's inbox (but
 -- not to `caller`, the waiter whose own call runs this: its answer says so). Returns the permits
--- held after, the set of tokens granted, whether it granted any, and whether a live waiter is
--- still in line (the head, which does not fit).
+-- held after, the tokens granted (each with the fences its grant reserved), whether it granted
+-- any, and whether a live waiter is still in line (the head, which does not fit).
 local function promote(holders, permits, line, places, fenceKey, used, now, seed, caller)
   repairPlaces(line, places)
   local granted, any = {}, false
@@ -108,22 +122,21 @@ local function promote(holders, permits, line, places, fenceKey, used, now, seed
       return used, granted, any, false
     end
     local place = redis.call('HGET', places, first)
-    local lapseAt, ttl, weight, capacity, inbox
+    local lapseAt, ttl, weight, capacity, fences, inbox
     if place then
-      lapseAt, ttl, weight, capacity, inbox = string.match(place, '^(%d+) (%d+) (%d+) (%d+) %d+ (.*)$')
-      lapseAt, ttl, weight, capacity = tonumber(lapseAt), tonumber(ttl), tonumber(weight), tonumber(capacity)
+      lapseAt, ttl, weight, capacity, fences, inbox = readPlace(place)
     end
     if lapseAt and lapseAt > now and used + weight > capacity then
       return used, granted, any, true
     end
     leaveSharedLine(line, places, first)
     if lapseAt and lapseAt > now then
-      local fence = grantShared(holders, permits, fenceKey, first, weight, now + math.min(lapseAt - now, ttl), seed)
+      local fence, count = grantShared(holders, permits, fenceKey, first, weight, now + math.min(lapseAt - now, ttl), seed, fences)
       used = used + weight
-      granted[first] = true
+      granted[first] = count
       any = true
       if inbox ~= '' and first ~= caller then
-        announce(inbox, 'granted ' .. first .. ' ' .. int(fence) .. ' ' .. int(redis.call('ZCARD', line)) .. ' 1 ' .. int(seed))
+        announce(inbox, 'granted ' .. first .. ' ' .. int(fence) .. ' ' .. int(redis.call('ZCARD', line)) .. ' ' .. int(count) .. ' ' .. int(seed))
       end
     end
   end

@@ -1,0 +1,131 @@
+/**
+ * Semaphore permits passed on in-process: when a holder of a semaphore's permits releases while
+ * another acquisition of this locker waits for the same permits (same key, weight, limit, TTL and
+ * renewal), the permits pass to it without the store — its store lease, renewal and all, with the
+ * next fence of the grant's block — the way a mutex passes between local holders (the cohort
+ * hand-off, ../gate/KeyGate.ts), bounded by the same policy (../handoff/HandoffPolicy.ts): each
+ * local waiter that was there at the store grant gets a pass, further passes only for a short turn,
+ * and never past the grant's fences. Then the permits go back to the store's line.
+ *
+ * This part keeps the turns (one per store grant of permits) and picks who is next; SharedLocks
+ * moves the lease. Read-write locks do not pass: a read lock passed on would overtake a writer
+ * waiting in the store's line, which read-write locks promise never happens.
+ */
+import { FenceBlock } from '../fencing/FenceBlock.js';
+import type { HandoffPolicy, Turn } from '../handoff/HandoffPolicy.js';
+import type { StoreLease } from '../lease/StoreLease.js';
+import type { SharedWait } from './SharedWait.js';
+
+/** What a waiting acquisition that may take passed permits offers. */
+export interface PassableWait {
+  readonly wait: SharedWait;
+  /** Gives it the permits passed on: the lease, with `fence`. */
+  take(storeLease: StoreLease, fence: number): void;
+}
+
+/** A pass decided at a release: its fence, for the next local waiter (picked when it happens). */
+export interface DecidedPass {
+  readonly turn: Turn;
+  readonly fence: number;
+}
+
+export class PermitPasses {
+  /** Passable waits in the order they started (a Map keeps insertion order). */
+  private readonly waits = new Map<SharedWait, PassableWait>();
+  /** The turn of each store lease of passable permits this locker holds, with what they are. */
+  private readonly turns = new Map<StoreLease, PermitTurn>();
+
+  constructor(private readonly policy: HandoffPolicy) {}
+
+  /** `wait` may take passed permits until it is forgotten. */
+  add(passable: PassableWait): void {
+    this.waits.set(passable.wait, passable);
+  }
+
+  /** `wait` is over (granted, failed or abandoned), or was never passable. */
+  forget(wait: SharedWait): void {
+    this.waits.delete(wait);
+  }
+
+  /** How many fences a store grant to `wait` should reserve (1 unless it is passable). */
+  fencesFor(wait: SharedWait): number {
+    if (!this.waits.has(wait)) return 1;
+    return this.policy.fencesFor(this.othersLike(wait));
+  }
+
+  /**
+   * A store grant of `fences` fences from `fence` to a passable wait (forgotten already): its
+   * lease's turn starts now. `storeWaiting`: others in the store's line then, when the store says.
+   */
+  startTurn(wait: SharedWait, storeLease: StoreLease, fence: number, fences: number, storeWaiting: number | undefined, now: number): void {
+    const block = new FenceBlock(fence, Math.max(1, fences));
+    const turn = this.policy.startTurn(block, storeWaiting, this.othersLike(wait), now);
+    this.turns.set(storeLease, { turn, weight: wait.weight, capacity: wait.capacity });
+  }
+
+  /**
+   * A holder of `storeLease` releases at `now`: may its permits pass on? Then the pass is decided
+   * (its fence taken) and returned; the permits are the pass's until {@link PermitPasses.next}
+   * finds who takes them.
+   */
+  decide(storeLease: StoreLease, now: number): DecidedPass | undefined {
+    const permits = this.turns.get(storeLease);
+    if (permits === undefined || !storeLease.valid(now)) return undefined;
+    const turn = permits.turn;
+    if (this.nextFor(storeLease) === undefined || !this.policy.mayPass(turn, now)) return undefined;
+    const fence = this.policy.pass(turn);
+    return fence === undefined ? undefined : { turn, fence };
+  }
+
+  /** The wait that takes `storeLease`'s permits now: the oldest passable one that asked for the same. */
+  nextFor(storeLease: StoreLease): PassableWait | undefined {
+    const permits = this.turns.get(storeLease);
+    if (permits === undefined) return undefined;
+    for (const passable of this.waits.values()) if (asksFor(passable.wait, storeLease, permits)) return passable;
+    return undefined;
+  }
+
+  /** `storeLease` goes back to the store (or was lost): its turn is over. */
+  end(storeLease: StoreLease): void {
+    this.turns.delete(storeLease);
+  }
+
+  /** Passable waits for what `wait` asks for, other than `wait`. */
+  private othersLike(wait: SharedWait): number {
+    let others = 0;
+    for (const other of this.waits.keys()) if (other !== wait && sameAsk(other, wait)) others++;
+    return others;
+  }
+}
+
+/** A store grant of permits, as long as this locker holds it. */
+interface PermitTurn {
+  readonly turn: Turn;
+  readonly weight: number;
+  readonly capacity: number;
+}
+
+/** Would `storeLease`'s permits serve `wait`: the same key, weight and limit, and the same lease (TTL and renewal)? */
+function asksFor(wait: SharedWait, storeLease: StoreLease, permits: PermitTurn): boolean {
+  return (
+    wait.storeKey === storeLease.storeKey &&
+    wait.weight === permits.weight &&
+    wait.capacity === permits.capacity &&
+    wait.settings.ttl === storeLease.renewTtl &&
+    sameRenewal(wait.settings.renew, storeLease.renew)
+  );
+}
+
+function sameAsk(a: SharedWait, b: SharedWait): boolean {
+  return (
+    a.storeKey === b.storeKey &&
+    a.weight === b.weight &&
+    a.capacity === b.capacity &&
+    a.settings.ttl === b.settings.ttl &&
+    sameRenewal(a.settings.renew, b.settings.renew)
+  );
+}
+
+function sameRenewal(a: SharedWait['settings']['renew'], b: SharedWait['settings']['renew']): boolean {
+  return a === false ? b === false : b !== false && a.interval === b.interval;
+}

@@ -1,0 +1,244 @@
+/**
+ * A semaphore's permits passed on in-process (src/engine/shared/PermitPasses.ts), on the in-memory
+ * store: a releasing holder hands its permits — store lease, token, renewal — to the oldest local
+ * waiter that asked for the same, with the next fence of its grant's block and without a store
+ * call; within the cohort policy's bounds; never for read-write locks, another limit, weight or
+ * TTL, a lost lease, or a waiter that left; the passed waiter's place in the store's line is given
+ * up; closing the locker mid-pass gives the permits back.
+ */
+import { firstValueFrom, type Observable, type Subscription } from 'rxjs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createLocker, isLockerClosedError, MemoryLockStore, type Lease, type LockEvent, type Locker, type LockerOptions } from '../../src/index.js';
+import { sleep } from '../support/timing.js';
+
+const opened: Locker[] = [];
+afterEach(async () => {
+  for (const locker of opened.splice(0)) await locker.close();
+});
+
+/** A memory store that counts its shared-lock calls. */
+function countingSharedStore() {
+  const store = new MemoryLockStore();
+  const calls = { acquire: 0, release: 0, leave: 0, fencesAsked: [] as number[] };
+  const acquire = store.tryAcquireShared.bind(store);
+  const release = store.releaseShared.bind(store);
+  const leave = store.leaveShared.bind(store);
+  store.tryAcquireShared = (key, token, ttl, weight, capacity, place, fences) => {
+    calls.acquire++;
+    calls.fencesAsked.push(fences ?? 1);
+    return acquire(key, token, ttl, weight, capacity, place, fences);
+  };
+  store.releaseShared = (key, token) => (calls.release++, release(key, token));
+  store.leaveShared = (key, token) => (calls.leave++, leave(key, token));
+  return { store, calls };
+}
+
+function newLocker(store: MemoryLockStore, options: Partial<LockerOptions> = {}): Locker {
+  const locker = createLocker({ store, retry: { minDelay: 1, jitter: 2 }, ...options });
+  opened.push(locker);
+  return locker;
+}
+
+/** Subscribes to an acquisition; `lease` resolves with what it emits. */
+function waitFor(lease$: Observable<Lease>): { lease: Promise<Lease>; subscription: Subscription; error: Promise<unknown> } {
+  let subscription!: Subscription;
+  let fail!: (e: unknown) => void;
+  const error = new Promise<unknown>((r) => (fail = r));
+  const lease = new Promise<Lease>((resolve) => {
+    subscription = lease$.subscribe({ next: resolve, error: fail });
+  });
+  return { lease, subscription, error };
+}
+
+/** Until the store's line for `key` holds `n` waiters. */
+async function waitersInLine(store: MemoryLockStore, key: string, n: number): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    if (((await store.inspectShared(`lock:${key}`))?.waiting ?? 0) >= n) return;
+    await sleep(2);
+  }
+  throw new Error(`${n} waiters never stood in line for ${key}`);
+}
+
+describe('a semaphore passes its permits on in-process', () => {
+  it('to the oldest local waiter that asked for the same: no store call, the same token, the next fence; its place is given up', async () => {
+    const { store, calls } = countingSharedStore();
+    const locker = newLocker(store);
+    const events: LockEvent[] = [];
+    locker.events$.subscribe((e) => events.push(e));
+    const a = await firstValueFrom(locker.acquirePermit('s', { limit: 1 }));
+    const b = waitFor(locker.acquirePermit('s', { limit: 1 }));
+    const c = waitFor(locker.acquirePermit('s', { limit: 1 }));
+    await waitersInLine(store, 's', 2);
+    // the first grant reserved fences for the waiters behind it: it was alone then, so a spare block
+    expect(calls.fencesAsked[0]).toBeGreaterThan(1);
+    const before = { ...calls };
+
+    expect(await a.release()).toBe(true);
+    const bLease = await b.lease;
+    expect(bLease.token).toBe(a.token);
+    expect(bLease.fence).toBe(a.fence + 1);
+    expect(calls.release).toBe(before.release); // nothing went to the store for the pass
+    expect(bLease.held).toBe(true);
+
+    expect(await bLease.release()).toBe(true);
+    const cLease = await c.lease;
+    expect(cLease.token).toBe(a.token);
+    expect(cLease.fence).toBe(a.fence + 2);
+    expect(calls.release).toBe(before.release);
+
+    // the passed waiters left the store's line (one leave each); one holder in the store all along
+    await sleep(5);
+    expect(calls.leave).toBe(before.leave + 2);
+    const info = await store.inspectShared('lock:s');
+    expect(info).toMatchObject({ used: 1, waiting: 0 });
+    expect(info!.holders.map((h) => h.token)).toEqual([a.token]);
+
+    expect(await cLease.release()).toBe(true);
+    expect(calls.release).toBe(before.release + 1);
+    expect(await store.inspectShared('lock:s')).toBeNull();
+    const acquired = events.filter((e) => e.type === 'acquired');
+    expect(acquired.map((e) => e.type === 'acquired' && e.passed)).toEqual([false, true, true]);
+    await sleep(5);
+    const released = events.filter((e) => e.type === 'released');
+    expect(released.map((e) => e.type === 'released' && e.outcome)).toEqual(['passed', 'passed', 'released']);
+  });
+
+  it('within the cohort bounds: after maxPasses the permits go back to the store, whose line decides', async () => {
+    const { store, calls } = countingSharedStore();
+    const locker = newLocker(store, { cohort: { maxPasses: 1, maxMs: 60_000, roundMs: 60_000 } });
+    const a = await firstValueFrom(locker.acquirePermit('s', { limit: 1 }));
+    const b = waitFor(locker.acquirePermit('s', { limit: 1 }));
+    const c = waitFor(locker.acquirePermit('s', { limit: 1 }));
+    await waitersInLine(store, 's', 2);
+    await a.release();
+    const bLease = await b.lease;
+    expect(bLease.token).toBe(a.token);
+    await bLease.release();
+    expect(calls.release).toBe(1);
+    const cLease = await c.lease;
+    expect(cLease.token).not.toBe(a.token); // a store grant from the line
+    expect(cLease.fence).toBeGreaterThan(bLease.fence);
+    await cLease.release();
+  });
+
+  for (const [name, options] of [
+    ['cohort: false', { cohort: false }],
+    ['localGate: false', { localGate: false }],
+  ] as const) {
+    it(`never with ${name}: every holder is a store grant`, async () => {
+      const { store, calls } = countingSharedStore();
+      const locker = newLocker(store, options);
+      const a = await firstValueFrom(locker.acquirePermit('s', { limit: 1 }));
+      const b = waitFor(locker.acquirePermit('s', { limit: 1 }));
+      await waitersInLine(store, 's', 1);
+      await a.release();
+      const bLease = await b.lease;
+      expect(bLease.token).not.toBe(a.token);
+      expect(calls.fencesAsked.every((n) => n === 1)).toBe(true);
+      await bLease.release();
+    });
+  }
+
+  it('never to a waiter that asked for another limit, weight or TTL, nor between read-write locks', async () => {
+    const { store } = countingSharedStore();
+    const locker = newLocker(store);
+    for (const other of [{ limit: 2, permits: 2 }, { limit: 1, ttl: 5_000 }]) {
+      const a = await firstValueFrom(locker.acquirePermit('s', { limit: 1 }));
+      // (limit 2, permits 2 does not fit beside a's 1 either: it waits in line)
+      const b = waitFor(locker.acquirePermit('s', other));
+      await waitersInLine(store, 's', 1);
+      await a.release();
+      const bLease = await b.lease;
+      expect(bLease.token).not.toBe(a.token);
+      await bLease.release();
+    }
+    const w = await firstValueFrom(locker.acquireWriteLock('rw'));
+    const next = waitFor(locker.acquireWriteLock('rw'));
+    await waitersInLine(store, 'rw', 1);
+    await w.release();
+    expect((await next.lease).token).not.toBe(w.token);
+    await (await next.lease).release();
+  });
+
+  it('a waiter that leaves before the pass lands: the permits go to the next one, or back to the store', async () => {
+    const { store } = countingSharedStore();
+    const locker = newLocker(store);
+    const a = await firstValueFrom(locker.acquirePermit('s', { limit: 1 }));
+    const b = waitFor(locker.acquirePermit('s', { limit: 1 }));
+    const c = waitFor(locker.acquirePermit('s', { limit: 1 }));
+    await waitersInLine(store, 's', 2);
+    const released = a.release();
+    b.subscription.unsubscribe(); // after the pass was decided, before it lands (a microtask)
+    expect(await released).toBe(true);
+    const cLease = await c.lease;
+    expect(cLease.token).toBe(a.token);
+    expect(cLease.fence).toBe(a.fence + 1);
+
+    const d = waitFor(locker.acquirePermit('s', { limit: 1 }));
+    await waitersInLine(store, 's', 1);
+    const last = cLease.release();
+    d.subscription.unsubscribe();
+    expect(await last).toBe(true);
+    await sleep(10);
+    expect(await store.inspectShared('lock:s')).toBeNull(); // nobody took it: given back
+  });
+
+  it('a lost lease does not pass: its release answers false and the waiter gets a store grant', async () => {
+    const { store } = countingSharedStore();
+    const locker = newLocker(store);
+    const a = await firstValueFrom(locker.acquirePermit('s', { limit: 1, ttl: 60, renew: false }));
+    const b = waitFor(locker.acquirePermit('s', { limit: 1, ttl: 60, renew: false }));
+    await sleep(100); // a's lease ended (no renewal); the store granted b from the line
+    expect(await a.release()).toBe(false);
+    const bLease = await b.lease;
+    expect(bLease.token).not.toBe(a.token);
+    await bLease.release();
+  });
+
+  it('closing the locker while a pass is under way gives the permits back', async () => {
+    const { store } = countingSharedStore();
+    const locker = newLocker(store);
+    const a = await firstValueFrom(locker.acquirePermit('s', { limit: 1 }));
+    const b = waitFor(locker.acquirePermit('s', { limit: 1 }));
+    await waitersInLine(store, 's', 1);
+    const released = a.release();
+    const closed = locker.close();
+    expect(await released).toBe(true);
+    await closed;
+    expect(isLockerClosedError(await b.error)).toBe(true);
+    expect(await store.inspectShared('lock:s')).toBeNull();
+  });
+
+  it('under contention from two lockers on one store: never more holders than the limit, unique fences growing along each pass', async () => {
+    const store = new MemoryLockStore();
+    const lockers = [newLocker(store), newLocker(store)];
+    let inside = 0;
+    let most = 0;
+    const fences: number[] = [];
+    const passedFrom = new Map<number, number>(); // fence → the fence of the holder before it on the same lease
+    const lastFenceOfToken = new Map<string, number>();
+    await Promise.all(
+      lockers.flatMap((locker) =>
+        [0, 1, 2].map(async () => {
+          for (let i = 0; i < 30; i++) {
+            const lease = await firstValueFrom(locker.acquirePermit('hot', { limit: 2 }));
+            inside++;
+            most = Math.max(most, inside);
+            fences.push(lease.fence);
+            const before = lastFenceOfToken.get(lease.token);
+            if (before !== undefined) passedFrom.set(lease.fence, before);
+            lastFenceOfToken.set(lease.token, lease.fence);
+            await sleep(Math.random() < 0.5 ? 0 : 1);
+            inside--;
+            await lease.release();
+          }
+        }),
+      ),
+    );
+    expect(most).toBeLessThanOrEqual(2);
+    expect(new Set(fences).size).toBe(fences.length);
+    for (const [fence, before] of passedFrom) expect(fence).toBeGreaterThan(before);
+    expect(passedFrom.size).toBeGreaterThan(0); // some permits did pass
+    expect(await store.inspectShared('lock:hot')).toBeNull();
+  });
+});
