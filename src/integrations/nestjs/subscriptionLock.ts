@@ -104,7 +104,8 @@ class LockedIterator implements AsyncIterableIterator<unknown> {
         if (this.failNow !== undefined) this.failNow(error);
         else this.failure = Promise.reject(error);
         this.failure?.catch(() => undefined);
-        void Promise.resolve(this.source.return?.()).catch(() => undefined);
+        // (the Promise also catches a return() that throws: thrown here, it would crash the process)
+        void new Promise((resolve) => resolve(this.source.return?.())).catch(() => undefined);
       },
     });
   }
