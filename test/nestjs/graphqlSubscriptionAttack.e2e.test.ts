@@ -23,7 +23,7 @@ import { redisSuite } from '../support/redisSuite.js';
 import { sleep, until } from '../support/timing.js';
 import { NEST_MAJOR } from './fixtures/nestVersion.js';
 import { APP_NAME, PROBE, Probe } from './fixtures/probe.js';
-import { SUBSCRIPTION_ATTACK_SCHEMA, SubscriptionAttackResolver } from './fixtures/SubscriptionAttackResolver.js';
+import { FeedService, SUBSCRIPTION_ATTACK_SCHEMA, SubscriptionAttackResolver } from './fixtures/SubscriptionAttackResolver.js';
 
 const suite = redisSuite({ unhandled: 'afterEach' });
 
@@ -51,10 +51,19 @@ interface SubscriptionApp {
   readonly locker: Locker;
 }
 
-async function start(probe: Probe): Promise<SubscriptionApp> {
+interface StartOptions {
+  /** The locker's reentrancy (off by default, as the library's). */
+  readonly reentrant?: boolean;
+}
+
+async function start(probe: Probe, options: StartOptions = {}): Promise<SubscriptionApp> {
   const moduleRef = await Test.createTestingModule({
     imports: [
-      LockModule.forRoot({ redis: { host: suite.server.host, port: suite.server.port }, isGlobal: true }),
+      LockModule.forRoot({
+        redis: { host: suite.server.host, port: suite.server.port },
+        isGlobal: true,
+        locker: { reentrant: options.reentrant ?? false },
+      }),
       GraphQLModule.forRoot<ApolloDriverConfig>({
         driver: ApolloDriver,
         typeDefs: SUBSCRIPTION_ATTACK_SCHEMA,
@@ -62,7 +71,7 @@ async function start(probe: Probe): Promise<SubscriptionApp> {
         subscriptions: { 'graphql-ws': true },
       }),
     ],
-    providers: [SubscriptionAttackResolver, { provide: PROBE, useValue: probe }, { provide: APP_NAME, useValue: 'a' }],
+    providers: [SubscriptionAttackResolver, FeedService, { provide: PROBE, useValue: probe }, { provide: APP_NAME, useValue: 'a' }],
   }).compile();
   const app = moduleRef.createNestApplication();
   app.useLogger(false);
@@ -396,4 +405,20 @@ describe('@Subscription under @WithLock: the app closed, leases lost', () => {
       await sleep(20); // (an error thrown from an rxjs callback is reported from a timer)
     });
   }
+});
+
+describe('@Subscription under @WithLock: reentrancy', () => {
+  it("with reentrant: true, the source's work calling a service that takes the subscription's key again (@Locked) joins its lease", async () => {
+    const probe = new Probe();
+    const a = await start(probe, { reentrant: true });
+    const acquired: string[] = [];
+    const seen = a.locker.events$.subscribe((e) => e.type === 'acquired' && acquired.push(e.key));
+    suite.closers.push(() => seen.unsubscribe());
+    const sub = watch(wsClient(a), 'subscription { nested(id: "20") { n } }');
+    expect(await within(sub.ended, 10_000, 'the subscription ended')).toBe('complete');
+    expect(sub.values).toEqual([{ data: { nested: { n: 0 } } }, { data: { nested: { n: 1 } } }]);
+    expect(probe.notes.filter((n) => n.what === 'touch')).toHaveLength(2);
+    expect(acquired).toEqual(['feed:20']);
+    await redisEmpty();
+  });
 });

@@ -6,6 +6,7 @@
  * client reads gives it back when it ends — done, `return()` (the client unsubscribed) or an
  * error. A lease lost meanwhile ends the iterator with that failure.
  */
+import { AsyncResource } from 'node:async_hooks';
 import { Observable, type MonoTypeOperatorFunction, type Subscription } from 'rxjs';
 
 /** Is `info` (a resolver's fourth argument) that of a subscription's root field? */
@@ -20,9 +21,10 @@ const isAsyncIterable = (value: unknown): value is AsyncIterable<unknown> =>
 /**
  * `handler` (the resolver's call) under `lock`, for a subscription: the resolver is called once the
  * lock is held, as for any handler; what it returns, when it is an AsyncIterable, goes out wrapped
- * so that the lock lasts until the iteration ends; anything else ends the hold at once. A failure
- * of the lock before the resolver returned is the stream's error, as for any handler; after it,
- * the iterator's (`answer` turns either into what the client gets).
+ * so that the lock lasts until the iteration ends, and its steps run in the lock's context, as the
+ * resolver did (with a reentrant locker, what they call on the key joins the lock); anything else
+ * ends the hold at once. A failure of the lock before the resolver returned is the stream's error,
+ * as for any handler; after it, the iterator's (`answer` turns either into what the client gets).
  */
 export function holdWhileIterating(
   handler: Observable<unknown>,
@@ -41,6 +43,8 @@ export function holdWhileIterating(
     };
     // the stream the lock operator holds the lock for: it ends when the iteration does
     const hold = new Observable<never>(() => {
+      // the context the lock operator subscribed in: the lock's
+      const lockContext = new AsyncResource('rxjs-lock:subscription');
       const inner = handler.subscribe({
         next: (result) => {
           if (handed) return;
@@ -51,7 +55,7 @@ export function holdWhileIterating(
             endHold();
             return;
           }
-          iterator = new LockedIterator(result[Symbol.asyncIterator](), endHold);
+          iterator = new LockedIterator(result[Symbol.asyncIterator](), endHold, lockContext);
           subscriber.next(iterator);
           subscriber.complete();
         },
@@ -81,7 +85,10 @@ export function holdWhileIterating(
   });
 }
 
-/** The client's iterator: the resolver's, which gives the lock back when it ends. */
+/**
+ * The client's iterator: the resolver's, which gives the lock back when it ends. Its calls run in
+ * `lockContext`, not in the GraphQL server's: the source's work is the lock's.
+ */
 class LockedIterator implements AsyncIterableIterator<unknown> {
   private ended = false;
   private failure: Promise<never> | undefined;
@@ -90,6 +97,7 @@ class LockedIterator implements AsyncIterableIterator<unknown> {
   constructor(
     private readonly source: AsyncIterator<unknown>,
     private readonly release: () => void,
+    private readonly lockContext: AsyncResource,
   ) {}
 
   [Symbol.asyncIterator](): AsyncIterableIterator<unknown> {
@@ -105,7 +113,7 @@ class LockedIterator implements AsyncIterableIterator<unknown> {
         else this.failure = Promise.reject(error);
         this.failure?.catch(() => undefined);
         // (the Promise also catches a return() that throws: thrown here, it would crash the process)
-        void new Promise((resolve) => resolve(this.source.return?.())).catch(() => undefined);
+        void new Promise((resolve) => resolve(this.inLockContext(() => this.source.return?.()))).catch(() => undefined);
       },
     });
   }
@@ -115,7 +123,7 @@ class LockedIterator implements AsyncIterableIterator<unknown> {
     if (this.ended) return { done: true, value: undefined };
     const lost = new Promise<never>((_, reject) => (this.failNow = reject));
     try {
-      const result = await Promise.race([this.source.next(), lost]);
+      const result = await Promise.race([this.inLockContext(() => this.source.next()), lost]);
       if (result.done) this.end();
       return result;
     } catch (error) {
@@ -128,14 +136,20 @@ class LockedIterator implements AsyncIterableIterator<unknown> {
 
   async return(value?: unknown): Promise<IteratorResult<unknown>> {
     this.end();
-    const result = await this.source.return?.(value);
+    const result = await this.inLockContext(() => this.source.return?.(value));
     return result ?? { done: true, value };
   }
 
   async throw(error?: unknown): Promise<IteratorResult<unknown>> {
     this.end();
-    if (this.source.throw !== undefined) return this.source.throw(error);
+    const sourceThrow = this.source.throw;
+    if (sourceThrow !== undefined) return this.inLockContext(() => sourceThrow.call(this.source, error));
     throw error;
+  }
+
+  /** `call` (a call of the source) in the lock's context. */
+  private inLockContext<T>(call: () => T): T {
+    return this.lockContext.runInAsyncScope(call);
   }
 
   private end(): void {
