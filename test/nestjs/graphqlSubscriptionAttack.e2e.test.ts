@@ -21,6 +21,7 @@ import { LOCKER, LockModule } from '../../src/nestjs.js';
 import { within } from '../support/children.js';
 import { redisSuite } from '../support/redisSuite.js';
 import { sleep, until } from '../support/timing.js';
+import request from 'supertest';
 import { NEST_MAJOR } from './fixtures/nestVersion.js';
 import { APP_NAME, PROBE, Probe } from './fixtures/probe.js';
 import { FeedService, SUBSCRIPTION_ATTACK_SCHEMA, SubscriptionAttackResolver } from './fixtures/SubscriptionAttackResolver.js';
@@ -196,7 +197,8 @@ describe('@Subscription under @WithLock: sources that fail or never yield, clien
     const sub = watch(wsClient(a), 'subscription { manual(id: "3", next: "fail", ret: "ok") { n } }');
     const outcome = await sub.ended;
     expect(sub.values[0]).toEqual({ data: { manual: { n: 0 } } });
-    expect(JSON.stringify([sub.values, outcome])).toMatch(/the source failed/);
+    // (Nest 10's GraphQL stack closes the socket instead of sending the error)
+    if (NEST_MAJOR >= 11) expect(JSON.stringify([sub.values, outcome])).toMatch(/the source failed/);
     await redisEmpty();
     await feedIsFree(a, '3');
   });
@@ -420,5 +422,65 @@ describe('@Subscription under @WithLock: reentrancy', () => {
     expect(probe.notes.filter((n) => n.what === 'touch')).toHaveLength(2);
     expect(acquired).toEqual(['feed:20']);
     await redisEmpty();
+  });
+});
+
+describe('@Subscription under @WithLock: errors.map, filter, churn, HTTP, Redis gone', () => {
+  it('an errors.map that throws its own error (instead of returning it) on a lease lost while the client iterates: the subscription ends, nothing crashes', async () => {
+    const probe = new Probe();
+    const a = await start(probe);
+    const sub = watch(wsClient(a), 'subscription { mapped(id: "21") { n } }');
+    await probe.waitFor('next', 'feed:21');
+    await suite.admin.del('lock:feed:21');
+    const outcome = await within(sub.ended, 5_000, 'the subscription ended');
+    if (NEST_MAJOR >= 11) expect(JSON.stringify([outcome, sub.values])).toMatch(/mapped by throwing/);
+    await probe.waitFor('return', 'feed:21');
+    await redisEmpty();
+    await feedIsFree(a, '21');
+    await sleep(20); // (an error thrown from an rxjs callback is reported from a timer)
+  });
+
+  it('a @Subscription with a filter (Nest wraps the iterator): held while it runs, given back when the client unsubscribes or the lease is lost', async () => {
+    const probe = new Probe();
+    const a = await start(probe);
+    const sub = watch(wsClient(a), 'subscription { filtered(id: "22") { n } }');
+    await until(() => sub.values.length >= 3, 'three events');
+    expect(sub.values.slice(0, 3)).toEqual([0, 2, 4].map((n) => ({ data: { filtered: { n } } })));
+    expect(await suite.admin.exists('lock:feed:22')).toBe(1);
+    sub.stop();
+    await probe.waitFor('return', 'feed:22');
+    await redisEmpty();
+    const lost = watch(wsClient(a), 'subscription { filtered(id: "22") { n } }');
+    await until(() => lost.values.length >= 1, 'an event');
+    await suite.admin.del('lock:feed:22');
+    const outcome = await within(lost.ended, 5_000, 'the subscription ended');
+    if (NEST_MAJOR >= 11) expect(JSON.stringify(outcome)).toMatch(/LOCK_LOST/);
+    await until(() => probe.notes.filter((n) => n.what === 'return').length === 2, 'the source ended');
+    await redisEmpty();
+  });
+
+  it('subscribers that leave at once (before their subscription is set up), 30 in a row and 30 together: nothing left held', async () => {
+    const probe = new Probe();
+    const a = await start(probe);
+    const client = wsClient(a);
+    for (let i = 0; i < 30; i++) watch(client, 'subscription { manual(id: "23", next: "tick", ret: "ok") { n } }').stop();
+    const together = Array.from({ length: 30 }, () => watch(client, 'subscription { manual(id: "23", next: "tick", ret: "ok") { n } }'));
+    await sleep(1);
+    for (const sub of together) sub.stop();
+    await redisEmpty('all given back', 10_000);
+    await feedIsFree(a, '23');
+    expect((await firstValueFrom(a.locker.inspect('feed:23')))?.waitingHere ?? 0).toBe(0);
+  });
+
+  it('a subscription posted over HTTP locks nothing it does not give back', async () => {
+    const probe = new Probe();
+    const a = await start(probe);
+    const reply = await request(a.url)
+      .post('/graphql')
+      .set('content-type', 'application/json')
+      .send({ query: 'subscription { manual(id: "24", next: "tick", ret: "ok") { n } }' });
+    expect(reply.status).toBeGreaterThanOrEqual(200);
+    await redisEmpty();
+    await feedIsFree(a, '24');
   });
 });

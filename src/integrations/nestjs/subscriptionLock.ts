@@ -7,7 +7,7 @@
  * error. A lease lost meanwhile ends the iterator with that failure.
  */
 import { AsyncResource } from 'node:async_hooks';
-import { Observable, type MonoTypeOperatorFunction, type Subscription } from 'rxjs';
+import { defer, Observable, type MonoTypeOperatorFunction, type Subscription } from 'rxjs';
 
 /** Is `info` (a resolver's fourth argument) that of a subscription's root field? */
 export function isSubscriptionRoot(info: unknown): boolean {
@@ -74,7 +74,8 @@ export function holdWhileIterating(
     held = hold.subscribe({
       error: (error: unknown) => {
         if (!handed) subscriber.error(error);
-        else iterator?.fail(answer(error));
+        // (deferred: an errors.map that throws its answer instead of returning it must not throw here)
+        else iterator?.fail(defer(() => answer(error)));
       },
     });
     // (a hold that ended synchronously did so before `held` was set)
