@@ -55,7 +55,16 @@ export function holdWhileIterating(
             endHold();
             return;
           }
-          iterator = new LockedIterator(result[Symbol.asyncIterator](), endHold, lockContext);
+          let source: AsyncIterator<unknown>;
+          try {
+            source = result[Symbol.asyncIterator]();
+          } catch (error) {
+            // (thrown here, it would crash the process and leave the lock held)
+            subscriber.error(error);
+            endHold();
+            return;
+          }
+          iterator = new LockedIterator(source, endHold, lockContext);
           subscriber.next(iterator);
           subscriber.complete();
         },
