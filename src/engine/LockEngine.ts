@@ -114,7 +114,15 @@ export class LockEngine implements Locker, AcquisitionContext {
     this.shared =
       sharedStore === undefined
         ? undefined
-        : new SharedLocks(sharedStore, settings.commandTimeout, clock, this.reporter, longWaits, settings.lockDelay > 0, settings.localGate ? policy : NO_HANDOFF);
+        : new SharedLocks(
+            sharedStore,
+            settings.commandTimeout,
+            clock,
+            this.reporter,
+            longWaits,
+            settings.lockDelay > 0,
+            settings.localGate ? policy : NO_HANDOFF,
+          );
     this.inspector = new KeyInspector({ access, clock, localSide: (storeKey) => gates.localSide(storeKey) });
   }
 
@@ -145,7 +153,12 @@ export class LockEngine implements Locker, AcquisitionContext {
 
   usingPermit<R>(key: string, work: LockedWork<R>, options: PermitOptions): Observable<R> {
     const { settings, weight, capacity } = resolvePermitOptions(options, this.defaults, true);
-    return runWhileHeld(this.sharedAcquisitionOf(key, settings, weight, capacity, true), (lease) => withWorkSignal(lease, work), settings.onLost, this.plainScope());
+    return runWhileHeld(
+      this.sharedAcquisitionOf(key, settings, weight, capacity, true),
+      (lease) => withWorkSignal(lease, work),
+      settings.onLost,
+      this.plainScope(),
+    );
   }
 
   acquirePermit(key: string, options: AcquirePermitOptions): Observable<Lease> {

@@ -58,6 +58,26 @@ export function sharedStoreContract(name: string, open: () => Promise<SharedStor
       expect(await store.tryAcquireShared(key, 'd', 10_000, 1, 2, 'leave')).toMatchObject({ acquired: false });
     });
 
+    it('fence blocks: a grant reserves the fences asked for and says how many; a grant from the line, what the place asked; the next grant is above every block', async () => {
+      const key = fresh('blocks');
+      const a = await store.tryAcquireShared(key, 'a', 10_000, 1, 1, 'keep', 5);
+      expect(a).toMatchObject({ acquired: true, fences: 5 });
+      // b waits, asking for 3 fences; a's release grants it from the line with those
+      expect(await store.tryAcquireShared(key, 'b', 10_000, 1, 1, 'keep', 3)).toMatchObject({ acquired: false, queued: true });
+      expect(await store.releaseShared(key, 'a')).toBe(true);
+      const b = await store.tryAcquireShared(key, 'b', 10_000, 1, 1, 'keep', 7);
+      expect(b).toMatchObject({ acquired: true, fences: 3 });
+      const aFence = (a as { fence: number }).fence;
+      const bFence = (b as { fence: number }).fence;
+      expect(bFence).toBeGreaterThan(aFence + 4);
+      await store.releaseShared(key, 'b');
+      // one fence when none is asked for; bad counts refused
+      const c = await store.tryAcquireShared(key, 'c', 10_000, 1, 1, 'keep');
+      expect((c as { fences?: number }).fences ?? 1).toBe(1);
+      expect((c as { fence: number }).fence).toBeGreaterThan(bFence + 2);
+      for (const bad of [0, -1, 1.5, Number.NaN]) await expect(store.tryAcquireShared(key, 'd', 10_000, 1, 1, 'keep', bad)).rejects.toThrow(/fences/);
+    });
+
     it('lets exactly `capacity` of many concurrent acquirers in', async () => {
       const key = fresh('race');
       const results = await Promise.all(Array.from({ length: 40 }, (_, i) => store.tryAcquireShared(key, `t${i}`, 10_000, 1, 5, 'leave')));

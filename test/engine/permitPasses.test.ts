@@ -142,7 +142,10 @@ describe('a semaphore passes its permits on in-process', () => {
   it('never to a waiter that asked for another limit, weight or TTL, nor between read-write locks', async () => {
     const { store } = countingSharedStore();
     const locker = newLocker(store);
-    for (const other of [{ limit: 2, permits: 2 }, { limit: 1, ttl: 5_000 }]) {
+    for (const other of [
+      { limit: 2, permits: 2 },
+      { limit: 1, ttl: 5_000 },
+    ]) {
       const a = await firstValueFrom(locker.acquirePermit('s', { limit: 1 }));
       // (limit 2, permits 2 does not fit beside a's 1 either: it waits in line)
       const b = waitFor(locker.acquirePermit('s', other));

@@ -155,15 +155,7 @@ export class MemoryLockStore implements LockStore, InspectableStore, ClosableSto
 
   // ─── shared locks (semaphores, read-write locks) ─────────────────────────────────────────────
 
-  tryAcquireShared(
-    key: string,
-    token: string,
-    ttlMs: number,
-    weight: number,
-    capacity: number,
-    place: SharedPlace,
-    fences = 1,
-  ): Promise<AcquireResult> {
+  tryAcquireShared(key: string, token: string, ttlMs: number, weight: number, capacity: number, place: SharedPlace, fences = 1): Promise<AcquireResult> {
     // A waiter that can never fit would stay at the head of the line and keep everyone behind it out.
     if (!Number.isSafeInteger(weight) || weight < 1) return Promise.reject(new LockOptionsError('weight', 'a positive safe integer', weight));
     if (!Number.isSafeInteger(capacity) || capacity < weight)

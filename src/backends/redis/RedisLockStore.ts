@@ -441,15 +441,7 @@ export class RedisLockStore
    * expiry, their weights, the line, the places, the fence counter), in its hash slot. A grant made
    * to a waiter by another caller's release is announced on the waiter's inbox (`watch`).
    */
-  tryAcquireShared(
-    key: string,
-    token: string,
-    ttlMs: number,
-    weight: number,
-    capacity: number,
-    place: SharedPlace,
-    fences = 1,
-  ): Promise<AcquireResult> {
+  tryAcquireShared(key: string, token: string, ttlMs: number, weight: number, capacity: number, place: SharedPlace, fences = 1): Promise<AcquireResult> {
     if (isReserved(key, this.clientPrefix)) return Promise.reject(reservedKeyError(key));
     if (!isStoreTtl(ttlMs)) return Promise.reject(storeTtlError(ttlMs));
     if (!Number.isSafeInteger(weight) || weight < 1) return Promise.reject(new LockOptionsError('weight', 'a positive safe integer', weight));

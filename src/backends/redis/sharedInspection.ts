@@ -44,7 +44,8 @@ export function decodeSharedInspection(replies: RedisReplies): SharedLockInfo | 
   for (let i = 0; i + 1 < ends.length; i += 2) {
     const token = ends[i]!;
     const endsAt = Number(ends[i + 1]);
-    const held = /^(\d+) (\d+)$/.exec(weights[`h:${token}`] ?? '');
+    // ('<weight> <fence>', or '<weight> <fences reserved> <fence>')
+    const held = /^(\d+) (?:\d+ )?(\d+)$/.exec(weights[`h:${token}`] ?? '');
     if (endsAt < now || held === null) continue;
     holders.push({ token, weight: Number(held[1]), fence: Number(held[2]), ttl: Math.max(0, endsAt - now) });
   }

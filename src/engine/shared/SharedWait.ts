@@ -388,7 +388,13 @@ export class SharedWait {
     // lasts at least min(place TTL, ttl asked) from the moment that attempt was sent (a grant from
     // the line ends when the place would have lapsed, or after the TTL the place asked for). If
     // that leaves it no validity now, the store says what it has left (its answer decides).
-    const grant = { fence: signal.fence, fences: signal.fences, waiting: signal.waiting, ttl: Math.min(place.placeTtl, this.settings.ttl), sentAt: place.sentAt };
+    const grant = {
+      fence: signal.fence,
+      fences: signal.fences,
+      waiting: signal.waiting,
+      ttl: Math.min(place.placeTtl, this.settings.ttl),
+      sentAt: place.sentAt,
+    };
     if (this.answeredTooLate(grant)) this.wakeNow();
     else this.won(grant);
   };

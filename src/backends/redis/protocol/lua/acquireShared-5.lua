@@ -49,9 +49,8 @@ if held then
     left = math.max(0, tonumber(redis.call('ZSCORE', holders, token)) - now)
   end
   keepHolders(holders, permits, used, now, stored, grew)
-  -- (a grant made while the caller waited reserved what its place asked for: this answer says one,
-  -- the fence recorded; its other fences stay unused)
-  return {1, tonumber(string.match(held, ' (%d+)$')), left, redis.call('ZCARD', line), granted[token] and 1 or 0, granted[token] or 1}
+  local fence, fences = heldFences(held)
+  return {1, fence, left, redis.call('ZCARD', line), granted[token] and 1 or 0, fences}
 end
 
 if not queued and used + weight <= capacity then

@@ -1,6 +1,7 @@
 -- Shared locks (semaphores, read-write locks), in five keys of the lock key's hash slot:
 --   holders  a sorted set: token → when its lease ends (server ms);
---   permits  a hash: 'h:<token>' → '<weight> <fence>', and 'used' → the weights of the holders;
+--   permits  a hash: 'h:<token>' → '<weight> [<fences> ]<fence>' (the fences its grant reserved
+--            when more than one: its local successors'), and 'used' → the weights of the holders;
 --   line     a sorted set: token → arrival (the clock's seed); the first member is next;
 --   places   a hash: token → '<lapseAt> <ttl> <weight> <capacity> <placeTtl> [#<fences> ]<inbox>'
 --            (when the place lapses, what a grant to it lasts, weighs and fits in, how many fences
@@ -70,8 +71,13 @@ end
 local function grantShared(holders, permits, fenceKey, token, weight, endsAt, seed, fences)
   local fence, count = issueFences(fenceKey, fences, seed)
   redis.call('ZADD', holders, int(endsAt), token)
-  redis.call('HSET', permits, 'h:' .. token, int(weight) .. ' ' .. int(fence))
+  redis.call('HSET', permits, 'h:' .. token, int(weight) .. ' ' .. (count > 1 and int(count) .. ' ' or '') .. int(fence))
   return fence, count
+end
+
+-- A holder's record ('h:<token>' of the permits hash): its fence and how many its grant reserved.
+local function heldFences(held)
+  return tonumber(string.match(held, ' (%d+)$')), tonumber(string.match(held, '^%d+ (%d+) %d+$') or '1')
 end
 
 -- A place's fields: lapseAt, ttl, weight, capacity, fences, inbox (nil for a malformed place).
