@@ -9,6 +9,8 @@
 import { firstValueFrom, type Observable, type Subscription } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLocker, isLockerClosedError, MemoryLockStore, type Lease, type LockEvent, type Locker, type LockerOptions } from '../../src/index.js';
+import type { LockEngine } from '../../src/engine/LockEngine.js';
+import type { SharedLocks } from '../../src/engine/shared/SharedLocks.js';
 import { sleep } from '../support/timing.js';
 
 const opened: Locker[] = [];
@@ -16,10 +18,15 @@ afterEach(async () => {
   for (const locker of opened.splice(0)) await locker.close();
 });
 
-/** A memory store that counts its shared-lock calls. */
-function countingSharedStore() {
+/** The locker's shared locks (for their pass turns). */
+function sharedOf(locker: Locker): SharedLocks {
+  return (locker as unknown as LockEngine as unknown as { shared: SharedLocks }).shared;
+}
+
+/** A memory store that counts its shared-lock calls; `releaseDelay` ms before each releaseShared answers. */
+function countingSharedStore(releaseDelay = 0) {
   const store = new MemoryLockStore();
-  const calls = { acquire: 0, release: 0, leave: 0, fencesAsked: [] as number[] };
+  const calls = { acquire: 0, release: 0, released: 0, leave: 0, fencesAsked: [] as number[] };
   const acquire = store.tryAcquireShared.bind(store);
   const release = store.releaseShared.bind(store);
   const leave = store.leaveShared.bind(store);
@@ -28,7 +35,13 @@ function countingSharedStore() {
     calls.fencesAsked.push(fences ?? 1);
     return acquire(key, token, ttl, weight, capacity, place, fences);
   };
-  store.releaseShared = (key, token) => (calls.release++, release(key, token));
+  store.releaseShared = async (key, token) => {
+    calls.release++;
+    if (releaseDelay > 0) await sleep(releaseDelay);
+    const answer = await release(key, token);
+    calls.released++;
+    return answer;
+  };
   store.leaveShared = (key, token) => (calls.leave++, leave(key, token));
   return { store, calls };
 }
@@ -96,6 +109,7 @@ describe('a semaphore passes its permits on in-process', () => {
     expect(await cLease.release()).toBe(true);
     expect(calls.release).toBe(before.release + 1);
     expect(await store.inspectShared('lock:s')).toBeNull();
+    expect(sharedOf(locker).passTurns).toBe(0); // the turn went with the lease
     const acquired = events.filter((e) => e.type === 'acquired');
     expect(acquired.map((e) => e.type === 'acquired' && e.passed)).toEqual([false, true, true]);
     await sleep(5);
@@ -139,28 +153,88 @@ describe('a semaphore passes its permits on in-process', () => {
     });
   }
 
-  it('never to a waiter that asked for another limit, weight or TTL, nor between read-write locks', async () => {
-    const { store } = countingSharedStore();
-    const locker = newLocker(store);
-    for (const other of [
-      { limit: 2, permits: 2 },
-      { limit: 1, ttl: 5_000 },
-    ]) {
-      const a = await firstValueFrom(locker.acquirePermit('s', { limit: 1 }));
-      // (limit 2, permits 2 does not fit beside a's 1 either: it waits in line)
-      const b = waitFor(locker.acquirePermit('s', other));
-      await waitersInLine(store, 's', 1);
+  for (const [name, holder, waiter] of [
+    ['another key', { key: 's', limit: 1 }, { key: 't', limit: 1 }],
+    ['more permits of the same limit', { key: 's', limit: 3, permits: 2 }, { key: 's', limit: 3, permits: 3 }],
+    ['the same permits of another limit', { key: 's', limit: 3, permits: 3 }, { key: 's', limit: 4, permits: 3 }],
+    ['another TTL', { key: 's', limit: 1 }, { key: 's', limit: 1, ttl: 5_000 }],
+    ['another renewal', { key: 's', limit: 1 }, { key: 's', limit: 1, renew: false }],
+    ['no renewal against renewal', { key: 's', limit: 1, renew: false }, { key: 's', limit: 1 }],
+  ] as const) {
+    it(`never to a waiter that asked for ${name}`, async () => {
+      const { store } = countingSharedStore();
+      const locker = newLocker(store);
+      const other = newLocker(store);
+      const { key, ...holding } = holder;
+      const a = await firstValueFrom(locker.acquirePermit(key, holding));
+      // (another locker holds 't' so that a waiter for it waits too)
+      const blocker = key === waiter.key ? undefined : await firstValueFrom(other.acquirePermit(waiter.key, { limit: 1 }));
+      const { key: waiterKey, ...asking } = waiter;
+      const b = waitFor(locker.acquirePermit(waiterKey, asking));
+      await waitersInLine(store, waiterKey, 1);
       await a.release();
+      await blocker?.release();
       const bLease = await b.lease;
       expect(bLease.token).not.toBe(a.token);
       await bLease.release();
-    }
+      expect(sharedOf(locker).passTurns).toBe(0);
+    });
+  }
+
+  it('passes between holders that asked for no renewal alike', async () => {
+    const { store } = countingSharedStore();
+    const locker = newLocker(store);
+    const a = await firstValueFrom(locker.acquirePermit('s', { limit: 1, renew: false }));
+    const b = waitFor(locker.acquirePermit('s', { limit: 1, renew: false }));
+    await waitersInLine(store, 's', 1);
+    await a.release();
+    expect((await b.lease).token).toBe(a.token);
+    await (await b.lease).release();
+  });
+
+  it('read-write locks never pass, and their grants reserve one fence', async () => {
+    const { store, calls } = countingSharedStore();
+    const locker = newLocker(store);
     const w = await firstValueFrom(locker.acquireWriteLock('rw'));
     const next = waitFor(locker.acquireWriteLock('rw'));
-    await waitersInLine(store, 'rw', 1);
+    const reader = waitFor(locker.acquireReadLock('rw'));
+    await waitersInLine(store, 'rw', 2);
     await w.release();
-    expect((await next.lease).token).not.toBe(w.token);
-    await (await next.lease).release();
+    const nextLease = await next.lease;
+    expect(nextLease.token).not.toBe(w.token);
+    await nextLease.release();
+    await (await reader.lease).release();
+    expect(calls.fencesAsked.every((n) => n === 1)).toBe(true);
+    expect(sharedOf(locker).passTurns).toBe(0);
+  });
+
+  it("a turn's passes beyond the time bound go to the waiters that were there at the store grant, each once, and only to those that asked for the same", async () => {
+    const { store } = countingSharedStore();
+    // roundMs 0: with others in the store's line at the grant the turn has no time, only the batch
+    const locker = newLocker(store, { cohort: { maxPasses: 256, maxMs: 60_000, roundMs: 0 } });
+    const other = newLocker(store);
+    const third = newLocker(store);
+    const blocker = await firstValueFrom(other.acquirePermit('s', { limit: 1 }));
+    const a1 = waitFor(locker.acquirePermit('s', { limit: 1 }));
+    await waitersInLine(store, 's', 1);
+    const a2 = waitFor(locker.acquirePermit('s', { limit: 1 }));
+    await waitersInLine(store, 's', 2);
+    const odd = waitFor(locker.acquirePermit('s', { limit: 2, permits: 2 })); // asks for something else
+    await waitersInLine(store, 's', 3);
+    const c = waitFor(third.acquirePermit('s', { limit: 1 })); // (not other's: the blocker would pass to it)
+    await waitersInLine(store, 's', 4);
+    await blocker.release(); // the store grants a1 from the line: a2 (same ask) is its batch; odd is not
+    const first = await a1.lease;
+    const a3 = waitFor(locker.acquirePermit('s', { limit: 1 })); // after the grant: not in the batch
+    await waitersInLine(store, 's', 4);
+    await first.release();
+    const second = await a2.lease;
+    expect(second.token).toBe(first.token);
+    await second.release(); // the batch had its pass, the turn has no time left: back to the store
+    const fromStore = await Promise.race([a3.lease, (async () => (await odd.lease) && undefined)(), (async () => (await c.lease) && undefined)()]);
+    expect(fromStore?.token).not.toBe(first.token);
+    for (const lease of await Promise.all([odd.lease, c.lease, a3.lease].map((p) => p.then(async (l) => (await l.release(), l))))) expect(lease).toBeDefined();
+    expect(sharedOf(locker).passTurns).toBe(0);
   });
 
   it('a waiter that leaves before the pass lands: the permits go to the next one, or back to the store', async () => {
@@ -196,10 +270,11 @@ describe('a semaphore passes its permits on in-process', () => {
     const bLease = await b.lease;
     expect(bLease.token).not.toBe(a.token);
     await bLease.release();
+    expect(sharedOf(locker).passTurns).toBe(0);
   });
 
-  it('closing the locker while a pass is under way gives the permits back', async () => {
-    const { store } = countingSharedStore();
+  it('closing the locker while a pass is under way gives the permits back once, before close() resolves', async () => {
+    const { store, calls } = countingSharedStore(30);
     const locker = newLocker(store);
     const a = await firstValueFrom(locker.acquirePermit('s', { limit: 1 }));
     const b = waitFor(locker.acquirePermit('s', { limit: 1 }));
@@ -208,8 +283,11 @@ describe('a semaphore passes its permits on in-process', () => {
     const closed = locker.close();
     expect(await released).toBe(true);
     await closed;
+    expect(calls.released).toBe(1); // answered before close() resolved
     expect(isLockerClosedError(await b.error)).toBe(true);
     expect(await store.inspectShared('lock:s')).toBeNull();
+    await sleep(50);
+    expect(calls.release).toBe(1);
   });
 
   it('under contention from two lockers on one store: never more holders than the limit, unique fences growing along each pass', async () => {

@@ -37,6 +37,11 @@ export class PermitPasses {
 
   constructor(private readonly policy: HandoffPolicy) {}
 
+  /** Turns kept (one per store lease of passable permits held). */
+  get turnsKept(): number {
+    return this.turns.size;
+  }
+
   /** `wait` may take passed permits until it is forgotten. */
   add(passable: PassableWait): void {
     this.waits.set(passable.wait, passable);

@@ -83,6 +83,11 @@ export class SharedLocks implements HolderOwner {
     return this.holders.size;
   }
 
+  /** Turns of permits that may pass on, kept for leases this locker holds (for tests). */
+  get passTurns(): number {
+    return this.passes.turnsKept;
+  }
+
   /**
    * One acquisition of `weight` permits out of `capacity` on `storeKey`: cold; emits the lease and
    * completes, or errors (`LockTimeoutError`, `LockStoreError`, `LockerClosedError`). Unsubscribing
@@ -180,12 +185,14 @@ export class SharedLocks implements HolderOwner {
     if (storeLease.givenBack) return Promise.resolve(false);
     const lost = !storeLease.isHeld;
     const now = performance.now();
-    const pass = lost || this.closing ? undefined : this.passes.decide(storeLease, now);
+    // (a lost lease, or one the closing locker gave back, is not valid: it does not pass)
+    const pass = this.passes.decide(storeLease, now);
     if (pass !== undefined) {
       // Passed on: the store hears nothing now; its next answer about the lease (a renewal, the
-      // last holder's release) confirms this hold (the `released` event waits for it).
+      // last holder's release) confirms this hold (the `released` event waits for it). A loss
+      // before the pass lands is nobody's to hear: the pass finds the lease no longer valid.
       storeLease.passed(holder, this.events.observed);
-      storeLease.onLost = () => this.passes.end(storeLease);
+      storeLease.onLost = undefined;
       this.passing.add(storeLease);
       // (in a microtask, not inside this release() call: a chain of holders whose work ends
       // synchronously must not grow the stack)
