@@ -23,10 +23,13 @@ function sharedOf(locker: Locker): SharedLocks {
   return (locker as unknown as LockEngine as unknown as { shared: SharedLocks }).shared;
 }
 
-/** A memory store that counts its shared-lock calls; `releaseDelay` ms before each releaseShared answers. */
+/**
+ * A memory store that counts its shared-lock calls; `releaseDelay` ms before each releaseShared
+ * answers; `failReleases` makes releaseShared reject.
+ */
 function countingSharedStore(releaseDelay = 0) {
   const store = new MemoryLockStore();
-  const calls = { acquire: 0, release: 0, released: 0, leave: 0, fencesAsked: [] as number[] };
+  const calls = { acquire: 0, release: 0, released: 0, leave: 0, fencesAsked: [] as number[], failReleases: false };
   const acquire = store.tryAcquireShared.bind(store);
   const release = store.releaseShared.bind(store);
   const leave = store.leaveShared.bind(store);
@@ -38,6 +41,7 @@ function countingSharedStore(releaseDelay = 0) {
   store.releaseShared = async (key, token) => {
     calls.release++;
     if (releaseDelay > 0) await sleep(releaseDelay);
+    if (calls.failReleases) throw new Error('store down');
     const answer = await release(key, token);
     calls.released++;
     return answer;
@@ -258,6 +262,57 @@ describe('a semaphore passes its permits on in-process', () => {
     expect(await last).toBe(true);
     await sleep(10);
     expect(await store.inspectShared('lock:s')).toBeNull(); // nobody took it: given back
+  });
+
+  it('a store grant reserves fences for the passes it may make: a spare block alone or beside waiters that ask for something else, room for every pass beside one that asks for the same', async () => {
+    const { store, calls } = countingSharedStore();
+    const locker = newLocker(store);
+    const other = newLocker(store);
+    const held = await firstValueFrom(other.acquirePermit('t', { limit: 1 }));
+    const unlike = [
+      waitFor(locker.acquirePermit('t', { limit: 1 })), // another key
+      waitFor(locker.acquirePermit('t', { limit: 1, ttl: 5_000 })), // another TTL
+      waitFor(locker.acquirePermit('t', { limit: 1, renew: false })), // another renewal
+    ];
+    await waitersInLine(store, 't', 3);
+    // (beside them, on 's': another weight, another limit)
+    const heavy = await firstValueFrom(other.acquirePermit('s', { limit: 3, permits: 3 }));
+    const unlikeS = [waitFor(locker.acquirePermit('s', { limit: 3, permits: 2 })), waitFor(locker.acquirePermit('s', { limit: 4, permits: 2 }))];
+    await waitersInLine(store, 's', 2);
+    await heavy.release();
+    const leases = await Promise.all(unlikeS.map((w) => w.lease));
+    for (const lease of leases) await lease.release();
+    calls.fencesAsked.length = 0;
+    const alone = await firstValueFrom(locker.acquirePermit('u', { limit: 1 }));
+    expect(calls.fencesAsked).toEqual([16]); // 1 + a spare 15 (CohortPolicy.fencesFor with nobody alike waiting)
+    const alike = waitFor(locker.acquirePermit('u', { limit: 1 }));
+    await waitersInLine(store, 'u', 1);
+    const another = waitFor(locker.acquirePermit('u', { limit: 1 }));
+    await waitersInLine(store, 'u', 2);
+    // the second waiter asked with one alike waiting before it: room for maxPasses (256) passes
+    expect(calls.fencesAsked.slice(1, 3)).toEqual([16, 257]);
+    await alone.release();
+    await (await alike.lease).release();
+    await (await another.lease).release();
+    await held.release();
+    for (const w of unlike) await (await w.lease).release();
+  });
+
+  it('a pass that finds no taker gives the permits back, and a failed release then is reported', async () => {
+    const { store, calls } = countingSharedStore();
+    const locker = newLocker(store);
+    const events: LockEvent[] = [];
+    locker.events$.subscribe((e) => events.push(e));
+    const a = await firstValueFrom(locker.acquirePermit('s', { limit: 1 }));
+    const b = waitFor(locker.acquirePermit('s', { limit: 1 }));
+    await waitersInLine(store, 's', 1);
+    calls.failReleases = true;
+    const released = a.release();
+    b.subscription.unsubscribe();
+    expect(await released).toBe(true);
+    await sleep(20);
+    expect(events.some((e) => e.type === 'release-failed')).toBe(true);
+    expect(sharedOf(locker).passTurns).toBe(0);
   });
 
   it('a lost lease does not pass: its release answers false and the waiter gets a store grant', async () => {

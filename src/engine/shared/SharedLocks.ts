@@ -236,7 +236,8 @@ export class SharedLocks implements HolderOwner {
   /** Gives back a store lease nobody holds (a pass that found no taker, or the locker closing). */
   private giveBack(storeLease: StoreLease): void {
     storeLease.onLost = undefined;
-    const released = new Promise<boolean>((resolve) => this.leases.release(storeLease, (answer) => resolve(answer === true), undefined, !storeLease.isHeld));
+    // (quiet when lost: its `lost` event told its story; else a failure is a `release-failed`)
+    const released = new Promise<boolean>((resolve) => this.leases.release(storeLease, () => resolve(true), undefined, !storeLease.isHeld));
     this.releasing.add(released);
     void released.then(() => this.releasing.delete(released));
   }
