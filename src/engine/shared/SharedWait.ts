@@ -211,7 +211,10 @@ export class SharedWait {
           if (this.state !== 'attempting') return;
           if (!result.acquired) this.refused(result, place, sentAt, heard);
           else {
-            const grant = { fence: result.fence, fences: result.fences ?? fences, waiting: result.waiting, ttl: result.ttl ?? settings.ttl, sentAt };
+            // (an answer that does not say how many fences the grant reserved is of one: a shared
+            // store may leave `fences` out only then — one written before permits passed on ignores
+            // the count asked for, and fences it never reserved must not go to local successors)
+            const grant = { fence: result.fence, fences: result.fences ?? 1, waiting: result.waiting, ttl: result.ttl ?? settings.ttl, sentAt };
             if (this.answeredTooLate(grant)) this.returnLate(place);
             else this.won(grant);
           }
