@@ -30,8 +30,14 @@ export interface DecidedPass {
 }
 
 export class PermitPasses {
-  /** Passable waits in the order they started (a Map keeps insertion order). */
-  private readonly waits = new Map<SharedWait, PassableWait>();
+  /**
+   * Passable waits grouped by what they ask for ({@link askOf}), each group in the order its waits
+   * started (a Map keeps insertion order): who is next and how many wait alike are found without
+   * going through the locker's other waits — a locker may wait for thousands of semaphores at once.
+   */
+  private readonly waits = new Map<string, Map<SharedWait, PassableWait>>();
+  /** What each passable wait asks for (its group). */
+  private readonly asks = new Map<SharedWait, string>();
   /** The turn of each store lease of passable permits this locker holds, with what they are. */
   private readonly turns = new Map<StoreLease, PermitTurn>();
 
@@ -44,17 +50,26 @@ export class PermitPasses {
 
   /** `wait` may take passed permits until it is forgotten. */
   add(passable: PassableWait): void {
-    this.waits.set(passable.wait, passable);
+    const ask = askOf(passable.wait);
+    let group = this.waits.get(ask);
+    if (group === undefined) this.waits.set(ask, (group = new Map()));
+    group.set(passable.wait, passable);
+    this.asks.set(passable.wait, ask);
   }
 
   /** `wait` is over (granted, failed or abandoned), or was never passable. */
   forget(wait: SharedWait): void {
-    this.waits.delete(wait);
+    const ask = this.asks.get(wait);
+    if (ask === undefined) return;
+    this.asks.delete(wait);
+    const group = this.waits.get(ask)!;
+    group.delete(wait);
+    if (group.size === 0) this.waits.delete(ask);
   }
 
   /** How many fences a store grant to `wait` should reserve (1 unless it is passable). */
   fencesFor(wait: SharedWait): number {
-    if (!this.waits.has(wait)) return 1;
+    if (!this.asks.has(wait)) return 1;
     return this.policy.fencesFor(this.othersLike(wait));
   }
 
@@ -86,8 +101,8 @@ export class PermitPasses {
   nextFor(storeLease: StoreLease): PassableWait | undefined {
     const permits = this.turns.get(storeLease);
     if (permits === undefined) return undefined;
-    for (const passable of this.waits.values()) if (asksFor(passable.wait, storeLease, permits)) return passable;
-    return undefined;
+    const group = this.waits.get(ask(storeLease.storeKey, permits.weight, permits.capacity, storeLease.renewTtl, storeLease.renew));
+    return group?.values().next().value;
   }
 
   /** `storeLease` goes back to the store (or was lost): its turn is over. */
@@ -97,9 +112,8 @@ export class PermitPasses {
 
   /** Passable waits for what `wait` asks for, other than `wait`. */
   private othersLike(wait: SharedWait): number {
-    let others = 0;
-    for (const other of this.waits.keys()) if (other !== wait && sameAsk(other, wait)) others++;
-    return others;
+    const group = this.waits.get(askOf(wait));
+    return group === undefined ? 0 : group.size - (group.has(wait) ? 1 : 0);
   }
 }
 
@@ -110,27 +124,15 @@ interface PermitTurn {
   readonly capacity: number;
 }
 
-/** Would `storeLease`'s permits serve `wait`: the same key, weight and limit, and the same lease (TTL and renewal)? */
-function asksFor(wait: SharedWait, storeLease: StoreLease, permits: PermitTurn): boolean {
-  return (
-    wait.storeKey === storeLease.storeKey &&
-    wait.weight === permits.weight &&
-    wait.capacity === permits.capacity &&
-    wait.settings.ttl === storeLease.renewTtl &&
-    sameRenewal(wait.settings.renew, storeLease.renew)
-  );
+/**
+ * What a wait asks for, as one string: permits serve the waits whose ask is their own — the same
+ * key, weight and limit, and the same lease (TTL and renewal interval, or none).
+ */
+function askOf(wait: SharedWait): string {
+  return ask(wait.storeKey, wait.weight, wait.capacity, wait.settings.ttl, wait.settings.renew);
 }
 
-function sameAsk(a: SharedWait, b: SharedWait): boolean {
-  return (
-    a.storeKey === b.storeKey &&
-    a.weight === b.weight &&
-    a.capacity === b.capacity &&
-    a.settings.ttl === b.settings.ttl &&
-    sameRenewal(a.settings.renew, b.settings.renew)
-  );
-}
-
-function sameRenewal(a: SharedWait['settings']['renew'], b: SharedWait['settings']['renew']): boolean {
-  return a === false ? b === false : b !== false && a.interval === b.interval;
+function ask(storeKey: string, weight: number, capacity: number, ttl: number, renew: SharedWait['settings']['renew']): string {
+  // (the key last: the fields before it have no spaces, so no two asks read the same)
+  return `${weight} ${capacity} ${ttl} ${renew === false ? '-' : `r${renew.interval ?? ''}`} ${storeKey}`;
 }
