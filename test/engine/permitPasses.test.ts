@@ -50,6 +50,12 @@ function countingSharedStore(releaseDelay = 0) {
   return { store, calls };
 }
 
+/**
+ * Turns that outlast a slow machine's steps: waiters that join after the store grant get passes
+ * only within the turn, 12 ms by default, which a loaded machine can spend between two releases.
+ */
+const LONG_TURNS = { maxPasses: 256, maxMs: 60_000, roundMs: 60_000 };
+
 function newLocker(store: MemoryLockStore, options: Partial<LockerOptions> = {}): Locker {
   const locker = createLocker({ store, retry: { minDelay: 1, jitter: 2 }, ...options });
   opened.push(locker);
@@ -79,7 +85,7 @@ async function waitersInLine(store: MemoryLockStore, key: string, n: number): Pr
 describe('a semaphore passes its permits on in-process', () => {
   it('to the oldest local waiter that asked for the same: no store call, the same token, the next fence; its place is given up', async () => {
     const { store, calls } = countingSharedStore();
-    const locker = newLocker(store);
+    const locker = newLocker(store, { cohort: LONG_TURNS });
     const events: LockEvent[] = [];
     locker.events$.subscribe((e) => events.push(e));
     const a = await firstValueFrom(locker.acquirePermit('s', { limit: 1 }));
@@ -243,7 +249,7 @@ describe('a semaphore passes its permits on in-process', () => {
 
   it('a waiter that leaves before the pass lands: the permits go to the next one, or back to the store', async () => {
     const { store } = countingSharedStore();
-    const locker = newLocker(store);
+    const locker = newLocker(store, { cohort: LONG_TURNS });
     const a = await firstValueFrom(locker.acquirePermit('s', { limit: 1 }));
     const b = waitFor(locker.acquirePermit('s', { limit: 1 }));
     const c = waitFor(locker.acquirePermit('s', { limit: 1 }));
@@ -330,7 +336,7 @@ describe('a semaphore passes its permits on in-process', () => {
 
   it('closing the locker while a pass is under way gives the permits back once, before close() resolves', async () => {
     const { store, calls } = countingSharedStore(30);
-    const locker = newLocker(store);
+    const locker = newLocker(store, { cohort: LONG_TURNS });
     const a = await firstValueFrom(locker.acquirePermit('s', { limit: 1 }));
     const b = waitFor(locker.acquirePermit('s', { limit: 1 }));
     await waitersInLine(store, 's', 1);
