@@ -594,3 +594,42 @@ describe('permit passes with very short TTLs', () => {
     await nothingLeft(parties, 't');
   });
 });
+
+describe('a release racing locker.close()', () => {
+  for (const order of ['release, then close', 'close, then release'] as const) {
+    it(`${order}, in one tick, with a waiter for the permits: the waiter fails with LockerClosedError, nothing is left`, async () => {
+      for (let round = 0; round < 10; round++) {
+        const client = connect(suite.server);
+        const store = new RedisLockStore(client);
+        const locker = createLocker({ store, retry: { minDelay: 2, jitter: 3 }, cohort: LONG_TURNS });
+        const events: LockEvent[] = [];
+        locker.events$.subscribe((e) => events.push(e));
+        try {
+          const key = `close-${round}`;
+          const holder = await firstValueFrom(locker.acquirePermit(key, { limit: 1 }));
+          const waiter = observe(locker.acquirePermit(key, { limit: 1 }));
+          await inLine(store, key, 1);
+          let released: Promise<boolean>;
+          let closed: Promise<void>;
+          if (order === 'release, then close') {
+            released = holder.release();
+            closed = locker.close();
+          } else {
+            closed = locker.close();
+            released = holder.release();
+          }
+          await closed;
+          await released;
+          expect((await waiter.error) as Error).toMatchObject({ name: 'LockerClosedError' });
+          expect(events.filter((e) => e.type === 'acquired')).toHaveLength(1);
+          await eventually(async () => (await store.inspectShared(`lock:${key}`)) === null, 3000, 5, `round ${round}: nothing left`);
+        } finally {
+          await locker.close();
+          await store.close();
+          client.disconnect();
+        }
+      }
+      await eventually(async () => (await suite.admin.keys('*')).length === 0, 3000, 10, 'no key left');
+    });
+  }
+});
