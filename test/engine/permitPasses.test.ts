@@ -270,6 +270,27 @@ describe('a semaphore passes its permits on in-process', () => {
     expect(await store.inspectShared('lock:s')).toBeNull(); // nobody took it: given back
   });
 
+  it("a turn's length counts the other processes in the store's line, not this locker's own waiters there", async () => {
+    const { store } = countingSharedStore();
+    // a turn of roundMs / (others + 1): 3 s with nobody else in line, 1 s if the two local waiters counted
+    const locker = newLocker(store, { cohort: { maxPasses: 256, maxMs: 60_000, roundMs: 3_000 } });
+    const other = newLocker(store);
+    const blocker = await firstValueFrom(other.acquirePermit('s', { limit: 1 }));
+    const waits = [0, 1, 2].map(() => waitFor(locker.acquirePermit('s', { limit: 1 })));
+    await waitersInLine(store, 's', 3);
+    await blocker.release(); // the store grants the first from its line: the two others are still in it
+    const first = await waits[0]!.lease;
+    const late = waitFor(locker.acquirePermit('s', { limit: 1 })); // after the grant: a pass only within the turn
+    await sleep(1_500);
+    let holder = first;
+    for (const next of [waits[1]!, waits[2]!, late]) {
+      await holder.release();
+      holder = await next.lease;
+      expect(holder.token).toBe(first.token);
+    }
+    await holder.release();
+  });
+
   it('a store grant reserves fences for the passes it may make: a spare block alone or beside waiters that ask for something else, room for every pass beside one that asks for the same', async () => {
     const { store, calls } = countingSharedStore();
     const locker = newLocker(store);

@@ -76,10 +76,16 @@ export class PermitPasses {
   /**
    * A store grant of `fences` fences from `fence` to a passable wait (forgotten already): its
    * lease's turn starts now. `storeWaiting`: others in the store's line then, when the store says.
+   * Unlike a mutex's, a semaphore's line holds a place per waiter, so the waits of this locker
+   * that asked alike are in it too: the policy hears of the others only (the processes after the
+   * key, which a turn's length is measured against), as a mutex's gate, whose line holds one place
+   * per process, tells it.
    */
   startTurn(wait: SharedWait, storeLease: StoreLease, fence: number, fences: number, storeWaiting: number | undefined, now: number): void {
     const block = new FenceBlock(fence, Math.max(1, fences));
-    const turn = this.policy.startTurn(block, storeWaiting, this.othersLike(wait), now);
+    const alike = this.othersLike(wait);
+    const othersWaiting = storeWaiting === undefined ? undefined : Math.max(0, storeWaiting - alike);
+    const turn = this.policy.startTurn(block, othersWaiting, alike, now);
     this.turns.set(storeLease, { turn, weight: wait.weight, capacity: wait.capacity });
   }
 

@@ -142,7 +142,12 @@ export function decodeInboxMessage(message: string): ({ kind: 'granted' } & Gran
   const [kind, token, first, second, third, fourth] = message.split(' ');
   if (token === undefined || first === undefined) return undefined;
   if (kind === 'granted' && third !== undefined) {
-    return { kind, token, fence: Number(first), waiting: Number(second ?? 0), fences: Number(third), at: fourth === undefined ? undefined : Number(fourth) };
+    const fence = Number(first);
+    const fences = Number(third);
+    // (only the scripts publish here; anything else — a fence or block that is not a positive
+    // integer — is not taken for a grant: a block of NaN fences would never run out)
+    if (!Number.isSafeInteger(fence) || !Number.isSafeInteger(fences) || fences < 1) return undefined;
+    return { kind, token, fence, waiting: Number(second ?? 0), fences, at: fourth === undefined ? undefined : Number(fourth) };
   }
   if (kind === 'behind') return { kind, token, ttl: Number(first) };
   return undefined;
