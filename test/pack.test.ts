@@ -20,8 +20,9 @@ const root = resolve(import.meta.dirname, '..');
 // Nest decorators, which took the tarball from 369 to 505 kB: every source file ships about seven
 // times — src, and per build .js, .d.ts and .js.map; the src and maps, 40% of it unpacked, are kept
 // for debugging into the library, and are what to drop first if the size matters; 600 kB when the
-// quorum store's hints and shared long-wait reports took it just past 560 kB)
-const PACKED_BUDGET = 600_000;
+// quorum store's hints and shared long-wait reports took it just past 560 kB; 640 kB when the GraphQL
+// subscription lock and semaphore permit passes took it to 601.5 kB)
+const PACKED_BUDGET = 640_000;
 
 interface PackResult {
   readonly filename: string;
