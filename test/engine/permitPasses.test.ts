@@ -119,7 +119,7 @@ describe('a semaphore passes its permits on in-process', () => {
     expect(await cLease.release()).toBe(true);
     expect(calls.release).toBe(before.release + 1);
     expect(await store.inspectShared('lock:s')).toBeNull();
-    expect(sharedOf(locker).passTurns).toBe(0); // the turn went with the lease
+    expect(sharedOf(locker).passState).toBe(0); // the turn went with the lease
     const acquired = events.filter((e) => e.type === 'acquired');
     expect(acquired.map((e) => e.type === 'acquired' && e.passed)).toEqual([false, true, true]);
     await sleep(5);
@@ -170,6 +170,8 @@ describe('a semaphore passes its permits on in-process', () => {
     ['another TTL', { key: 's', limit: 1 }, { key: 's', limit: 1, ttl: 5_000 }],
     ['another renewal', { key: 's', limit: 1 }, { key: 's', limit: 1, renew: false }],
     ['no renewal against renewal', { key: 's', limit: 1, renew: false }, { key: 's', limit: 1 }],
+    ['another renewal interval', { key: 's', limit: 1, renew: { interval: 2_000 } }, { key: 's', limit: 1, renew: { interval: 3_000 } }],
+    ['a renewal interval of its own', { key: 's', limit: 1 }, { key: 's', limit: 1, renew: { interval: 3_000 } }],
   ] as const) {
     it(`never to a waiter that asked for ${name}`, async () => {
       const { store } = countingSharedStore();
@@ -187,7 +189,7 @@ describe('a semaphore passes its permits on in-process', () => {
       const bLease = await b.lease;
       expect(bLease.token).not.toBe(a.token);
       await bLease.release();
-      expect(sharedOf(locker).passTurns).toBe(0);
+      expect(sharedOf(locker).passState).toBe(0);
     });
   }
 
@@ -215,7 +217,7 @@ describe('a semaphore passes its permits on in-process', () => {
     await nextLease.release();
     await (await reader.lease).release();
     expect(calls.fencesAsked.every((n) => n === 1)).toBe(true);
-    expect(sharedOf(locker).passTurns).toBe(0);
+    expect(sharedOf(locker).passState).toBe(0);
   });
 
   it("a turn's passes beyond the time bound go to the waiters that were there at the store grant, each once, and only to those that asked for the same", async () => {
@@ -244,7 +246,7 @@ describe('a semaphore passes its permits on in-process', () => {
     const fromStore = await Promise.race([a3.lease, (async () => (await odd.lease) && undefined)(), (async () => (await c.lease) && undefined)()]);
     expect(fromStore?.token).not.toBe(first.token);
     for (const lease of await Promise.all([odd.lease, c.lease, a3.lease].map((p) => p.then(async (l) => (await l.release(), l))))) expect(lease).toBeDefined();
-    expect(sharedOf(locker).passTurns).toBe(0);
+    expect(sharedOf(locker).passState).toBe(0);
   });
 
   it('a waiter that leaves before the pass lands: the permits go to the next one, or back to the store', async () => {
@@ -289,6 +291,23 @@ describe('a semaphore passes its permits on in-process', () => {
       expect(holder.token).toBe(first.token);
     }
     await holder.release();
+  });
+
+  it("a store that does not say who waits in its line: a turn lasts the cohort's maxMs", async () => {
+    const { store } = countingSharedStore();
+    const acquire = store.tryAcquireShared.bind(store);
+    store.tryAcquireShared = async (...args) => {
+      const { waiting: _, ...result } = (await acquire(...args)) as { waiting?: number; acquired: boolean };
+      return result as Awaited<ReturnType<typeof acquire>>;
+    };
+    const locker = newLocker(store, { cohort: { maxPasses: 256, maxMs: 60_000, roundMs: 1 } });
+    const first = await firstValueFrom(locker.acquirePermit('s', { limit: 1 }));
+    const late = waitFor(locker.acquirePermit('s', { limit: 1 })); // after the grant: a pass only within the turn
+    await waitersInLine(store, 's', 1);
+    await sleep(20);
+    await first.release();
+    expect((await late.lease).token).toBe(first.token);
+    await (await late.lease).release();
   });
 
   it('a store grant reserves fences for the passes it may make: a spare block alone or beside waiters that ask for something else, room for every pass beside one that asks for the same', async () => {
@@ -339,7 +358,7 @@ describe('a semaphore passes its permits on in-process', () => {
     expect(await released).toBe(true);
     await sleep(20);
     expect(events.some((e) => e.type === 'release-failed')).toBe(true);
-    expect(sharedOf(locker).passTurns).toBe(0);
+    expect(sharedOf(locker).passState).toBe(0);
   });
 
   it('a lost lease does not pass: its release answers false and the waiter gets a store grant', async () => {
@@ -352,7 +371,7 @@ describe('a semaphore passes its permits on in-process', () => {
     const bLease = await b.lease;
     expect(bLease.token).not.toBe(a.token);
     await bLease.release();
-    expect(sharedOf(locker).passTurns).toBe(0);
+    expect(sharedOf(locker).passState).toBe(0);
   });
 
   it('closing the locker while a pass is under way gives the permits back once, before close() resolves', async () => {

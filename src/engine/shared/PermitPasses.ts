@@ -43,9 +43,9 @@ export class PermitPasses {
 
   constructor(private readonly policy: HandoffPolicy) {}
 
-  /** Turns kept (one per store lease of passable permits held). */
-  get turnsKept(): number {
-    return this.turns.size;
+  /** Entries kept: turns (one per store lease of passable permits held) and groups of waits. */
+  get kept(): number {
+    return this.turns.size + this.waits.size;
   }
 
   /** `wait` may take passed permits until it is forgotten. */

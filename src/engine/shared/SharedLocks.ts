@@ -83,9 +83,9 @@ export class SharedLocks implements HolderOwner {
     return this.holders.size;
   }
 
-  /** Turns of permits that may pass on, kept for leases this locker holds (for tests). */
-  get passTurns(): number {
-    return this.passes.turnsKept;
+  /** What this locker keeps for passing permits on: turns of leases held, groups of waits (for tests). */
+  get passState(): number {
+    return this.passes.kept;
   }
 
   /**
