@@ -91,7 +91,7 @@ export class PermitPasses {
 
   /**
    * A holder of `storeLease` releases at `now`: may its permits pass on? Then the pass is decided
-   * (its fence taken) and returned; the permits are the pass's until {@link PermitPasses.next}
+   * (its fence taken) and returned; the permits are the pass's until {@link PermitPasses.nextFor}
    * finds who takes them.
    */
   decide(storeLease: StoreLease, now: number): DecidedPass | undefined {
