@@ -23,12 +23,6 @@ export interface PassableWait {
   take(storeLease: StoreLease, fence: number): void;
 }
 
-/** A pass decided at a release: its fence, for the next local waiter (picked when it happens). */
-export interface DecidedPass {
-  readonly turn: Turn;
-  readonly fence: number;
-}
-
 export class PermitPasses {
   /**
    * Passable waits grouped by what they ask for ({@link askOf}), each group in the order its waits
@@ -91,16 +85,14 @@ export class PermitPasses {
 
   /**
    * A holder of `storeLease` releases at `now`: may its permits pass on? Then the pass is decided
-   * (its fence taken) and returned; the permits are the pass's until {@link PermitPasses.nextFor}
-   * finds who takes them.
+   * and its fence (taken from the turn's block) returned; the permits are the pass's until
+   * {@link PermitPasses.nextFor} finds who takes them.
    */
-  decide(storeLease: StoreLease, now: number): DecidedPass | undefined {
+  decide(storeLease: StoreLease, now: number): number | undefined {
     const permits = this.turns.get(storeLease);
     if (permits === undefined || !storeLease.valid(now)) return undefined;
-    const turn = permits.turn;
-    if (this.nextFor(storeLease) === undefined || !this.policy.mayPass(turn, now)) return undefined;
-    const fence = this.policy.pass(turn);
-    return fence === undefined ? undefined : { turn, fence };
+    if (this.nextFor(storeLease) === undefined || !this.policy.mayPass(permits.turn, now)) return undefined;
+    return this.policy.pass(permits.turn);
   }
 
   /** The wait that takes `storeLease`'s permits now: the oldest passable one that asked for the same. */
@@ -118,7 +110,8 @@ export class PermitPasses {
 
   /** Passable waits for what `wait` asks for, other than `wait`. */
   private othersLike(wait: SharedWait): number {
-    const group = this.waits.get(askOf(wait));
+    // (a wait still passable has its ask recorded; one granted already is asked again)
+    const group = this.waits.get(this.asks.get(wait) ?? askOf(wait));
     return group === undefined ? 0 : group.size - (group.has(wait) ? 1 : 0);
   }
 }

@@ -186,8 +186,8 @@ export class SharedLocks implements HolderOwner {
     const lost = !storeLease.isHeld;
     const now = performance.now();
     // (a lost lease, or one the closing locker gave back, is not valid: it does not pass)
-    const pass = this.passes.decide(storeLease, now);
-    if (pass !== undefined) {
+    const fence = this.passes.decide(storeLease, now);
+    if (fence !== undefined) {
       // Passed on: the store hears nothing now; its next answer about the lease (a renewal, the
       // last holder's release) confirms this hold (the `released` event waits for it). A loss
       // before the pass lands is nobody's to hear: the pass finds the lease no longer valid.
@@ -196,7 +196,7 @@ export class SharedLocks implements HolderOwner {
       this.passing.add(storeLease);
       // (in a microtask, not inside this release() call: a chain of holders whose work ends
       // synchronously must not grow the stack)
-      queueMicrotask(() => this.passOn(storeLease, pass.fence));
+      queueMicrotask(() => this.passOn(storeLease, fence));
       return Promise.resolve(true);
     }
     this.passes.end(storeLease);
