@@ -365,7 +365,7 @@ function scenarioText(scenario: string, all: readonly ResultRow[]): string {
     case 'uncontended':
       return `One process, one loop: acquire and release one key, one after the other, for ${seconds(3)} (\`BENCH_SHORT_SECONDS\`) after a 1 s warm-up. The pair time runs from the call to acquire until release has resolved: the cost of a lock + unlock when nobody else wants it. Redis runs on the client's CPU here (see the machine note).`;
     case 'many-keys':
-      return `One process, 64 concurrent loops, each on its own key, all through one connection, for ${seconds(3)}; no hold. The per-acquisition cost when nothing contends, and how well a library keeps one socket busy.`;
+      return `One process, 64 concurrent loops, each on its own key, all through one connection, for ${seconds(3)}; no hold. The per-acquisition cost when nothing contends, and how well a library keeps one socket busy. rxjs-lock's store sends the calls of one tick after the first in one write (\`coalesceWrites\`, its default: the socket corked to the end of the tick), and so does store-only; the baseline and the floors write each command as ioredis does by default, one system call each.`;
     case 'hot-key-1ms':
       return `8 processes × 4 loops take turns on one key for ${seconds(10)} (\`BENCH_SECONDS\`); each holder keeps the lock 1 ms (\`setTimeout(1)\`, which fires after 1 ms or a little more), then releases and goes again at once. The hold and the two round trips around it cap every library at a few hundred acquisitions per second here, so the differences are in fairness, tail wait and commands per acquisition. ${afterWarmupText(rows)}`;
     case 'hot-key-0ms':

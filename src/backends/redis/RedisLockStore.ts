@@ -32,7 +32,8 @@ import {
   decodeRelease,
   releaseArgs,
 } from './protocol/codec.js';
-import { defineCommands, queueScript, runScript } from './protocol/commands.js';
+import { defineCommands, queueScript, runScript, type ScriptName } from './protocol/commands.js';
+import { holdWritesForTick } from './protocol/tickWrites.js';
 import { inspectLock } from './inspection.js';
 import { inspectSharedLock } from './sharedInspection.js';
 import { checkLockKey, hashTag, isReserved, LockKeysCache, RESERVED_PREFIX, reservedKeyError, sharedKeys, type LockKeys } from './protocol/keyLayout.js';
@@ -115,9 +116,24 @@ export interface RedisLockStoreOptions {
    * ```
    */
   replicaAcks?: ReplicaAcksOptions;
+  /**
+   * Send the store's calls of one tick in one write: the client's socket holds its writes back
+   * (`cork`) until the end of the tick, and Redis reads them together. Where a process takes and
+   * gives back many locks at once, this about halves the client's CPU per acquisition (a system
+   * call per command, on both sides, was half of it) and needs nothing of the client's options
+   * (unlike ioredis' `enableAutoPipelining`, which keeps one batch in flight at a time). The order
+   * of commands is kept; a call waits at most for the rest of the tick's code. Every write on that
+   * connection in the tick, yours included, leaves with them. Has no effect on a Cluster client.
+   * @default true
+   * @example
+   * ```ts
+   * const store = new RedisLockStore(redis, { coalesceWrites: false }); // one write per call
+   * ```
+   */
+  coalesceWrites?: boolean;
 }
 
-const OPTION_NAMES = 'wakeUp, subscriber, placeTtl, lingerMs, replicaAcks';
+const OPTION_NAMES = 'wakeUp, subscriber, placeTtl, lingerMs, replicaAcks, coalesceWrites';
 
 /**
  * A lock store on Redis through an ioredis client (`Redis` or `Cluster`, ioredis 5 or 6) that the
@@ -188,6 +204,8 @@ export class RedisLockStore
   private readonly acks: ReplicaAcks | undefined;
   /** The key layouts of the lock keys used lately (bounded). */
   private readonly layouts: LockKeysCache;
+  /** Whether the calls of one tick leave in one write (`coalesceWrites`). */
+  private readonly coalesceWrites: boolean;
 
   /**
    * @param client The ioredis client (`Redis` or `Cluster`) to run commands on; yours to close.
@@ -209,11 +227,12 @@ export class RedisLockStore
     }
     if (typeof options !== 'object' || options === null || Array.isArray(options))
       throw new LockOptionsError('options', `an object of RedisLockStore options (${OPTION_NAMES})`, options);
-    const { wakeUp = true, subscriber, placeTtl = 3000, lingerMs = 2000, replicaAcks, ...unknown } = options;
+    const { wakeUp = true, subscriber, placeTtl = 3000, lingerMs = 2000, replicaAcks, coalesceWrites = true, ...unknown } = options;
     const extra = Object.keys(unknown)[0];
     if (extra !== undefined)
       throw new LockOptionsError(`options.${extra}`, `one of the known RedisLockStore options: ${OPTION_NAMES}`, (unknown as Record<string, unknown>)[extra]);
     if (typeof wakeUp !== 'boolean') throw new LockOptionsError('wakeUp', 'true or false', wakeUp);
+    if (typeof coalesceWrites !== 'boolean') throw new LockOptionsError('coalesceWrites', 'true or false', coalesceWrites);
     if (!Number.isInteger(placeTtl) || placeTtl < 100 || placeTtl > MAX_MS)
       throw new LockOptionsError('placeTtl', `an integer from 100 to ${MAX_MS} (ms)`, placeTtl);
     if (!Number.isInteger(lingerMs) || lingerMs < 0 || lingerMs > MAX_MS)
@@ -239,6 +258,7 @@ export class RedisLockStore
     this.clientPrefix = clientPrefix;
     this.layouts = new LockKeysCache(clientPrefix);
     this.placeTtl = placeTtl;
+    this.coalesceWrites = coalesceWrites;
     this.inbox = INBOX_PREFIX + uuidv4();
     defineCommands(client);
     this.acks = acks === undefined ? undefined : new ReplicaAcks(client, acks);
@@ -259,6 +279,12 @@ export class RedisLockStore
     }
   }
 
+  /** Runs script `name` on the client, its write held to the end of the tick (`coalesceWrites`). */
+  private run(name: ScriptName, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
+    if (this.coalesceWrites) holdWritesForTick(this.client);
+    return runScript(this.client, name, keys, args);
+  }
+
   tryAcquire(key: string, token: string, ttlMs: number, fences = 1): Promise<AcquireResult> {
     // (The locker checks every key once, with checkKey; a caller using the store directly must not
     // reach the helper keys of another lock either.)
@@ -266,9 +292,7 @@ export class RedisLockStore
     if (!isStoreTtl(ttlMs)) return Promise.reject(storeTtlError(ttlMs));
     if (!isFenceCount(fences)) return Promise.reject(fenceCountError(fences));
     const epoch = this.acks?.epoch ?? 0;
-    return runScript(this.client, 'acquire', this.keysOf(key), acquireArgs(token, ttlMs, fences)).then((reply) =>
-      this.granted(key, token, reply, ttlMs, epoch),
-    );
+    return this.run('acquire', this.keysOf(key), acquireArgs(token, ttlMs, fences)).then((reply) => this.granted(key, token, reply, ttlMs, epoch));
   }
 
   tryAcquireInLine(key: string, token: string, ttlMs: number, fences: number, place: 'keep' | 'leave'): Promise<AcquireResult> {
@@ -277,7 +301,7 @@ export class RedisLockStore
     if (!isFenceCount(fences)) return Promise.reject(fenceCountError(fences));
     const args = acquireArgs(token, ttlMs, fences, { placeTtl: this.placeTtl, place, inbox: this.inboxOf(key) });
     const epoch = this.acks?.epoch ?? 0;
-    return runScript(this.client, 'acquire', this.keysOf(key), args).then((reply) => this.granted(key, token, reply, ttlMs, epoch));
+    return this.run('acquire', this.keysOf(key), args).then((reply) => this.granted(key, token, reply, ttlMs, epoch));
   }
 
   /**
@@ -294,14 +318,14 @@ export class RedisLockStore
   }
 
   release(key: string, token: string, grant?: ReleasedGrant): Promise<boolean> {
-    return runScript(this.client, 'release', this.keysOf(key), releaseArgs(token, grant, performance.now())).then(decodeRelease);
+    return this.run('release', this.keysOf(key), releaseArgs(token, grant, performance.now())).then(decodeRelease);
   }
 
   extend(key: string, token: string, ttlMs: number): Promise<ExtendOutcome> {
     // (PEXPIRE 0 would delete the key without the release that records its fences; the script
     // refuses it too, for a caller of another version.)
     if (!isStoreTtl(ttlMs)) return Promise.reject(storeTtlError(ttlMs));
-    return runScript(this.client, 'extend', [key], [token, ttlMs]).then(decodeExtend);
+    return this.run('extend', [key], [token, ttlMs]).then(decodeExtend);
   }
 
   /**
@@ -311,6 +335,7 @@ export class RedisLockStore
    */
   async leave(key: string, token: string): Promise<LeaveResult> {
     const [lock, , line, places] = this.keysOf(key);
+    if (this.coalesceWrites) holdWritesForTick(this.client);
     const replies = await this.client.multi().zrem(line, token).hdel(places, `w:${token}`).get(lock).hget(places, 'grant').pttl(lock).exec();
     const left = decodeLeave(replies, token);
     if (left.granted && !Number.isSafeInteger(left.fence)) {
@@ -377,6 +402,7 @@ export class RedisLockStore
     const inPipeline = async (items: readonly ExtendRequest[]): Promise<Array<ExtendOutcome | Error>> => {
       const pipeline = client.pipeline();
       for (const r of items) queue(pipeline, r);
+      if (this.coalesceWrites) holdWritesForTick(client);
       const replies = await pipeline.exec();
       if (replies === null) throw new Error('the pipeline was discarded');
       return replies.map(([error, reply]) => error ?? decode(reply));
@@ -452,7 +478,7 @@ export class RedisLockStore
     // (one fence, the script's default, is not sent: most acquisitions reserve no more)
     if (fences > 1) args.push(fences);
     const epoch = this.acks?.epoch ?? 0;
-    return runScript(this.client, 'acquireShared', this.sharedKeysOf(key), args).then((reply) => this.grantedShared(key, token, reply, ttlMs, epoch));
+    return this.run('acquireShared', this.sharedKeysOf(key), args).then((reply) => this.grantedShared(key, token, reply, ttlMs, epoch));
   }
 
   /**
@@ -473,15 +499,15 @@ export class RedisLockStore
 
   extendShared(key: string, token: string, ttlMs: number): Promise<ExtendOutcome> {
     if (!isStoreTtl(ttlMs)) return Promise.reject(storeTtlError(ttlMs));
-    return runScript(this.client, 'extendShared', this.sharedKeysOf(key).slice(0, 2), [token, ttlMs]).then((reply) => (reply === 1 ? 'extended' : 'gone'));
+    return this.run('extendShared', this.sharedKeysOf(key).slice(0, 2), [token, ttlMs]).then((reply) => (reply === 1 ? 'extended' : 'gone'));
   }
 
   releaseShared(key: string, token: string): Promise<boolean> {
-    return runScript(this.client, 'releaseShared', this.sharedKeysOf(key), [token]).then((reply) => reply === 1);
+    return this.run('releaseShared', this.sharedKeysOf(key), [token]).then((reply) => reply === 1);
   }
 
   leaveShared(key: string, token: string): Promise<boolean> {
-    return runScript(this.client, 'leaveShared', this.sharedKeysOf(key), [token]).then((reply) => reply === 1);
+    return this.run('leaveShared', this.sharedKeysOf(key), [token]).then((reply) => reply === 1);
   }
 
   /**
