@@ -11,40 +11,9 @@ import { createLocker, LockOptionsError } from '../../src/index.js';
 import { RedisLockStore, type RedisLockStoreOptions } from '../../src/redis.js';
 import { connect } from '../support/redis.js';
 import { redisSuite } from '../support/redisSuite.js';
+import { countWrites } from '../support/socketWrites.js';
 
 const suite = redisSuite();
-
-interface Writes {
-  /** Writes handed to the socket's `_write` or `_writev` so far. */
-  readonly count: number;
-  /** Commands in each of those writes, in order. */
-  readonly sizes: number[];
-}
-
-/** Counts the writes on `client`'s socket (a wrapper around the socket's own methods). */
-function countWrites(client: Redis): Writes {
-  const stream = client.stream as unknown as {
-    _write: (chunk: unknown, encoding: unknown, done: unknown) => void;
-    _writev: (chunks: unknown[], done: unknown) => void;
-  };
-  const sizes: number[] = [];
-  const write = stream._write.bind(stream);
-  const writev = stream._writev.bind(stream);
-  stream._write = (chunk, encoding, done) => {
-    sizes.push(1);
-    write(chunk, encoding, done);
-  };
-  stream._writev = (chunks, done) => {
-    sizes.push(chunks.length);
-    writev(chunks, done);
-  };
-  return {
-    get count() {
-      return sizes.length;
-    },
-    sizes,
-  };
-}
 
 /** A client connected (its socket open) and a store on it. */
 async function storeOn(options?: RedisLockStoreOptions): Promise<{ client: Redis; store: RedisLockStore }> {

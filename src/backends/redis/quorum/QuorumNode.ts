@@ -9,6 +9,7 @@ import { LockOptionsError } from '../../../errors/errors.js';
 import type { ReleasedGrant } from '../../../store/LockStore.js';
 import { releaseArgs } from '../protocol/codec.js';
 import { runScript } from '../protocol/commands.js';
+import { holdWritesForTick } from '../protocol/tickWrites.js';
 import { helperKey } from '../protocol/keyLayout.js';
 import type { RedisClient } from '../RedisClient.js';
 import { RedisLockStore } from '../RedisLockStore.js';
@@ -91,6 +92,8 @@ export class QuorumNode {
     private readonly timeoutMs: number,
     /** The node's place in the store's list of clients. */
     readonly index: number,
+    /** Whether the calls of one tick to this node leave in one write (the store's `coalesceWrites`). */
+    private readonly coalesceWrites = true,
   ) {
     if (client.isCluster === true)
       throw new LockOptionsError(
@@ -101,7 +104,7 @@ export class QuorumNode {
     this.name = nodeName(client);
     // No wake-up (the quorum store has no line), so the node store opens no connection of its own.
     try {
-      this.store = new RedisLockStore(client, { wakeUp: false });
+      this.store = new RedisLockStore(client, { wakeUp: false, coalesceWrites });
     } catch (error) {
       if (error instanceof LockOptionsError)
         throw new LockOptionsError(`clients[${index}]${error.option === 'client' ? '' : ` (${error.option})`}`, error.allowed, error.received);
@@ -176,6 +179,7 @@ export class QuorumNode {
    */
   acquire(key: string, token: string, ttlMs: number, fences: number, floor: number, inbox: string): Promise<NodeAcquire> {
     const args = inbox === '' ? [token, ttlMs, fences, floor] : [token, ttlMs, fences, floor, inbox];
+    this.holdWrites();
     return runScript(this.client, 'quorumAcquire', [key, this.fenceKey(key), this.helper(key, 'refused'), this.helper(key, 'hint')], args).then((reply) =>
       decodeNodeAcquire(reply, ttlMs, fences, floor),
     );
@@ -187,6 +191,7 @@ export class QuorumNode {
    * it is free.
    */
   release(key: string, token: string, grant?: ReleasedGrant): Promise<boolean> {
+    this.holdWrites();
     return runScript(this.client, 'quorumRelease', [key, this.fenceKey(key), this.helper(key, 'hint')], releaseArgs(token, grant, performance.now())).then(
       (reply) => reply === 1,
     );
@@ -197,7 +202,13 @@ export class QuorumNode {
    * rejects when the node refuses a value too far ahead of its clock.
    */
   raiseFence(key: string, last: number): Promise<unknown> {
+    this.holdWrites();
     return runScript(this.client, 'raiseFence', [this.fenceKey(key)], [String(last)]);
+  }
+
+  /** Holds this tick's later writes to the node back to the end of the tick (`coalesceWrites`). */
+  private holdWrites(): void {
+    if (this.coalesceWrites) holdWritesForTick(this.client);
   }
 
   private fenceKey(key: string): string {

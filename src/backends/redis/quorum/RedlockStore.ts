@@ -104,7 +104,7 @@ export class RedlockStore implements LockStore, KeyCheckingStore, ClosableStore 
     this.settings = resolveRedlockOptions(options);
     const nodes: QuorumNode[] = [];
     try {
-      clients.forEach((client, i) => nodes.push(nodeOf(clients, nodes, client, i, this.settings.nodeTimeout)));
+      clients.forEach((client, i) => nodes.push(nodeOf(clients, nodes, client, i, this.settings)));
     } catch (error) {
       // (the nodes made so far listen to their clients' errors)
       for (const node of nodes) node.close();
@@ -310,13 +310,13 @@ export class RedlockStore implements LockStore, KeyCheckingStore, ClosableStore 
 }
 
 /** The node of `clients[i]`, checked against the nodes made before it. */
-function nodeOf(clients: readonly QuorumClient[], before: readonly QuorumNode[], client: QuorumClient, i: number, nodeTimeout: number): QuorumNode {
+function nodeOf(clients: readonly QuorumClient[], before: readonly QuorumNode[], client: QuorumClient, i: number, settings: RedlockSettings): QuorumNode {
   if (typeof client !== 'object' || client === null || typeof client.defineCommand !== 'function') {
     throw new LockOptionsError(`clients[${i}]`, 'an ioredis Redis client', client);
   }
   const same = clients.indexOf(client);
   if (same !== i) throw new LockOptionsError(`clients[${i}]`, `a client of another Redis server than clients[${same}] (the same client twice)`, client);
-  const node = new QuorumNode(client, nodeTimeout, i);
+  const node = new QuorumNode(client, settings.nodeTimeout, i, settings.coalesceWrites);
   const twin = before.findIndex((other) => other.name === node.name);
   if (twin >= 0) {
     node.close();
