@@ -34,6 +34,7 @@ import {
 } from './protocol/codec.js';
 import { defineCommands, queueScript, runScript, type ScriptName } from './protocol/commands.js';
 import { holdWritesForTick } from './protocol/tickWrites.js';
+import { masterConnectionOf } from './protocol/clusterConnection.js';
 import { inspectLock } from './inspection.js';
 import { inspectSharedLock } from './sharedInspection.js';
 import { checkLockKey, hashTag, isReserved, LockKeysCache, RESERVED_PREFIX, reservedKeyError, sharedKeys, type LockKeys } from './protocol/keyLayout.js';
@@ -123,7 +124,8 @@ export interface RedisLockStoreOptions {
    * call per command, on both sides, was half of it) and needs nothing of the client's options
    * (unlike ioredis' `enableAutoPipelining`, which keeps one batch in flight at a time). The order
    * of commands is kept; a call waits at most for the rest of the tick's code. Every write on that
-   * connection in the tick, yours included, leaves with them. Has no effect on a Cluster client.
+   * connection in the tick, yours included, leaves with them. On a Cluster, the connection to the
+   * master serving each call's key is held.
    * @default true
    * @example
    * ```ts
@@ -281,8 +283,20 @@ export class RedisLockStore
 
   /** Runs script `name` on the client, its write held to the end of the tick (`coalesceWrites`). */
   private run(name: ScriptName, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
-    if (this.coalesceWrites) holdWritesForTick(this.client);
+    if (this.coalesceWrites) this.holdWrites(keys[0]!);
     return runScript(this.client, name, keys, args);
+  }
+
+  /**
+   * Holds the writes of the rest of this tick on the connection a call on `key` goes to: the
+   * client's, or on a Cluster the connection to the master serving the key's slot.
+   */
+  private holdWrites(key: string): void {
+    if (this.client.isCluster !== true) holdWritesForTick(this.client);
+    else {
+      const connection = masterConnectionOf(this.client, this.clientPrefix + key);
+      if (connection !== undefined) holdWritesForTick(connection);
+    }
   }
 
   tryAcquire(key: string, token: string, ttlMs: number, fences = 1): Promise<AcquireResult> {
@@ -335,7 +349,7 @@ export class RedisLockStore
    */
   async leave(key: string, token: string): Promise<LeaveResult> {
     const [lock, , line, places] = this.keysOf(key);
-    if (this.coalesceWrites) holdWritesForTick(this.client);
+    if (this.coalesceWrites) this.holdWrites(lock);
     const replies = await this.client.multi().zrem(line, token).hdel(places, `w:${token}`).get(lock).hget(places, 'grant').pttl(lock).exec();
     const left = decodeLeave(replies, token);
     if (left.granted && !Number.isSafeInteger(left.fence)) {

@@ -12,7 +12,7 @@
  *
  * Only a connection whose socket can be corked (an ioredis `Redis`: `client.stream`, a Node
  * `net.Socket` or `tls.TLSSocket`) is held back. A Cluster client routes each command to a node's
- * connection of its own and is left as it is.
+ * connection of its own: the store passes that connection (./clusterConnection.ts).
  */
 import type { RedisClient } from '../RedisClient.js';
 
