@@ -4,13 +4,17 @@
  * private Redis: the order of every write on the connection (MONITOR against the order of the
  * calls), sockets never left corked (connecting, lazyConnect, no offline queue, the handshake, the
  * user's own cork, disconnect/quit in the tick, frozen and restarted servers, sockets whose cork is
- * missing or throws, autopipelining), and exclusion and fences of three lockers at once.
+ * missing or throws, autopipelining), exclusion and fences of three lockers at once, and a process
+ * that exits in the tick in which it gave locks back (it used to send only the first of them).
  */
+import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
 import { firstValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { createLocker, isLockStoreError } from '../../src/index.js';
 import { RedisLockStore, type RedisLockStoreOptions } from '../../src/redis.js';
+import type { ExitingReleaserSettings } from '../fixtures/exitingReleaser.js';
+import { forkFixture, messagesOf } from '../support/children.js';
 import { connect } from '../support/redis.js';
 import { redisSuite } from '../support/redisSuite.js';
 import { eventually, sleep } from '../support/timing.js';
@@ -405,6 +409,28 @@ describe('three clients, many keys', () => {
     expect(sections.length).toBeGreaterThan(disturbedAt);
     expect(fenceInversions(sections)).toBe(0);
   });
+});
+
+describe('a process that exits right after giving locks back', () => {
+  const fixture = fileURLToPath(new URL('../fixtures/exitingReleaser.ts', import.meta.url));
+
+  async function run(settings: Omit<ExitingReleaserSettings, 'port'>): Promise<number> {
+    const child = forkFixture(fixture, 'EXITING_RELEASER', { ...settings, port: suite.server.port });
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    await messagesOf(child)('held');
+    await exited;
+    await sleep(50);
+    let left = 0;
+    for (let i = 0; i < settings.keys; i++) if ((await suite.admin.exists(`exiting:${i}`)) === 1) left++;
+    return left;
+  }
+
+  for (const how of ['store', 'locker', 'crash'] as const)
+    it(`${how}: every lock it gave back in its last tick is free`, async () => {
+      const plain = await run({ keys: 8, coalesceWrites: false, how });
+      const coalesced = await run({ keys: 8, coalesceWrites: true, how });
+      expect({ plain, coalesced }).toEqual({ plain: 0, coalesced: 0 });
+    }, 60_000);
 });
 
 describe('odd sockets, clients and sizes', () => {

@@ -123,9 +123,10 @@ export interface RedisLockStoreOptions {
    * gives back many locks at once, this about halves the client's CPU per acquisition (a system
    * call per command, on both sides, was half of it) and needs nothing of the client's options
    * (unlike ioredis' `enableAutoPipelining`, which keeps one batch in flight at a time). The order
-   * of commands is kept; a call waits at most for the rest of the tick's code. Every write on that
-   * connection in the tick, yours included, leaves with them. On a Cluster, the connection to the
-   * master serving each call's key is held.
+   * of commands is kept; a call waits at most for the rest of the tick's code (a process that exits
+   * within the tick, by `process.exit()` or a crash, lets them go in its 'exit' event). Every write
+   * on that connection in the tick, yours included, leaves with them. On a Cluster, the connection
+   * to the master serving each call's key is held.
    * @default true
    * @example
    * ```ts

@@ -8,7 +8,10 @@
  * (`cork`) until the end of the tick (`process.nextTick`, after the promise callbacks that made
  * them) sends them together (`writev`); Redis then reads them in one go too. Nothing is reordered:
  * the socket keeps every write in the order it was made, whoever made it, and a tick always ends,
- * so nothing waits longer than the code that runs in it.
+ * so nothing waits longer than the code that runs in it — except when the process exits within the
+ * tick (`process.exit`, an uncaught exception): no tick ends then, and the writes still held are
+ * let go in the process' 'exit' event, so that what was sent before the exit reaches Redis as it
+ * did without holding (a release made on the way out; the socket writes what it can at once).
  *
  * Only a connection whose socket can be corked (an ioredis `Redis`: `client.stream`, a Node
  * `net.Socket` or `tls.TLSSocket`) is held back. A Cluster client routes each command to a node's
@@ -27,6 +30,17 @@ interface CorkableStream {
  * at once), `'held'` once a second call held the rest back.
  */
 const thisTick = new WeakMap<object, 'wrote' | 'held'>();
+
+/**
+ * The sockets held back now (until the end of the tick): let go at the process' exit if the tick
+ * does not end first. Without this, a process that gave locks back and exited in the same tick
+ * (`lease.release()` or `locker.close()`, then `process.exit()`) sent only the first of those
+ * calls, and the other locks stayed held until their TTL (attackTickWrites.test.ts).
+ */
+const heldNow = new Set<CorkableStream>();
+
+/** Whether the 'exit' listener that lets `heldNow` go is registered (once, at the first hold). */
+let exitListened = false;
 
 /**
  * Called before each call on `client`: the first call of a tick leaves at once (a lone call waits
@@ -61,6 +75,11 @@ export function holdWritesForTick(client: RedisClient): void {
     return; // not held: the writes go out one by one, as without this
   }
   thisTick.set(stream, 'held');
+  heldNow.add(stream as CorkableStream);
+  if (!exitListened) {
+    exitListened = true;
+    process.on('exit', letAllGo);
+  }
 }
 
 /** Lets the writes held on `stream` go (one `uncork` for the one `cork`). */
@@ -68,6 +87,20 @@ function endOfTick(stream: CorkableStream): void {
   const state = thisTick.get(stream);
   thisTick.delete(stream);
   if (state !== 'held') return;
+  heldNow.delete(stream);
+  uncork(stream);
+}
+
+/** At the process' exit: lets go the writes held on every socket whose tick did not end. */
+function letAllGo(): void {
+  for (const stream of heldNow) {
+    thisTick.delete(stream);
+    uncork(stream);
+  }
+  heldNow.clear();
+}
+
+function uncork(stream: CorkableStream): void {
   try {
     stream.uncork();
   } catch {
