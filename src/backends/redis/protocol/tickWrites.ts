@@ -32,6 +32,19 @@ interface CorkableStream {
 const thisTick = new WeakMap<object, 'wrote' | 'held'>();
 
 /**
+ * At most this many calls are held back together: the next call lets them go and holds again. A
+ * whole burst held to the tick's end made client and server take turns (Redis idle while the
+ * process ran the burst's code, the process idle while Redis ran the burst): in many-keys (64
+ * loops) the throughput fell back to where it was without holding, on a quiet machine. In chunks
+ * of 16, Redis starts on the first while the process makes the next: 55–65k pairs/s against 25–32k
+ * held whole (and 14–27k not held), at about the same CPU per pair (bench/diagnostics/manyKeys.ts).
+ */
+const CHUNK = 16;
+
+/** How many calls the held sockets hold now (since they were last let go). */
+const heldCalls = new WeakMap<object, number>();
+
+/**
  * The sockets held back now (until the end of the tick): let go at the process' exit if the tick
  * does not end first. Without this, a process that gave locks back and exited in the same tick
  * (`lease.release()` or `locker.close()`, then `process.exit()`) sent only the first of those
@@ -45,7 +58,8 @@ let exitListened = false;
 /**
  * Called before each call on `client`: the first call of a tick leaves at once (a lone call waits
  * for nothing); from the second on, the writes on `client`'s connection are held back until the
- * end of the tick and leave together, if the connection can be held (see above). Never throws.
+ * end of the tick and leave together, 16 calls at most at a time ({@link CHUNK}), if the connection
+ * can be held (see above). Never throws.
  *
  * @example
  * ```ts
@@ -55,13 +69,28 @@ let exitListened = false;
  * const b = redis.get('b'); // held
  * holdWritesForTick(redis);
  * const c = redis.get('c'); // held: b and c leave together once this tick's code has run
+ * // (or when a 17th call is held: at most 16 leave together)
  * ```
  */
 export function holdWritesForTick(client: RedisClient): void {
   const stream = (client as { readonly stream?: unknown }).stream;
   if (typeof stream !== 'object' || stream === null) return;
   const state = thisTick.get(stream);
-  if (state === 'held') return;
+  if (state === 'held') {
+    const held = heldCalls.get(stream)!;
+    if (held < CHUNK) heldCalls.set(stream, held + 1);
+    else {
+      // (the chunk leaves; the socket is held again for the calls after it)
+      heldCalls.set(stream, 1);
+      try {
+        (stream as CorkableStream).uncork();
+        (stream as CorkableStream).cork();
+      } catch {
+        // a socket that fails here fails its commands too: ioredis reports it on them
+      }
+    }
+    return;
+  }
   if (state === undefined) {
     thisTick.set(stream, 'wrote');
     process.nextTick(endOfTick, stream as CorkableStream);
@@ -75,6 +104,7 @@ export function holdWritesForTick(client: RedisClient): void {
     return; // not held: the writes go out one by one, as without this
   }
   thisTick.set(stream, 'held');
+  heldCalls.set(stream, 1);
   heldNow.add(stream as CorkableStream);
   if (!exitListened) {
     exitListened = true;
@@ -86,6 +116,7 @@ export function holdWritesForTick(client: RedisClient): void {
 function endOfTick(stream: CorkableStream): void {
   const state = thisTick.get(stream);
   thisTick.delete(stream);
+  heldCalls.delete(stream);
   if (state !== 'held') return;
   heldNow.delete(stream);
   uncork(stream);
@@ -95,6 +126,7 @@ function endOfTick(stream: CorkableStream): void {
 function letAllGo(): void {
   for (const stream of heldNow) {
     thisTick.delete(stream);
+    heldCalls.delete(stream);
     uncork(stream);
   }
   heldNow.clear();
