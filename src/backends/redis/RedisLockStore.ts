@@ -118,7 +118,7 @@ export interface RedisLockStoreOptions {
    */
   replicaAcks?: ReplicaAcksOptions;
   /**
-   * Send the store's calls of one tick in one write: the client's socket holds its writes back
+   * Send the store's calls of one tick together (up to 16 per write): the client's socket holds its writes back
    * (`cork`) until the end of the tick, and Redis reads them together. Where a process takes and
    * gives back many locks at once, this about halves the client's CPU per acquisition (a system
    * call per command, on both sides, was half of it) and needs nothing of the client's options
@@ -207,7 +207,7 @@ export class RedisLockStore
   private readonly acks: ReplicaAcks | undefined;
   /** The key layouts of the lock keys used lately (bounded). */
   private readonly layouts: LockKeysCache;
-  /** Whether the calls of one tick leave in one write (`coalesceWrites`). */
+  /** Whether the calls of one tick leave together (`coalesceWrites`). */
   private readonly coalesceWrites: boolean;
 
   /**

@@ -78,7 +78,7 @@ export interface RedlockStoreOptions {
    */
   wakeUp?: boolean;
   /**
-   * Send the calls to a node made in one tick after the first in one write, as
+   * Send the calls to a node made in one tick after the first together (up to 16 per write), as
    * `RedisLockStore`'s option of the same name does on each node's connection: a process taking
    * many locks at once pays a system call per batch, not per command. Order kept; a lone call goes
    * out at once.
