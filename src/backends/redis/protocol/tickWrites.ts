@@ -26,10 +26,10 @@ interface CorkableStream {
 }
 
 /**
- * The sockets written on in the current tick: `'wrote'` after the tick's first call (which left
- * at once), `'held'` once a second call held the rest back.
+ * The sockets written on in the current tick, with how many calls they hold back now: 0 after the
+ * tick's first call (which left at once), then 1 to {@link CHUNK} once later calls are held.
  */
-const thisTick = new WeakMap<object, 'wrote' | 'held'>();
+const thisTick = new WeakMap<object, number>();
 
 /**
  * At most this many calls are held back together: the next call lets them go and holds again. A
@@ -40,9 +40,6 @@ const thisTick = new WeakMap<object, 'wrote' | 'held'>();
  * held whole (and 14–27k not held), at about the same CPU per pair (bench/diagnostics/manyKeys.ts).
  */
 const CHUNK = 16;
-
-/** How many calls the held sockets hold now (since they were last let go). */
-const heldCalls = new WeakMap<object, number>();
 
 /**
  * The sockets held back now (until the end of the tick): let go at the process' exit if the tick
@@ -75,13 +72,12 @@ let exitListened = false;
 export function holdWritesForTick(client: RedisClient): void {
   const stream = (client as { readonly stream?: unknown }).stream;
   if (typeof stream !== 'object' || stream === null) return;
-  const state = thisTick.get(stream);
-  if (state === 'held') {
-    const held = heldCalls.get(stream)!;
-    if (held < CHUNK) heldCalls.set(stream, held + 1);
+  const held = thisTick.get(stream);
+  if (held !== undefined && held > 0) {
+    if (held < CHUNK) thisTick.set(stream, held + 1);
     else {
       // (the chunk leaves; the socket is held again for the calls after it)
-      heldCalls.set(stream, 1);
+      thisTick.set(stream, 1);
       try {
         (stream as CorkableStream).uncork();
         (stream as CorkableStream).cork();
@@ -91,8 +87,8 @@ export function holdWritesForTick(client: RedisClient): void {
     }
     return;
   }
-  if (state === undefined) {
-    thisTick.set(stream, 'wrote');
+  if (held === undefined) {
+    thisTick.set(stream, 0);
     process.nextTick(endOfTick, stream as CorkableStream);
     return;
   }
@@ -103,8 +99,7 @@ export function holdWritesForTick(client: RedisClient): void {
   } catch {
     return; // not held: the writes go out one by one, as without this
   }
-  thisTick.set(stream, 'held');
-  heldCalls.set(stream, 1);
+  thisTick.set(stream, 1);
   heldNow.add(stream as CorkableStream);
   if (!exitListened) {
     exitListened = true;
@@ -114,10 +109,9 @@ export function holdWritesForTick(client: RedisClient): void {
 
 /** Lets the writes held on `stream` go (one `uncork` for the one `cork`). */
 function endOfTick(stream: CorkableStream): void {
-  const state = thisTick.get(stream);
+  const held = thisTick.get(stream);
   thisTick.delete(stream);
-  heldCalls.delete(stream);
-  if (state !== 'held') return;
+  if (held === undefined || held === 0) return;
   heldNow.delete(stream);
   uncork(stream);
 }
@@ -126,7 +120,6 @@ function endOfTick(stream: CorkableStream): void {
 function letAllGo(): void {
   for (const stream of heldNow) {
     thisTick.delete(stream);
-    heldCalls.delete(stream);
     uncork(stream);
   }
   heldNow.clear();
