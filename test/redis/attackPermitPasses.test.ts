@@ -13,33 +13,20 @@
  */
 import { firstValueFrom, Observable } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import { createLocker, type Lease, type LockEvent, type Locker } from '../../src/index.js';
+import { createLocker, type Lease, type LockEvent } from '../../src/index.js';
 import { sharedKeys } from '../../src/backends/redis/protocol/keyLayout.js';
 import { RedisLockStore } from '../../src/redis.js';
 import { connect } from '../support/redis.js';
 import { redisSuite } from '../support/redisSuite.js';
+import { suiteLocker, type SuiteLocker } from '../support/suiteLocker.js';
 import { eventually, sleep } from '../support/timing.js';
 
 const suite = redisSuite();
 
-interface Party {
-  readonly locker: Locker;
-  readonly store: RedisLockStore;
-  readonly events: LockEvent[];
-}
+type Party = SuiteLocker;
 
 function newParty(cohort?: { maxPasses: number; maxMs: number; roundMs: number }): Party {
-  const client = connect(suite.server);
-  const store = new RedisLockStore(client);
-  const locker = createLocker({ store, retry: { minDelay: 2, jitter: 3 }, ...(cohort === undefined ? {} : { cohort }) });
-  const events: LockEvent[] = [];
-  locker.events$.subscribe((e) => events.push(e));
-  suite.closers.push(
-    () => client.disconnect(),
-    () => store.close(),
-    () => locker.close(),
-  );
-  return { locker, store, events };
+  return suiteLocker(suite, { retry: { minDelay: 2, jitter: 3 }, ...(cohort === undefined ? {} : { cohort }) });
 }
 
 /** One holder's section, in the order sections began. */
@@ -443,16 +430,7 @@ describe('a pass and a store grant to the same waiter at once', () => {
 
 describe('permit passes with lock-delay, and across a loss of data', () => {
   it('lock-delay: permits still pass on a release; a lease lost to the stopped server is not passed, and its key is left to lapse', async () => {
-    const client = connect(suite.server);
-    const store = new RedisLockStore(client);
-    const locker = createLocker({ store, retry: { minDelay: 5, jitter: 5 }, cohort: LONG_TURNS, lockDelay: 400 });
-    const events: LockEvent[] = [];
-    locker.events$.subscribe((e) => events.push(e));
-    suite.closers.push(
-      () => client.disconnect(),
-      () => store.close(),
-      () => locker.close(),
-    );
+    const { locker, store, events } = suiteLocker(suite, { retry: { minDelay: 5, jitter: 5 }, cohort: LONG_TURNS, lockDelay: 400 });
     const options = { limit: 1, ttl: 300 };
     const first = await firstValueFrom(locker.acquirePermit('ld', options));
     const second = observe(locker.acquirePermit('ld', options));

@@ -8,10 +8,10 @@
  */
 import { firstValueFrom, type Observable } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import { createLocker, type Lease, type LockEvent, type Locker } from '../../src/index.js';
+import { type Lease, type LockEvent } from '../../src/index.js';
 import { RedisLockStore } from '../../src/redis.js';
-import { connect } from '../support/redis.js';
 import { redisSuite } from '../support/redisSuite.js';
+import { suiteLocker, type SuiteLocker } from '../support/suiteLocker.js';
 import { eventually, sleep } from '../support/timing.js';
 
 const suite = redisSuite();
@@ -19,18 +19,8 @@ const suite = redisSuite();
 /** Turns that outlast a slow test machine's steps (the default turn is 12 ms from the store grant). */
 const LONG_TURNS = { maxPasses: 256, maxMs: 60_000, roundMs: 60_000 };
 
-function newLocker(cohort: typeof LONG_TURNS | undefined = undefined): { locker: Locker; store: RedisLockStore; events: LockEvent[] } {
-  const client = connect(suite.server);
-  const store = new RedisLockStore(client);
-  const locker = createLocker({ store, retry: { minDelay: 5, jitter: 5 }, ...(cohort === undefined ? {} : { cohort }) });
-  const events: LockEvent[] = [];
-  locker.events$.subscribe((e) => events.push(e));
-  suite.closers.push(
-    () => client.disconnect(),
-    () => store.close(),
-    () => locker.close(),
-  );
-  return { locker, store, events };
+function newLocker(cohort: typeof LONG_TURNS | undefined = undefined): SuiteLocker {
+  return suiteLocker(suite, { retry: { minDelay: 5, jitter: 5 }, ...(cohort === undefined ? {} : { cohort }) });
 }
 
 function leaseOf(lease$: Observable<Lease>): Promise<Lease> {

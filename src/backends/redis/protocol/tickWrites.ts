@@ -1,5 +1,5 @@
 /**
- * The calls a process makes on one connection within one tick leave in one write.
+ * The calls a process makes on one connection within one tick leave together, in few writes.
  *
  * ioredis writes each command to its socket as it is made, and Node sends each write at once: a
  * system call per command, on the client and (each waking it) on the server. Where many locks are
