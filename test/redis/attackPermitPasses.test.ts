@@ -64,14 +64,23 @@ async function loop(party: Party, index: number, key: string, limit: number, rec
   while (performance.now() < deadline) {
     const way = random(10);
     if (way === 0) {
-      // subscribe and give up after a random while (maybe while a pass is under way)
-      await new Promise<void>((resolve) => {
+      // subscribe and give up after a random while (maybe while a pass is under way); an error
+      // (the locker closed mid-wait) ends the loop as the other ways' errors do
+      await new Promise<void>((resolve, reject) => {
         let lease: Lease | undefined;
-        const subscription = locker.acquirePermit(key, { limit }).subscribe((l) => {
-          lease = l;
-          record.enter(l, index);
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const subscription = locker.acquirePermit(key, { limit }).subscribe({
+          next: (l) => {
+            lease = l;
+            record.enter(l, index);
+          },
+          error: (error: unknown) => {
+            clearTimeout(timer);
+            reject(error);
+          },
         });
-        setTimeout(() => {
+        if (subscription.closed) return;
+        timer = setTimeout(() => {
           subscription.unsubscribe();
           if (lease !== undefined) {
             record.leave();
