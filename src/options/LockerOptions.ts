@@ -205,7 +205,7 @@ export interface LockOperatorOptions extends AcquireOptions {
  * @example
  * ```ts
  * // hand the hot key between local waiters for at most 5 ms or 32 passes per store grant
- * const locker = createLocker({ store, cohort: { maxPasses: 32, maxMs: 5, roundMs: 10 } });
+ * const locker = createLocker({ store, cohort: { maxPasses: 32, maxMs: 5, roundMs: 10, batchMs: 20 } });
  * ```
  */
 export interface CohortOptions {
@@ -217,7 +217,8 @@ export interface CohortOptions {
   maxPasses?: number;
   /**
    * Longest time from the store grant after which no more local hand-offs are made, in ms (an
-   * integer from 0 to 2147483647).
+   * integer from 0 to 2147483647) — but to the waiters already in line at the grant, which
+   * `batchMs` bounds. 0 turns hand-offs off.
    * @default 12
    */
   maxMs?: number;
@@ -227,6 +228,15 @@ export interface CohortOptions {
    * @default 24
    */
   roundMs?: number;
+  /**
+   * How long after the store grant the local waiters that were already in line at the grant still
+   * each get the lock once, in ms (an integer from 0 to 2147483647; never less than `maxMs`). On a
+   * loaded machine short holds stretch (a 1 ms timer fires after several ms); a turn cut at `maxMs`
+   * before its batch is served makes the waiters left out wait a whole further round of the store's
+   * line. This bounds how long one process's batch can keep the others waiting.
+   * @default 48
+   */
+  batchMs?: number;
 }
 
 /**
@@ -276,13 +286,14 @@ export interface LockerOptions extends AcquireOptions {
   /**
    * Cohort hand-off: while this process holds a key and has local waiters for it, the lock passes
    * from one local holder to the next without a store round trip (each with a higher fence, the
-   * same lease and renewal): every local waiter that was in line at the store grant gets it once,
-   * and further passes go on for a turn of `maxMs` since the grant — never more than `maxPasses`
-   * passes nor past `maxMs`; then it goes back to the store, which hands it to the next process in
-   * line. When the store says how many other processes wait in line (the Redis store does), the
-   * turn is cut to `roundMs / (waiting + 1)`, so the line goes round in about `roundMs`: two
-   * processes in line take turns of 12 ms, eight of 3 ms. `false` always goes through the store.
-   * @default { maxPasses: 256, maxMs: 12, roundMs: 24 }
+   * same lease and renewal): every local waiter that was in line at the store grant gets it once
+   * (while the turn is younger than `batchMs`), and further passes go on for a turn of `maxMs`
+   * since the grant — never more than `maxPasses` passes; then it goes back to the store, which
+   * hands it to the next process in line. When the store says how many other processes wait in
+   * line (the Redis store does), the turn after the batch is cut to `roundMs / (waiting + 1)`, so
+   * the line goes round in about `roundMs`: two processes in line take turns of 12 ms, eight of
+   * 3 ms. `false` always goes through the store.
+   * @default { maxPasses: 256, maxMs: 12, roundMs: 24, batchMs: 48 }
    */
   cohort?: false | CohortOptions;
   /**
@@ -380,6 +391,8 @@ export const DEFAULTS = Object.freeze({
     maxMs: 12,
     /** {@link CohortOptions.roundMs}. */
     roundMs: 24,
+    /** {@link CohortOptions.batchMs}. */
+    batchMs: 48,
   }),
   /** {@link LockerOptions.lockDelay}: off. */
   lockDelay: 0,

@@ -36,7 +36,7 @@ export interface LockerSettings extends AcquireSettings {
   readonly localGate: boolean;
   /** `Infinity`: no long-wait reports. */
   readonly longWait: number;
-  readonly cohort: { readonly maxPasses: number; readonly maxMs: number; readonly roundMs: number };
+  readonly cohort: { readonly maxPasses: number; readonly maxMs: number; readonly roundMs: number; readonly batchMs: number };
   /** How long a lost holder's key outlives its lease's deadline (0: off). */
   readonly lockDelay: number;
 }
@@ -271,13 +271,13 @@ function checkRenewFits(ttl: number, renew: AcquireSettings['renew']): void {
   }
 }
 
-const COHORT_KEYS = ['maxPasses', 'maxMs', 'roundMs'] as const;
+const COHORT_KEYS = ['maxPasses', 'maxMs', 'roundMs', 'batchMs'] as const;
 
 function checkCohort(value: unknown): LockerSettings['cohort'] {
   if (value === undefined) return DEFAULTS.cohort;
-  if (value === false) return { maxPasses: 0, maxMs: 0, roundMs: 0 };
+  if (value === false) return { maxPasses: 0, maxMs: 0, roundMs: 0, batchMs: 0 };
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new LockOptionsError('cohort', 'false or { maxPasses, maxMs, roundMs }', value);
+    throw new LockOptionsError('cohort', 'false or { maxPasses, maxMs, roundMs, batchMs }', value);
   }
   const c = checkObject(value as Record<string, unknown>, 'cohort', COHORT_KEYS, 'cohort options');
   const maxPasses = c.maxPasses === undefined ? DEFAULTS.cohort.maxPasses : c.maxPasses;
@@ -286,7 +286,8 @@ function checkCohort(value: unknown): LockerSettings['cohort'] {
   }
   const maxMs = c.maxMs === undefined ? DEFAULTS.cohort.maxMs : checkMs('cohort.maxMs', c.maxMs, 0);
   const roundMs = c.roundMs === undefined ? DEFAULTS.cohort.roundMs : checkMs('cohort.roundMs', c.roundMs, 0);
-  return { maxPasses, maxMs, roundMs };
+  const batchMs = c.batchMs === undefined ? DEFAULTS.cohort.batchMs : checkMs('cohort.batchMs', c.batchMs, 0);
+  return { maxPasses, maxMs, roundMs, batchMs };
 }
 
 function checkBoolean(option: string, value: unknown, fallback: boolean): boolean {

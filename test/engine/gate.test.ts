@@ -9,9 +9,19 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { defer, finalize, firstValueFrom, lastValueFrom, merge, NEVER, of, timer } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import { createLocker, DEFAULTS, isLockTimeoutError, MemoryLockStore, type LockEvent, type LockerOptions, type LockStore } from '../../src/index.js';
+import {
+  createLocker,
+  DEFAULTS,
+  isLockTimeoutError,
+  LockOptionsError,
+  MemoryLockStore,
+  type LockEvent,
+  type LockerOptions,
+  type LockStore,
+} from '../../src/index.js';
 import type { LockEngine } from '../../src/engine/LockEngine.js';
 import { CohortPolicy } from '../../src/engine/handoff/HandoffPolicy.js';
+import { FenceBlock } from '../../src/engine/fencing/FenceBlock.js';
 import { recordingLocker } from '../support/recordingStore.js';
 
 function setup(options: LockerOptions = {}) {
@@ -202,9 +212,77 @@ describe('cohort turns sized by the store line', () => {
     expect(policy.turnMs(1)).toBe(12); // 24 / 2
     expect(policy.turnMs(2)).toBe(8);
     expect(policy.turnMs(7)).toBe(3); // eight processes: the line goes round in ~24 ms
-    const custom = new CohortPolicy({ maxPasses: 256, maxMs: 50, roundMs: 100 });
+    const custom = new CohortPolicy({ maxPasses: 256, maxMs: 50, roundMs: 100, batchMs: 100 });
     expect(custom.turnMs(0)).toBe(50);
     expect(custom.turnMs(3)).toBe(25);
+  });
+});
+
+describe('cohort batch: the waiters in line at the grant', () => {
+  const bounds = { maxPasses: 256, maxMs: 12, roundMs: 24, batchMs: 48 };
+  const block = () => new FenceBlock(1, 257);
+  const passAt = (policy: CohortPolicy, turn: ReturnType<CohortPolicy['startTurn']>, now: number) => {
+    const may = policy.mayPass(turn, now);
+    if (may) policy.pass(turn);
+    return may;
+  };
+
+  it('each gets a pass past maxMs while the turn is younger than batchMs; later waiters only within the turn', () => {
+    const policy = new CohortPolicy(bounds);
+    // 7 other processes in line: the turn after the batch is 24 / 8 = 3 ms
+    const turn = policy.startTurn(block(), 7, 3, 0);
+    expect([passAt(policy, turn, 20), passAt(policy, turn, 30), passAt(policy, turn, 47.9)]).toEqual([true, true, true]);
+    expect(passAt(policy, turn, 47.9)).toBe(false); // a fourth, who came after the grant
+    // a batch served quickly: waiters who came after the grant get passes for the turn (3 ms)
+    const quick = policy.startTurn(block(), 7, 1, 0);
+    expect([passAt(policy, quick, 1), passAt(policy, quick, 2.9), passAt(policy, quick, 3)]).toEqual([true, true, false]);
+  });
+
+  it('is cut at batchMs, at maxPasses and when the fences run out', () => {
+    const policy = new CohortPolicy(bounds);
+    expect(passAt(policy, policy.startTurn(block(), 7, 3, 0), 48)).toBe(false);
+    const few = new CohortPolicy({ ...bounds, maxPasses: 2 });
+    const turn = few.startTurn(block(), 7, 5, 0);
+    expect([passAt(few, turn, 1), passAt(few, turn, 2), passAt(few, turn, 3)]).toEqual([true, true, false]);
+    const small = policy.startTurn(new FenceBlock(1, 2), 7, 5, 0);
+    expect([passAt(policy, small, 1), passAt(policy, small, 2)]).toEqual([true, false]);
+  });
+
+  it('a batchMs below maxMs counts as maxMs; maxMs 0 passes nothing', () => {
+    const policy = new CohortPolicy({ ...bounds, batchMs: 5 });
+    const turn = policy.startTurn(block(), 7, 3, 0);
+    expect([passAt(policy, turn, 10), passAt(policy, turn, 12)]).toEqual([true, false]);
+    const off = new CohortPolicy({ ...bounds, maxMs: 0 });
+    expect(off.fencesFor(3)).toBe(1);
+    expect(passAt(off, off.startTurn(new FenceBlock(1, off.fencesFor(3)), 0, 3, 0), 0)).toBe(false);
+  });
+
+  it('cohort.batchMs: 48 by default; a bad value is refused with an error that names it and the range', () => {
+    expect(DEFAULTS.cohort.batchMs).toBe(48);
+    for (const batchMs of [-1, 1.5, Number.NaN, '10', 2 ** 31]) {
+      const error = (() => {
+        try {
+          createLocker({ cohort: { batchMs } } as never);
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(error, String(batchMs)).toBeInstanceOf(LockOptionsError);
+      expect((error as Error).message).toContain('cohort.batchMs');
+      expect((error as Error).message).toContain('2147483647');
+    }
+    expect(() => createLocker({ cohort: { batchMs: 0 } })).not.toThrow();
+  });
+
+  it('on a locker: holders that stretch past maxMs still pass to every waiter that was in line at the grant', async () => {
+    const { store, locker } = setup({ cohort: { maxMs: 12, batchMs: 200 } });
+    // 4 waiters at once (in line at the first grant), each holding ~20 ms: the batch outlives maxMs
+    await Promise.all(Array.from({ length: 4 }, () => lastValueFrom(timer(20).pipe(locker.withLock('k')))));
+    expect(store.count('tryAcquire')).toBe(1);
+    // batchMs is a bound too: with holds of ~40 ms and batchMs 60, the batch is cut after two
+    const cut = setup({ cohort: { maxMs: 12, batchMs: 60 } });
+    await Promise.all(Array.from({ length: 4 }, () => lastValueFrom(timer(40).pipe(cut.locker.withLock('k')))));
+    expect(cut.store.count('tryAcquire')).toBe(2);
   });
 });
 
