@@ -9,7 +9,7 @@
  * Env: PORT (the Redis, e.g. `taskset -c 1 redis-server --port 6391 --save ''`; run this with
  * `taskset -c 0`), KIND (`rxjs`, default, or `redis-semaphore`), DIST (a build of rxjs-lock, default
  * ../../dist; copy a build under bench/ so that it finds rxjs and ioredis), P (default 8), L (default
- * 4), SECS (default 5).
+ * 4), SECS (default 5), CHILD_ARGS (node flags for the processes, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
  *
  * Run: `PORT=6391 taskset -c 0 npx tsx bench/diagnostics/semaphoreHot.ts`
  */
@@ -84,7 +84,10 @@ async function parent(): Promise<void> {
   const admin = new Redis({ port: PORT });
   await admin.flushall();
   const children = Array.from({ length: PROCESSES }, () =>
-    fork(fileURLToPath(import.meta.url), [], { env: { ...process.env, SEMAPHORE_HOT_CHILD: '1' }, execArgv: ['--import', 'tsx'] }),
+    fork(fileURLToPath(import.meta.url), [], {
+      env: { ...process.env, SEMAPHORE_HOT_CHILD: '1' },
+      execArgv: ['--import', 'tsx', ...(process.env.CHILD_ARGS ?? '').split(' ').filter(Boolean)],
+    }),
   );
   await Promise.all(children.map((c) => new Promise((resolve) => c.once('message', resolve))));
   const outcomes = await Promise.all(
