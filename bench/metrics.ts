@@ -306,6 +306,12 @@ function noFigures() {
     turnHopP50Ms: null,
     turnHopP99Ms: null,
     turnHops: null,
+    holdRingSec: null,
+    holdRingHoldsPerSec: null,
+    holdRingWaitP50Ms: null,
+    holdRingWaitP99Ms: null,
+    holdRingWaitMaxMs: null,
+    holdRingWaits: null,
     busPublishMessages: null,
     busPublishShardMessages: null,
     busPubsubMessagesPerAcquisition: null,
@@ -551,6 +557,8 @@ export function buildProbeRow(spec: ProbeSpec, probes: readonly ProbeReport[], n
   const hops = floors.flatMap((p) => p.hopMs).sort((a, b) => a - b);
   // (a worker of an older bench version reports none)
   const turnHops = floors.flatMap((p) => p.turnHopMs ?? []).sort((a, b) => a - b);
+  const holdWaits = floors.flatMap((p) => p.holdWaitsMs ?? []).sort((a, b) => a - b);
+  const holds = floors.reduce((n, p) => n + (p.holds ?? 0), 0);
   return {
     ...base,
     durationSec: round(floorMeasuredMs(spec) / 1000, 3),
@@ -572,6 +580,12 @@ export function buildProbeRow(spec: ProbeSpec, probes: readonly ProbeReport[], n
     turnHopP50Ms: round(percentile(turnHops, 0.5), 4),
     turnHopP99Ms: round(percentile(turnHops, 0.99), 4),
     turnHops: turnHops.length,
+    holdRingSec: round(spec.holdRingMs / 1000, 3),
+    holdRingHoldsPerSec: spec.holdRingMs > 0 && holds > 0 ? round(holds / (spec.holdRingMs / 1000), 1) : null,
+    holdRingWaitP50Ms: round(percentile(holdWaits, 0.5), 3),
+    holdRingWaitP99Ms: round(percentile(holdWaits, 0.99), 3),
+    holdRingWaitMaxMs: holdWaits.length === 0 ? null : round(holdWaits[holdWaits.length - 1]!, 3),
+    holdRingWaits: holdWaits.length,
   };
 }
 

@@ -158,6 +158,8 @@ function prepareEngineCpu(spec: EngineCpuSpec): Promise<PreparedProbe> {
  *   the 2-vCPU machine of 2026-11-28 that hop was several times the idle one (0.29–0.46 ms against
  *   0.05–0.14, with 2 to 8 processes): this part measures it in the run, beside the hand-off it
  *   bounds.
+ * - Fourth part, hot-key-1ms's turns with no lock: see {@link FloorSpec.holdRingMs}. Its waits
+ *   are the max-wait floor of that scenario.
  *
  * Timestamps are `process.hrtime.bigint()` (CLOCK_MONOTONIC on Linux: the same clock in every
  * process of the machine), as decimal strings; the hop runs from right before the PUBLISH call to
@@ -199,7 +201,10 @@ async function prepareFloor(setup: ProbeSetup, spec: FloorSpec): Promise<Prepare
       const hopEnd = at(spec.pingMs + spec.gapMs + spec.hopMs);
       const ringStart = at(spec.pingMs + spec.gapMs + spec.hopMs + spec.gapMs);
       const ringRecordFrom = at(spec.pingMs + spec.gapMs + spec.hopMs + spec.gapMs + spec.hopWarmupMs);
-      const ringEnd = at(floorMeasuredMs(spec));
+      const ringEnd = at(spec.pingMs + spec.gapMs + spec.hopMs + spec.gapMs + spec.turnRingMs);
+      const holdStart = ringEnd + BigInt(spec.gapMs * 1e6);
+      const holdRecordFrom = holdStart + BigInt(spec.holdRingCutMs * 1e6);
+      const holdEnd = at(floorMeasuredMs(spec));
       const waitUntil = async (t: bigint) => {
         const ms = Number(t - nowNs()) / 1e6;
         if (ms > 0) await sleep(ms);
@@ -222,7 +227,7 @@ async function prepareFloor(setup: ProbeSetup, spec: FloorSpec): Promise<Prepare
           cmd.publish(peer, stamp).catch(() => undefined);
         };
         sub.on('message', (_channel: string, message: string) => {
-          if (message.startsWith('turn ')) return;
+          if (message.startsWith('turn ') || message === 'hold') return;
           const now = nowNs();
           const sent = BigInt(message);
           if (sent >= hopRecordFrom) hopMs.push(Number(now - sent) / 1e6);
@@ -258,8 +263,33 @@ async function prepareFloor(setup: ProbeSetup, spec: FloorSpec): Promise<Prepare
         await waitUntil(ringStart);
         passTurn();
       }
-      await waitUntil(ringEnd + BigInt(HOP_DRAIN_MS * 1e6));
-      return { kind: 'floor', roles, pingMs, hopMs, turnHopMs };
+
+      // fourth part: hot-key-1ms's turns with no lock ('hold' messages)
+      roles.push('hold');
+      const holdWaitsMs: number[] = [];
+      let holds = 0;
+      /** When each of this worker's loops last ended its hold (ns; 0n: not yet). */
+      const released = Array.from({ length: spec.loops }, () => 0n);
+      const holdTurn = async () => {
+        for (let loop = 0; loop < spec.loops; loop++) {
+          const begin = nowNs();
+          const last = released[loop]!;
+          if (last >= holdRecordFrom) holdWaitsMs.push(Number(begin - last) / 1e6);
+          await sleep(spec.holdMs);
+          released[loop] = nowNs();
+          holds++;
+        }
+        if (nowNs() < holdEnd) cmd.publish(next, 'hold').catch(() => undefined);
+      };
+      sub.on('message', (_channel: string, message: string) => {
+        if (message === 'hold') void holdTurn();
+      });
+      if (w === 0) {
+        await waitUntil(holdStart);
+        void holdTurn();
+      }
+      await waitUntil(holdEnd + BigInt(HOP_DRAIN_MS * 1e6));
+      return { kind: 'floor', roles, pingMs, hopMs, turnHopMs, holdWaitsMs, holds };
     },
     close,
   };

@@ -234,6 +234,13 @@ function scenarioTable(scenario: string, rows: readonly ResultRow[]): string {
           num(r.turnHopP99Ms ?? null, 3),
           int(r.turnHops ?? null),
         ]);
+      if (r.holdRingWaitMaxMs != null)
+        body.push([
+          `**wait in hot-key-1ms's turns, no lock** (hold ring, after 1 s): max ${num(r.holdRingWaitMaxMs, 1)} ms; ${num(r.holdRingHoldsPerSec ?? null, 0)} holds/s`,
+          num(r.holdRingWaitP50Ms ?? null, 1),
+          num(r.holdRingWaitP99Ms ?? null, 1),
+          int(r.holdRingWaits ?? null),
+        ]);
       if (rx && floor && rx.handoffP50Ms !== null)
         body.push([
           `rxjs-lock hand-off in hot-key-0ms, for comparison (×${(rx.handoffP50Ms / floor.ms).toFixed(2)} the ${floor.what})`,
@@ -375,17 +382,23 @@ function scenarioText(scenario: string, all: readonly ResultRow[]): string {
       return `rxjs-lock's own cost, without Redis: \`createLocker()\` with its default in-memory store (\`MemoryLockStore\`) and every default setting, sequential acquire + release of one key in one worker process (pinned to the client CPU like every run), after a warm-up. CPU is the \`process.cpuUsage()\` delta (user + system, every thread of the process, garbage collection included) divided by the pairs; wall is hrtime. Each round runs every method for the same time, in turn; the table gives the median round (${pairs === null ? 'n/a' : pairs.toLocaleString('en-US')} acquire + release pairs measured in all; \`BENCH_ENGINE_SECONDS\`). The in-process mutex is ten lines (what \`async-mutex\` does): the floor of any lock whose acquire is a promise. Target: ≤ ${ENGINE_CPU_US} µs of CPU per acquire + release pair.`;
     }
     case 'floor': {
-      // floor: its whole duration covers two parts, or three (the hop after a turn), with gaps between
+      // floor: its whole duration covers two parts, or three (the hop after a turn), of the same
+      // length, with gaps between; then, in results that have it, the hold ring (its own length)
       const floorRun = rows.find((r) => r.status === 'ok');
       const floorParts = floorRun?.turnHops == null ? 2 : 3;
-      const floorPart =
-        floorRun?.durationSec == null ? '2 s' : `${((floorRun.durationSec - ((floorParts - 1) * FLOOR_GAP_MS) / 1000) / floorParts).toFixed(1)} s`;
+      const holdRingSec = floorRun?.holdRingSec ?? null;
+      const partsSec = floorRun?.durationSec == null ? null : floorRun.durationSec - (holdRingSec === null ? 0 : holdRingSec + FLOOR_GAP_MS / 1000);
+      const floorPart = partsSec === null ? '2 s' : `${((partsSec - ((floorParts - 1) * FLOOR_GAP_MS) / 1000) / floorParts).toFixed(1)} s`;
+      const holdRingText =
+        holdRingSec === null
+          ? ''
+          : ` Then, for ${holdRingSec} s (as long as hot-key-1ms runs), hot-key-1ms's turns with no lock at all: a turn goes round the 8 workers over pub/sub, and in its turn each gives each of its 4 loops one 1 ms hold (a timer, as the scenario's), one after another, then publishes to the next. Each loop records its wait from the end of one hold to the start of its next, for the waits that begin after the first second (the scenarios' cut): the waits of a perfectly fair lock that serves all of a process's waiters in one turn, costing nothing but the hops. Its max wait is the floor the hot-key-1ms max-wait target is up against on this machine.`;
       const floorTurnText =
         floorRun?.turnHops == null
           ? ''
           : ` Last, a turn goes round all the workers: on its message each keeps the client CPU busy for ${floorRun.turnMs} ms — the cohort policy's turn in hot-key-0ms, where 7 other processes wait — and then publishes to the next; the hop to the next is recorded the same way. Still no lock: this is what the machine charges for waking a process right after another one had the client CPU for a turn, which is what every hand-off of hot-key-0ms is. The target stays judged against the idle hop; the hop after a turn is the measured floor a MISS is up against.`;
       const floor = physicalFloor(all);
-      return `What Redis and the machine cost before any lock logic, measured in the same run and the same layout as the hot-key scenarios: 8 worker processes pinned to the client CPU, Redis on its own CPU. First ${floorPart} (\`BENCH_FLOOR_SECONDS\`, each part) of sequential PINGs from one worker; then two workers pass a timestamp back and forth over pub/sub: each receiver records the time from right before the other's \`PUBLISH\` call to the start of its own message callback (\`process.hrtime.bigint()\`, one clock for every process) and at once publishes its own — a key handed from process to process, each receiver sleeping on its socket until the message comes. The other 6 workers stay connected and subscribed to a channel of their own, but idle: what the waiting processes of a push-based lock do during a hand-off. (Busy-looping them would add CPU run-queue time that depends on the scheduler, not on the path of a hand-off, and would raise the floor.) The hand-off target of hot-key-0ms is ≤ ${HANDOFF_FACTOR} × ${floor ? `this run's ${floor.what} (${floor.ms.toFixed(3)} ms)` : 'the pub/sub hop p50 (the PING p50 when the hop is missing)'}.${floorTurnText}`;
+      return `What Redis and the machine cost before any lock logic, measured in the same run and the same layout as the hot-key scenarios: 8 worker processes pinned to the client CPU, Redis on its own CPU. First ${floorPart} (\`BENCH_FLOOR_SECONDS\`, each part) of sequential PINGs from one worker; then two workers pass a timestamp back and forth over pub/sub: each receiver records the time from right before the other's \`PUBLISH\` call to the start of its own message callback (\`process.hrtime.bigint()\`, one clock for every process) and at once publishes its own — a key handed from process to process, each receiver sleeping on its socket until the message comes. The other 6 workers stay connected and subscribed to a channel of their own, but idle: what the waiting processes of a push-based lock do during a hand-off. (Busy-looping them would add CPU run-queue time that depends on the scheduler, not on the path of a hand-off, and would raise the floor.) The hand-off target of hot-key-0ms is ≤ ${HANDOFF_FACTOR} × ${floor ? `this run's ${floor.what} (${floor.ms.toFixed(3)} ms)` : 'the pub/sub hop p50 (the PING p50 when the hop is missing)'}.${floorTurnText}${holdRingText}`;
     }
     case 'seed-000': {
       const tries = measured(rows, (r) => (r.successes === null || r.failures === null ? null : r.successes + r.failures));

@@ -144,6 +144,17 @@ export interface ResultRow {
   readonly turnHopP50Ms?: number | null;
   readonly turnHopP99Ms?: number | null;
   readonly turnHops?: number | null;
+  /**
+   * floor, fourth part: hot-key-1ms's turns with no lock (see `FloorSpec.holdRingMs` in
+   * ./scenarios.ts): holds per second, and the loops' waits between their holds after the cut, ms.
+   * (Absent in results of older versions.)
+   */
+  readonly holdRingSec?: number | null;
+  readonly holdRingHoldsPerSec?: number | null;
+  readonly holdRingWaitP50Ms?: number | null;
+  readonly holdRingWaitP99Ms?: number | null;
+  readonly holdRingWaitMaxMs?: number | null;
+  readonly holdRingWaits?: number | null;
 
   /**
    * Cluster scenarios: pub/sub messages the masters sent each other over the cluster bus during
@@ -194,6 +205,15 @@ export function floorAfterTurn(rows: readonly ResultRow[]): { readonly ms: numbe
   const floor = rows.find((r) => r.scenario === 'floor' && r.status === 'ok');
   if (!floor || floor.turnHopP50Ms == null || !(floor.turnHopP50Ms > 0) || floor.turnMs == null) return undefined;
   return { ms: floor.turnHopP50Ms, turnMs: floor.turnMs };
+}
+
+/** The floor row's hold ring (see {@link ResultRow.holdRingWaitMaxMs}), when the run measured it. */
+export function floorHoldRing(
+  rows: readonly ResultRow[],
+): { readonly maxMs: number; readonly p99Ms: number | null; readonly holdsPerSec: number | null } | undefined {
+  const floor = rows.find((r) => r.scenario === 'floor' && r.status === 'ok');
+  if (!floor || floor.holdRingWaitMaxMs == null || !(floor.holdRingWaitMaxMs > 0)) return undefined;
+  return { maxMs: floor.holdRingWaitMaxMs, p99Ms: floor.holdRingWaitP99Ms ?? null, holdsPerSec: floor.holdRingHoldsPerSec ?? null };
 }
 
 export function readRows(path = LATEST_PATH): ResultRow[] {

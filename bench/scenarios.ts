@@ -211,6 +211,18 @@ export interface FloorSpec {
   readonly turnRingMs: number;
   /** How long each worker of the ring works before passing the turn on: see {@link FLOOR_TURN_MS}. */
   readonly turnMs: number;
+  /**
+   * Fourth part, after another gap, as long as hot-key-1ms runs: a turn goes round every worker
+   * over pub/sub, and in its turn each worker gives each of its `loops` one hold of `holdMs` (a
+   * timer, as hot-key-1ms holds), one after another, then publishes to the next. Each loop's wait,
+   * from the end of its hold to the start of its next, is recorded once `holdRingCutMs` of the part
+   * have passed: the waits of a perfectly fair lock that serves a process's waiters in one turn,
+   * with no lock work at all — what the machine alone makes of hot-key-1ms's max wait.
+   */
+  readonly holdRingMs: number;
+  readonly holdMs: number;
+  readonly loops: number;
+  readonly holdRingCutMs: number;
 }
 
 /**
@@ -450,7 +462,7 @@ export function probeSpecs(s: BenchSettings): ProbeSpec[] {
     },
     {
       name: 'floor',
-      summary: `${HOT_PROCESSES} processes as in the hot-key scenarios, no lock: one PING round trip, then one PUBLISH → message hop between two of the processes, then the same hop right after the sender kept the client CPU busy for a ${FLOOR_TURN_MS} ms turn (a turn passed round all of them)`,
+      summary: `${HOT_PROCESSES} processes as in the hot-key scenarios, no lock: one PING round trip, then one PUBLISH → message hop between two of the processes, then the same hop right after the sender kept the client CPU busy for a ${FLOOR_TURN_MS} ms turn (a turn passed round all of them), then hot-key-1ms's turns with no lock (each process gives its ${HOT_LOOPS} loops one 1 ms hold per turn)`,
       processes: HOT_PROCESSES,
       placement: 'split',
       warmupPings: s.quick ? 200 : 1_000,
@@ -460,6 +472,10 @@ export function probeSpecs(s: BenchSettings): ProbeSpec[] {
       hopWarmupMs: Math.round(Math.min(200, s.floorSeconds * 100)),
       turnRingMs: Math.round(s.floorSeconds * 1000),
       turnMs: FLOOR_TURN_MS,
+      holdRingMs: Math.round(s.hotSeconds * 1000),
+      holdMs: 1,
+      loops: HOT_LOOPS,
+      holdRingCutMs: Math.round(warmupCut(s.hotSeconds) * 1000),
     },
   ];
   // engine-cpu measures rxjs-lock alone: it runs only when rxjs-lock does.
@@ -474,9 +490,9 @@ export function probeDeadlineMs(spec: ProbeSpec): number {
   return floorMeasuredMs(spec) + 60_000;
 }
 
-/** How long the floor's three parts run, with their gaps. */
+/** How long the floor's four parts run, with their gaps. */
 export function floorMeasuredMs(spec: FloorSpec): number {
-  return spec.pingMs + spec.gapMs + spec.hopMs + spec.gapMs + spec.turnRingMs;
+  return spec.pingMs + spec.gapMs + spec.hopMs + spec.gapMs + spec.turnRingMs + spec.gapMs + spec.holdRingMs;
 }
 
 /** Both kinds of scenario, in the order they run ({@link SCENARIO_NAMES}). */

@@ -1,13 +1,14 @@
 /**
  * The bench's floor row (bench/metrics.ts buildProbeRow, bench/targets.ts): its third part, the
  * pub/sub hop right after the sender had the client CPU for a turn, and how the hand-off target's
- * MISS names it. Pure functions on hand-made worker reports and result rows; the bench itself is
+ * MISS names it; its fourth part, hot-key-1ms's turns with no lock (the hold ring), and how the
+ * max-wait MISS names it. Pure functions on hand-made worker reports and result rows; the bench itself is
  * run by `npm run bench`, not here.
  */
 import { describe, expect, it } from 'vitest';
 import { buildProbeRow } from '../../bench/metrics.js';
 import type { ProbeReport } from '../../bench/protocol.js';
-import { floorAfterTurn, type ResultRow } from '../../bench/results.js';
+import { floorAfterTurn, floorHoldRing, type ResultRow } from '../../bench/results.js';
 import { FLOOR_TURN_MS, floorMeasuredMs, probeSpecs, type FloorSpec } from '../../bench/scenarios.js';
 import { renderReport } from '../../bench/report.js';
 import { evaluateTargets } from '../../bench/targets.js';
@@ -28,7 +29,9 @@ describe('floor: the hop after a turn', () => {
     expect(new CohortPolicy(DEFAULTS.cohort).turnMs(7)).toBe(FLOOR_TURN_MS);
     expect(floorSpec.turnMs).toBe(FLOOR_TURN_MS);
     expect(floorSpec.turnRingMs).toBe(floorSpec.hopMs);
-    expect(floorMeasuredMs(floorSpec)).toBe(floorSpec.pingMs + floorSpec.gapMs + floorSpec.hopMs + floorSpec.gapMs + floorSpec.turnRingMs);
+    expect(floorMeasuredMs(floorSpec)).toBe(
+      floorSpec.pingMs + floorSpec.gapMs + floorSpec.hopMs + floorSpec.gapMs + floorSpec.turnRingMs + floorSpec.gapMs + floorSpec.holdRingMs,
+    );
   });
 
   it('reports the median and p99 of every worker’s hops after a turn, apart from the idle hops', () => {
@@ -130,5 +133,94 @@ describe('the hand-off target names the hop after a turn', () => {
 
   it('passes on the idle hop alone', () => {
     expect(judged([floorRow(0.4), handoff(0.08)]).status).toBe('PASS');
+  });
+});
+
+describe('floor: the hold ring (hot-key-1ms with no lock)', () => {
+  it('runs as long as hot-key-1ms, with its loops, hold and warm-up cut', () => {
+    const hot = benchSettings(['floor', 'hot-key-1ms'], false);
+    const spec = probeSpecs(hot).find((s): s is FloorSpec => s.name === 'floor')!;
+    expect(spec.holdRingMs).toBe(hot.hotSeconds * 1000);
+    expect(spec.holdMs).toBe(1);
+    expect(spec.loops).toBe(4);
+    expect(spec.holdRingCutMs).toBe(1000);
+  });
+
+  it("reports every worker's waits together: p50, p99, max, and holds per second", () => {
+    const row = buildProbeRow(
+      floorSpec,
+      [report({ holdWaitsMs: [40, 42, 90], holds: 400 }), report({ holdWaitsMs: [41], holds: 400 }), report({ holds: 200 })],
+      undefined,
+      ENV,
+    );
+    expect(row.holdRingWaits).toBe(4);
+    expect(row.holdRingWaitP50Ms).toBe(41);
+    expect(row.holdRingWaitMaxMs).toBe(90);
+    expect(row.holdRingHoldsPerSec).toBe(Math.round((1000 / (floorSpec.holdRingMs / 1000)) * 10) / 10);
+    expect(floorHoldRing([row])).toEqual({ maxMs: 90, p99Ms: row.holdRingWaitP99Ms, holdsPerSec: row.holdRingHoldsPerSec });
+    // workers of an older bench: no figure, not 0
+    const older = buildProbeRow(floorSpec, [report({})], undefined, ENV);
+    expect(older.holdRingWaitMaxMs).toBeNull();
+    expect(floorHoldRing([older])).toBeUndefined();
+  });
+
+  const hot = (waitMaxAfterWarmupMs: number): ResultRow =>
+    ({
+      scenario: 'hot-key-1ms',
+      library: 'rxjs-lock',
+      variant: 'default',
+      label: 'rxjs-lock',
+      status: 'ok',
+      note: null,
+      env: ENV,
+      acquisitionsPerSec: 600,
+      roundTripsPerAcquisition: 0.5,
+      jain: 1,
+      waitMaxAfterWarmupMs,
+      waitMaxMs: waitMaxAfterWarmupMs,
+      warmupCutSec: 1,
+      timeouts: 0,
+      overlaps: 0,
+      // (what the page's hot-key table reads beside: not measured here)
+      handoffP50Ms: null,
+      handoffs: null,
+      sameLoopReacquirePct: null,
+    }) as ResultRow;
+  const ring = (holdRingWaitMaxMs: number | null): ResultRow =>
+    ({
+      scenario: 'floor',
+      library: 'no lock',
+      variant: 'default',
+      label: 'no lock',
+      status: 'ok',
+      note: null,
+      env: ENV,
+      pingP50Ms: 0.03,
+      hopP50Ms: 0.06,
+      durationSec: 14.3,
+      holdRingSec: 10,
+      holdRingWaitP50Ms: 42,
+      holdRingWaitP99Ms: 66,
+      holdRingWaitMaxMs,
+      holdRingWaits: 6000,
+      holdRingHoldsPerSec: 720,
+    }) as ResultRow;
+  const maxWait = (rows: ResultRow[]) => evaluateTargets(rows).find((t) => t.scenario === 'hot-key-1ms' && t.target.startsWith('max wait'))!;
+
+  it("the max-wait line gives the ring's max and the ratio to it; still judged against the limit", () => {
+    const t = maxWait([ring(90), hot(120)]);
+    expect(t.status).toBe('MISS');
+    expect(t.measured).toContain("floor (the same turns with no lock, floor row's hold ring): max 90.0 ms, p99 66.0 ms — ×1.33");
+    expect(maxWait([ring(90), hot(95)]).status).toBe('PASS');
+    expect(maxWait([ring(null), hot(120)]).measured).not.toContain('hold ring');
+    expect(maxWait([hot(120)]).measured).not.toContain('hold ring');
+  });
+
+  it('the page describes and tabulates the ring only when the run measured it', () => {
+    const page = renderReport([ring(90), hot(120)]);
+    expect(page).toContain("hot-key-1ms's turns with no lock at all");
+    expect(page).toContain("**wait in hot-key-1ms's turns, no lock** (hold ring, after 1 s): max 90.0 ms; 720 holds/s");
+    const older = renderReport([{ ...ring(null), holdRingSec: undefined } as ResultRow, hot(120)]);
+    expect(older).not.toContain('hold ring');
   });
 });
