@@ -306,6 +306,11 @@ function noFigures() {
     turnHopP50Ms: null,
     turnHopP99Ms: null,
     turnHops: null,
+    turnRingSec: null,
+    turnGapP50Ms: null,
+    turnGapP99Ms: null,
+    turnGapMaxMs: null,
+    turnGaps: null,
     holdRingSec: null,
     holdRingHoldsPerSec: null,
     holdRingWaitP50Ms: null,
@@ -558,6 +563,7 @@ export function buildProbeRow(spec: ProbeSpec, probes: readonly ProbeReport[], n
   // (a worker of an older bench version reports none)
   const turnHops = floors.flatMap((p) => p.turnHopMs ?? []).sort((a, b) => a - b);
   const holdWaits = floors.flatMap((p) => p.holdWaitsMs ?? []).sort((a, b) => a - b);
+  const turnGaps = floors.flatMap((p) => p.turnGapsMs ?? []).sort((a, b) => a - b);
   const holds = floors.reduce((n, p) => n + (p.holds ?? 0), 0);
   return {
     ...base,
@@ -580,6 +586,11 @@ export function buildProbeRow(spec: ProbeSpec, probes: readonly ProbeReport[], n
     turnHopP50Ms: round(percentile(turnHops, 0.5), 4),
     turnHopP99Ms: round(percentile(turnHops, 0.99), 4),
     turnHops: turnHops.length,
+    turnRingSec: round(spec.turnRingMs / 1000, 3),
+    turnGapP50Ms: round(percentile(turnGaps, 0.5), 3),
+    turnGapP99Ms: round(percentile(turnGaps, 0.99), 3),
+    turnGapMaxMs: turnGaps.length === 0 ? null : round(turnGaps[turnGaps.length - 1]!, 3),
+    turnGaps: turnGaps.length,
     holdRingSec: round(spec.holdRingMs / 1000, 3),
     holdRingHoldsPerSec: spec.holdRingMs > 0 && holds > 0 ? round(holds / (spec.holdRingMs / 1000), 1) : null,
     holdRingWaitP50Ms: round(percentile(holdWaits, 0.5), 3),

@@ -157,7 +157,8 @@ function prepareEngineCpu(spec: EngineCpuSpec): Promise<PreparedProbe> {
  *   machine charges for waking a process right after another one had the client CPU for a turn. On
  *   the 2-vCPU machine of 2026-11-28 that hop was several times the idle one (0.29–0.46 ms against
  *   0.05–0.14, with 2 to 8 processes): this part measures it in the run, beside the hand-off it
- *   bounds.
+ *   bounds. It runs as long as hot-key-0ms, and each worker records the time from the end of its
+ *   turn to the start of its next: what a hot-key-0ms loop waits with no lock (its max-wait floor).
  * - Fourth part, hot-key-1ms's turns with no lock: see {@link FloorSpec.holdRingMs}. Its waits
  *   are the max-wait floor of that scenario.
  *
@@ -201,6 +202,7 @@ async function prepareFloor(setup: ProbeSetup, spec: FloorSpec): Promise<Prepare
       const hopEnd = at(spec.pingMs + spec.gapMs + spec.hopMs);
       const ringStart = at(spec.pingMs + spec.gapMs + spec.hopMs + spec.gapMs);
       const ringRecordFrom = at(spec.pingMs + spec.gapMs + spec.hopMs + spec.gapMs + spec.hopWarmupMs);
+      const gapsRecordFrom = at(spec.pingMs + spec.gapMs + spec.hopMs + spec.gapMs + spec.turnRingCutMs);
       const ringEnd = at(spec.pingMs + spec.gapMs + spec.hopMs + spec.gapMs + spec.turnRingMs);
       const holdStart = ringEnd + BigInt(spec.gapMs * 1e6);
       const holdRecordFrom = holdStart + BigInt(spec.holdRingCutMs * 1e6);
@@ -246,17 +248,22 @@ async function prepareFloor(setup: ProbeSetup, spec: FloorSpec): Promise<Prepare
       const passTurn = () => {
         cmd.publish(next, `turn ${nowNs()}`).catch(() => undefined);
       };
+      const turnGapsMs: number[] = [];
+      /** When this worker's last turn ended (ns; 0n: none yet). */
+      let turnEndedAt = 0n;
       sub.on('message', (_channel: string, message: string) => {
         if (!message.startsWith('turn ')) return;
         const now = nowNs();
         const sent = BigInt(message.slice(5));
         if (sent >= ringRecordFrom) turnHopMs.push(Number(now - sent) / 1e6);
         if (now >= ringEnd) return;
+        if (turnEndedAt >= gapsRecordFrom) turnGapsMs.push(Number(now - turnEndedAt) / 1e6);
         // the turn: the CPU kept busy, as a holder's 0 ms-hold cohort keeps it
         const turnEnd = nowNs() + BigInt(Math.round(spec.turnMs * 1e6));
         while (nowNs() < turnEnd) {
           // (spin)
         }
+        turnEndedAt = nowNs();
         passTurn();
       });
       if (w === 0) {
@@ -289,7 +296,7 @@ async function prepareFloor(setup: ProbeSetup, spec: FloorSpec): Promise<Prepare
         void holdTurn();
       }
       await waitUntil(holdEnd + BigInt(HOP_DRAIN_MS * 1e6));
-      return { kind: 'floor', roles, pingMs, hopMs, turnHopMs, holdWaitsMs, holds };
+      return { kind: 'floor', roles, pingMs, hopMs, turnHopMs, turnGapsMs, holdWaitsMs, holds };
     },
     close,
   };

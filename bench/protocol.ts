@@ -113,6 +113,8 @@ export type ProbeReport =
       readonly hopMs: number[];
       /** The same, in the third part: the hop to this worker right after the sender's turn of work, ms (every worker). */
       readonly turnHopMs: number[];
+      /** Third part: from the end of this worker's turn to the start of its next, after the part's cut, ms. */
+      readonly turnGapsMs?: number[];
       /** Fourth part: the waits of this worker's loops between their holds, after the part's cut, ms; and its holds in all. */
       readonly holdWaitsMs?: number[];
       readonly holds?: number;

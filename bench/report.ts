@@ -234,6 +234,13 @@ function scenarioTable(scenario: string, rows: readonly ResultRow[]): string {
           num(r.turnHopP99Ms ?? null, 3),
           int(r.turnHops ?? null),
         ]);
+      if (r.turnGapMaxMs != null)
+        body.push([
+          `**gap between a worker's turns** (turn ring, after 1 s: what a hot-key-0ms loop waits, no lock): max ${num(r.turnGapMaxMs, 1)} ms`,
+          num(r.turnGapP50Ms ?? null, 1),
+          num(r.turnGapP99Ms ?? null, 1),
+          int(r.turnGaps ?? null),
+        ]);
       if (r.holdRingWaitMaxMs != null)
         body.push([
           `**wait in hot-key-1ms's turns, no lock** (hold ring, after 1 s): max ${num(r.holdRingWaitMaxMs, 1)} ms; ${num(r.holdRingHoldsPerSec ?? null, 0)} holds/s`,
@@ -383,12 +390,18 @@ function scenarioText(scenario: string, all: readonly ResultRow[]): string {
     }
     case 'floor': {
       // floor: its whole duration covers two parts, or three (the hop after a turn), of the same
-      // length, with gaps between; then, in results that have it, the hold ring (its own length)
+      // length, with gaps between; in results that have them, the turn ring and the hold ring have
+      // lengths of their own
       const floorRun = rows.find((r) => r.status === 'ok');
-      const floorParts = floorRun?.turnHops == null ? 2 : 3;
+      const gapSec = FLOOR_GAP_MS / 1000;
       const holdRingSec = floorRun?.holdRingSec ?? null;
-      const partsSec = floorRun?.durationSec == null ? null : floorRun.durationSec - (holdRingSec === null ? 0 : holdRingSec + FLOOR_GAP_MS / 1000);
-      const floorPart = partsSec === null ? '2 s' : `${((partsSec - ((floorParts - 1) * FLOOR_GAP_MS) / 1000) / floorParts).toFixed(1)} s`;
+      const turnRingSec = floorRun?.turnRingSec ?? null;
+      const floorParts = floorRun?.turnHops == null || turnRingSec !== null ? 2 : 3;
+      const partsSec =
+        floorRun?.durationSec == null
+          ? null
+          : floorRun.durationSec - (holdRingSec === null ? 0 : holdRingSec + gapSec) - (turnRingSec === null ? 0 : turnRingSec + gapSec);
+      const floorPart = partsSec === null ? '2 s' : `${((partsSec - (floorParts - 1) * gapSec) / floorParts).toFixed(1)} s`;
       const holdRingText =
         holdRingSec === null
           ? ''
@@ -396,7 +409,7 @@ function scenarioText(scenario: string, all: readonly ResultRow[]): string {
       const floorTurnText =
         floorRun?.turnHops == null
           ? ''
-          : ` Last, a turn goes round all the workers: on its message each keeps the client CPU busy for ${floorRun.turnMs} ms — the cohort policy's turn in hot-key-0ms, where 7 other processes wait — and then publishes to the next; the hop to the next is recorded the same way. Still no lock: this is what the machine charges for waking a process right after another one had the client CPU for a turn, which is what every hand-off of hot-key-0ms is. The target stays judged against the idle hop; the hop after a turn is the measured floor a MISS is up against.`;
+          : ` Last, a turn goes round all the workers${turnRingSec === null ? '' : ` for ${turnRingSec} s (as long as hot-key-0ms runs)`}: on its message each keeps the client CPU busy for ${floorRun.turnMs} ms — the cohort policy's turn in hot-key-0ms, where 7 other processes wait — and then publishes to the next; the hop to the next is recorded the same way. Still no lock: this is what the machine charges for waking a process right after another one had the client CPU for a turn, which is what every hand-off of hot-key-0ms is. The target stays judged against the idle hop; the hop after a turn is the measured floor a MISS is up against.${floorRun.turnGapMaxMs == null ? '' : " Each worker also records the time from the end of its turn to the start of its next, after the first second: what a hot-key-0ms loop waits with no lock, the floor of that scenario's max-wait target."}`;
       const floor = physicalFloor(all);
       return `What Redis and the machine cost before any lock logic, measured in the same run and the same layout as the hot-key scenarios: 8 worker processes pinned to the client CPU, Redis on its own CPU. First ${floorPart} (\`BENCH_FLOOR_SECONDS\`, each part) of sequential PINGs from one worker; then two workers pass a timestamp back and forth over pub/sub: each receiver records the time from right before the other's \`PUBLISH\` call to the start of its own message callback (\`process.hrtime.bigint()\`, one clock for every process) and at once publishes its own — a key handed from process to process, each receiver sleeping on its socket until the message comes. The other 6 workers stay connected and subscribed to a channel of their own, but idle: what the waiting processes of a push-based lock do during a hand-off. (Busy-looping them would add CPU run-queue time that depends on the scheduler, not on the path of a hand-off, and would raise the floor.) The hand-off target of hot-key-0ms is ≤ ${HANDOFF_FACTOR} × ${floor ? `this run's ${floor.what} (${floor.ms.toFixed(3)} ms)` : 'the pub/sub hop p50 (the PING p50 when the hop is missing)'}.${floorTurnText}${holdRingText}`;
     }

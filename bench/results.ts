@@ -145,6 +145,15 @@ export interface ResultRow {
   readonly turnHopP99Ms?: number | null;
   readonly turnHops?: number | null;
   /**
+   * floor, third part: its length, and each worker's time from the end of its turn to the start of
+   * its next after the cut (what a hot-key-0ms loop waits with no lock), ms. (Absent in older results.)
+   */
+  readonly turnRingSec?: number | null;
+  readonly turnGapP50Ms?: number | null;
+  readonly turnGapP99Ms?: number | null;
+  readonly turnGapMaxMs?: number | null;
+  readonly turnGaps?: number | null;
+  /**
    * floor, fourth part: hot-key-1ms's turns with no lock (see `FloorSpec.holdRingMs` in
    * ./scenarios.ts): holds per second, and the loops' waits between their holds after the cut, ms.
    * (Absent in results of older versions.)
@@ -205,6 +214,13 @@ export function floorAfterTurn(rows: readonly ResultRow[]): { readonly ms: numbe
   const floor = rows.find((r) => r.scenario === 'floor' && r.status === 'ok');
   if (!floor || floor.turnHopP50Ms == null || !(floor.turnHopP50Ms > 0) || floor.turnMs == null) return undefined;
   return { ms: floor.turnHopP50Ms, turnMs: floor.turnMs };
+}
+
+/** The floor row's gaps between a worker's turns in the turn ring (see {@link ResultRow.turnGapMaxMs}), when the run measured them. */
+export function floorTurnGaps(rows: readonly ResultRow[]): { readonly maxMs: number; readonly p99Ms: number | null } | undefined {
+  const floor = rows.find((r) => r.scenario === 'floor' && r.status === 'ok');
+  if (!floor || floor.turnGapMaxMs == null || !(floor.turnGapMaxMs > 0)) return undefined;
+  return { maxMs: floor.turnGapMaxMs, p99Ms: floor.turnGapP99Ms ?? null };
 }
 
 /** The floor row's hold ring (see {@link ResultRow.holdRingWaitMaxMs}), when the run measured it. */

@@ -88,6 +88,7 @@ function describeProbeRow(row: ResultRow): string {
           `PING p50/p99 ${ms(row.pingP50Ms)}/${ms(row.pingP99Ms)} (${row.pings} pings)`,
           `pub/sub hop p50/p99 ${ms(row.hopP50Ms)}/${ms(row.hopP99Ms)} (${row.hops} hops)`,
           `hop after a ${row.turnMs ?? '?'} ms turn p50/p99 ${ms(row.turnHopP50Ms ?? null)}/${ms(row.turnHopP99Ms ?? null)} (${row.turnHops ?? 0} hops)`,
+          `turn ring gap p50/p99/max ${ms(row.turnGapP50Ms ?? null)}/${ms(row.turnGapP99Ms ?? null)}/${ms(row.turnGapMaxMs ?? null)}`,
           `hold ring wait p50/p99/max ${ms(row.holdRingWaitP50Ms ?? null)}/${ms(row.holdRingWaitP99Ms ?? null)}/${ms(row.holdRingWaitMaxMs ?? null)} (${row.holdRingHoldsPerSec ?? '?'} holds/s)`,
         ];
   parts.push(...noisy(row));

@@ -212,6 +212,12 @@ export interface FloorSpec {
   /** How long each worker of the ring works before passing the turn on: see {@link FLOOR_TURN_MS}. */
   readonly turnMs: number;
   /**
+   * The ring runs as long as hot-key-0ms; each worker also records the time from the end of its
+   * turn to the start of its next (what a hot-key-0ms loop waits, with no lock), once this long of
+   * the part has passed (the scenarios' warm-up cut).
+   */
+  readonly turnRingCutMs: number;
+  /**
    * Fourth part, after another gap, as long as hot-key-1ms runs: a turn goes round every worker
    * over pub/sub, and in its turn each worker gives each of its `loops` one hold of `holdMs` (a
    * timer, as hot-key-1ms holds), one after another, then publishes to the next. Each loop's wait,
@@ -470,8 +476,9 @@ export function probeSpecs(s: BenchSettings): ProbeSpec[] {
       gapMs: FLOOR_GAP_MS,
       hopMs: Math.round(s.floorSeconds * 1000),
       hopWarmupMs: Math.round(Math.min(200, s.floorSeconds * 100)),
-      turnRingMs: Math.round(s.floorSeconds * 1000),
+      turnRingMs: Math.round(s.hotSeconds * 1000),
       turnMs: FLOOR_TURN_MS,
+      turnRingCutMs: Math.round(warmupCut(s.hotSeconds) * 1000),
       holdRingMs: Math.round(s.hotSeconds * 1000),
       holdMs: 1,
       loops: HOT_LOOPS,

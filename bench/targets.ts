@@ -3,7 +3,7 @@
  * same run. A MISS is reported, never fatal.
  */
 import { PEERS, REFERENCES } from './libraries.js';
-import { floorAfterTurn, floorHoldRing, physicalFloor, type ResultRow } from './results.js';
+import { floorAfterTurn, floorHoldRing, floorTurnGaps, physicalFloor, type ResultRow } from './results.js';
 import type { ScenarioName } from './scenarios.js';
 
 export interface TargetResult {
@@ -70,11 +70,12 @@ export function evaluateTargets(rows: readonly ResultRow[]): TargetResult[] {
   const maxWait = (scenario: string, rx: ResultRow, max: number) => {
     const value = rx.waitMaxAfterWarmupMs;
     const cut = rx.warmupCutSec === null ? 'n/a' : `${rx.warmupCutSec} s`;
-    const ring = scenario === 'hot-key-1ms' ? floorHoldRing(rows) : undefined;
+    const ring = scenario === 'hot-key-1ms' ? floorHoldRing(rows) : scenario === 'hot-key-0ms' ? floorTurnGaps(rows) : undefined;
+    const what = scenario === 'hot-key-1ms' ? "the same turns with no lock, floor row's hold ring" : "turns of work with no lock, floor row's turn ring";
     const ringNote =
       ring === undefined
         ? ''
-        : `; floor (the same turns with no lock, floor row's hold ring): max ${fmt(ring.maxMs, 1)} ms, p99 ${fmt(ring.p99Ms, 1)} ms${value === null ? '' : ` — ×${fmt(value / ring.maxMs)}`}`;
+        : `; floor (${what}): max ${fmt(ring.maxMs, 1)} ms, p99 ${fmt(ring.p99Ms, 1)} ms${value === null ? '' : ` — ×${fmt(value / ring.maxMs)}`}`;
     judge(
       scenario,
       maxWaitTarget(max),

@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { buildProbeRow } from '../../bench/metrics.js';
 import type { ProbeReport } from '../../bench/protocol.js';
-import { floorAfterTurn, floorHoldRing, type ResultRow } from '../../bench/results.js';
+import { floorAfterTurn, floorHoldRing, floorTurnGaps, type ResultRow } from '../../bench/results.js';
 import { FLOOR_TURN_MS, floorMeasuredMs, probeSpecs, type FloorSpec } from '../../bench/scenarios.js';
 import { renderReport } from '../../bench/report.js';
 import { evaluateTargets } from '../../bench/targets.js';
@@ -24,11 +24,12 @@ type FloorReport = Extract<ProbeReport, { kind: 'floor' }>;
 const report = (figures: Partial<FloorReport>): FloorReport => ({ kind: 'floor', roles: ['turn'], pingMs: [], hopMs: [], turnHopMs: [], ...figures });
 
 describe('floor: the hop after a turn', () => {
-  it('runs a third part of the same length, after the hop part, with the cohort turn of hot-key-0ms', () => {
+  it('runs a third part as long as hot-key-0ms, after the hop part, with the cohort turn of hot-key-0ms', () => {
     // (the default policy's turn once everyone of the batch had a pass, with the 7 other processes in line)
     expect(new CohortPolicy(DEFAULTS.cohort).turnMs(7)).toBe(FLOOR_TURN_MS);
     expect(floorSpec.turnMs).toBe(FLOOR_TURN_MS);
-    expect(floorSpec.turnRingMs).toBe(floorSpec.hopMs);
+    expect(floorSpec.turnRingMs).toBe(SETTINGS.hotSeconds * 1000);
+    expect(floorSpec.turnRingCutMs).toBe(1000);
     expect(floorMeasuredMs(floorSpec)).toBe(
       floorSpec.pingMs + floorSpec.gapMs + floorSpec.hopMs + floorSpec.gapMs + floorSpec.turnRingMs + floorSpec.gapMs + floorSpec.holdRingMs,
     );
@@ -222,5 +223,41 @@ describe('floor: the hold ring (hot-key-1ms with no lock)', () => {
     expect(page).toContain("**wait in hot-key-1ms's turns, no lock** (hold ring, after 1 s): max 90.0 ms; 720 holds/s");
     const older = renderReport([{ ...ring(null), holdRingSec: undefined } as ResultRow, hot(120)]);
     expect(older).not.toContain('hold ring');
+  });
+});
+
+describe("floor: the gaps between a worker's turns (hot-key-0ms with no lock)", () => {
+  it("reports every worker's gaps together, and the hot-key-0ms max-wait line names them", () => {
+    const row = buildProbeRow(floorSpec, [report({ turnGapsMs: [20, 22, 45] }), report({ turnGapsMs: [21] }), report({})], undefined, ENV);
+    expect(row.turnGaps).toBe(4);
+    expect(row.turnGapP50Ms).toBe(21);
+    expect(row.turnGapMaxMs).toBe(45);
+    expect(row.turnRingSec).toBe(floorSpec.turnRingMs / 1000);
+    expect(floorTurnGaps([row])).toEqual({ maxMs: 45, p99Ms: row.turnGapP99Ms });
+    expect(floorTurnGaps([buildProbeRow(floorSpec, [report({})], undefined, ENV)])).toBeUndefined();
+    const hot0 = {
+      scenario: 'hot-key-0ms',
+      library: 'rxjs-lock',
+      variant: 'default',
+      label: 'rxjs-lock',
+      status: 'ok',
+      note: null,
+      env: ENV,
+      acquisitionsPerSec: 50_000,
+      jain: 1,
+      waitMaxAfterWarmupMs: 90,
+      waitMaxMs: 90,
+      warmupCutSec: 1,
+      handoffP50Ms: null,
+      handoffs: null,
+      sameLoopReacquirePct: null,
+    } as unknown as ResultRow;
+    const line = evaluateTargets([row, hot0]).find((t) => t.scenario === 'hot-key-0ms' && t.target.startsWith('max wait'))!;
+    expect(line.status).toBe('MISS');
+    expect(line.measured).toContain("floor (turns of work with no lock, floor row's turn ring): max 45.0 ms");
+    expect(line.measured).toContain('×2.00');
+    const page = renderReport([row, hot0]);
+    expect(page).toContain("**gap between a worker's turns**");
+    expect(page).toContain('the floor of that scenario');
   });
 });
