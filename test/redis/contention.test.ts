@@ -196,14 +196,16 @@ describe('a hot key shared by two processes', () => {
     expect(grants.length + passes).toBe(total);
     const newTokens = run.acquisitions.filter((x, i) => i === 0 || x.token !== run.acquisitions[i - 1]!.token).length;
     expect(grants.length).toBe(newTokens);
-    // The cohort hand-off is in use, and bounded: the store hands the key over regularly.
+    // The cohort hand-off is in use, and bounded: the store hands the key over regularly. (A turn
+    // lasts at most cohort.batchMs (48 ms) plus a hold while its batch is served — holds stretch on
+    // a loaded machine — and about 12 ms otherwise: 1.5 s gives well over 25 turns.)
     expect(passes).toBeGreaterThan(0);
-    expect(grants.length).toBeGreaterThan(50);
+    expect(grants.length).toBeGreaterThan(25);
 
     // The process that just gave the key back does not win it again and again.
     const { ratio, pairs } = switchRatio(grants, ['A', 'B']);
     report('fair hand-off', { total, ofA, grants: grants.length, passes, ratio, pairs });
-    expect(pairs).toBeGreaterThan(50);
+    expect(pairs).toBeGreaterThan(25);
     expect(ratio).toBeGreaterThanOrEqual(0.8);
 
     expect(findOverlaps(run.sections)).toEqual([]);
