@@ -20,7 +20,7 @@ import {
   throwError,
   type Subscription,
 } from 'rxjs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { CallDeadlines, type Tracked } from '../../src/engine/calls/CallDeadlines.js';
 import { LeaseTimers, type DueKind, type Scheduled, type TimerEntry } from '../../src/engine/lease/LeaseTimers.js';
 import { createLocker, LockLostError, LockStoreError, MemoryLockStore, type Lease, type LockStore } from '../../src/index.js';
@@ -49,11 +49,18 @@ function setup(options: Parameters<typeof createLocker>[0] = {}) {
   return { memory, locker, releases: () => releases };
 }
 
-/** Errors RxJS reports as unhandled (a throwing finalize), collected instead of thrown in a timer. */
+/**
+ * Errors RxJS reports as unhandled (a throwing finalize, a throwing subscriber callback), collected
+ * instead of thrown in a timer. A test that expects some takes them (`unhandled.splice(0)`); any
+ * other is a failure, as it is in every other file (where vitest counts it).
+ */
 const unhandled: unknown[] = [];
 config.onUnhandledError = (error) => unhandled.push(error);
 afterEach(() => {
-  unhandled.length = 0;
+  expect(unhandled.splice(0).map(String)).toEqual([]);
+});
+afterAll(() => {
+  config.onUnhandledError = null;
 });
 
 // ─── CallDeadlines: re-entrant handlers (b978800) ──────────────────────────────────────────────
@@ -273,6 +280,7 @@ describe('withLock / using under attack', () => {
     if (second !== 'stuck') await second.release();
     // the finalize's error, reported (asynchronously) as RxJS reports errors nobody can receive
     expect(await until(() => unhandled.length === 1, 1_000)).toBe(true);
+    expect(unhandled.splice(0).map(String)).toEqual([expect.stringContaining('Error: finalize failed')]);
     await locker.close();
   });
 
@@ -447,6 +455,7 @@ describe('re-entrancy from events$, lost$, finalize and the subscriber', () => {
           },
         });
       expect(await until(() => unhandled.length === 3)).toBe(true);
+      expect(unhandled.splice(0).map(String).sort()).toEqual(['Error: complete threw', 'Error: error threw', 'Error: next threw']);
       await sleep(20);
       expect(rejections).toEqual([]);
       expect(releases()).toBe(2);
