@@ -20,6 +20,10 @@ const ENV = ROW_ENV;
 const SETTINGS = benchSettings(['floor'], false);
 const floorSpec = probeSpecs(SETTINGS).find((s): s is FloorSpec => s.name === 'floor')!;
 
+/** A result row of the run, with the figures a test needs (the others left out). */
+const resultRow = (scenario: string, library: string, figures: Partial<ResultRow>): ResultRow =>
+  ({ scenario, library, variant: 'default', label: library, status: 'ok', note: null, env: ENV, ...figures }) as ResultRow;
+
 type FloorReport = Extract<ProbeReport, { kind: 'floor' }>;
 const report = (figures: Partial<FloorReport>): FloorReport => ({ kind: 'floor', roles: ['turn'], pingMs: [], hopMs: [], turnHopMs: [], ...figures });
 
@@ -73,35 +77,21 @@ describe('floor: the hop after a turn', () => {
 
 describe('the hand-off target names the hop after a turn', () => {
   const floorRow = (turnHopP50Ms: number | null): ResultRow =>
-    ({
-      scenario: 'floor',
-      library: 'no lock',
-      variant: 'default',
-      label: 'no lock',
-      status: 'ok',
-      note: null,
-      env: ENV,
+    resultRow('floor', 'no lock', {
       pingP50Ms: 0.03,
       hopP50Ms: 0.06,
       turnMs: FLOOR_TURN_MS,
       turnHopP50Ms,
       turnHops: 500,
-    }) as ResultRow;
+    });
   const handoff = (handoffP50Ms: number): ResultRow =>
-    ({
-      scenario: 'hot-key-0ms',
-      library: 'rxjs-lock',
-      variant: 'default',
-      label: 'rxjs-lock',
-      status: 'ok',
-      note: null,
-      env: ENV,
+    resultRow('hot-key-0ms', 'rxjs-lock', {
       handoffP50Ms,
       jain: 1,
       // (what the page's hot-key table reads beside: not measured here)
       handoffs: null,
       sameLoopReacquirePct: null,
-    }) as ResultRow;
+    });
   const judged = (rows: ResultRow[]) => evaluateTargets(rows).find((t) => t.scenario === 'hot-key-0ms' && t.target.startsWith('handoff'))!;
 
   it('still judges against the idle hop, and gives the ratio to the hop after a turn beside it', () => {
@@ -166,14 +156,7 @@ describe('floor: the hold ring (hot-key-1ms with no lock)', () => {
   });
 
   const hot = (waitMaxAfterWarmupMs: number): ResultRow =>
-    ({
-      scenario: 'hot-key-1ms',
-      library: 'rxjs-lock',
-      variant: 'default',
-      label: 'rxjs-lock',
-      status: 'ok',
-      note: null,
-      env: ENV,
+    resultRow('hot-key-1ms', 'rxjs-lock', {
       acquisitionsPerSec: 600,
       roundTripsPerAcquisition: 0.5,
       jain: 1,
@@ -186,16 +169,9 @@ describe('floor: the hold ring (hot-key-1ms with no lock)', () => {
       handoffP50Ms: null,
       handoffs: null,
       sameLoopReacquirePct: null,
-    }) as ResultRow;
+    });
   const ring = (holdRingWaitMaxMs: number | null): ResultRow =>
-    ({
-      scenario: 'floor',
-      library: 'no lock',
-      variant: 'default',
-      label: 'no lock',
-      status: 'ok',
-      note: null,
-      env: ENV,
+    resultRow('floor', 'no lock', {
       pingP50Ms: 0.03,
       hopP50Ms: 0.06,
       durationSec: 14.3,
@@ -205,7 +181,7 @@ describe('floor: the hold ring (hot-key-1ms with no lock)', () => {
       holdRingWaitMaxMs,
       holdRingWaits: 6000,
       holdRingHoldsPerSec: 720,
-    }) as ResultRow;
+    });
   const maxWait = (rows: ResultRow[]) => evaluateTargets(rows).find((t) => t.scenario === 'hot-key-1ms' && t.target.startsWith('max wait'))!;
 
   it("the max-wait line gives the ring's max and the ratio to it; still judged against the limit", () => {
@@ -235,14 +211,7 @@ describe("floor: the gaps between a worker's turns (hot-key-0ms with no lock)", 
     expect(row.turnRingSec).toBe(floorSpec.turnRingMs / 1000);
     expect(floorTurnGaps([row])).toEqual({ maxMs: 45, p99Ms: row.turnGapP99Ms });
     expect(floorTurnGaps([buildProbeRow(floorSpec, [report({})], undefined, ENV)])).toBeUndefined();
-    const hot0 = {
-      scenario: 'hot-key-0ms',
-      library: 'rxjs-lock',
-      variant: 'default',
-      label: 'rxjs-lock',
-      status: 'ok',
-      note: null,
-      env: ENV,
+    const hot0 = resultRow('hot-key-0ms', 'rxjs-lock', {
       acquisitionsPerSec: 50_000,
       jain: 1,
       waitMaxAfterWarmupMs: 90,
@@ -251,7 +220,7 @@ describe("floor: the gaps between a worker's turns (hot-key-0ms with no lock)", 
       handoffP50Ms: null,
       handoffs: null,
       sameLoopReacquirePct: null,
-    } as unknown as ResultRow;
+    });
     const line = evaluateTargets([row, hot0]).find((t) => t.scenario === 'hot-key-0ms' && t.target.startsWith('max wait'))!;
     expect(line.status).toBe('MISS');
     expect(line.measured).toContain("floor (turns of work with no lock, floor row's turn ring): max 45.0 ms");
