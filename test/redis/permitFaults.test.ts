@@ -51,9 +51,11 @@ describe.each([
   ],
 ])('permits held while Redis loses its data (%s)', (_, loseData) => {
   it('the holders lose them as LockLostError; then the live holders never exceed the limit, with higher fences', async () => {
-    const a = newLocker({ ttl: 600 });
-    const b = newLocker({ ttl: 600 });
-    const old = holdPermits(a.locker, 'lost', 2, 2, 600);
+    // (a TTL that outlasts a restart on a loaded machine: a holder whose renewals find no server
+    // until its deadline passed loses its permits as 'store-unreachable', not 'expired')
+    const a = newLocker({ ttl: 2_000 });
+    const b = newLocker({ ttl: 2_000 });
+    const old = holdPermits(a.locker, 'lost', 2, 2, 2_000);
     await eventually(() => old.fences.length === 2);
     await loseData();
     // the store forgot them: another process takes both permits at once
