@@ -25,7 +25,7 @@ class Worker {
 
   constructor(readonly index: number) {
     this.child = fork(WORKER_PATH, [], {
-      execArgv: ['--import', 'tsx'],
+      execArgv: ['--import', 'tsx', '--expose-gc'],
       serialization: 'advanced',
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });

@@ -629,7 +629,7 @@ export function renderReport(rows: readonly ResultRow[]): string {
   );
   out.push('');
   out.push(
-    "Every library gets new connections for each run (one ioredis connection per process, plus any the library opens itself), a warm-up on a private key before the measurement, and the same lease (10 s) and wait limit (10 s; 1 s in seed-000 and cancel-storm). Scenarios run in the order shown, libraries in the order of the tables. Worker processes are forked once and serve every run in turn. In hot-key-cluster each library gets an ioredis `Cluster` client (ioredis' defaults) where it otherwise gets a `Redis` connection, and nothing else changes.",
+    "Every library gets new connections for each run (one ioredis connection per process, plus any the library opens itself), a warm-up on a private key before the measurement, and the same lease (10 s) and wait limit (10 s; 1 s in seed-000 and cancel-storm). Scenarios run in the order shown, libraries in the order of the tables. Worker processes are forked once and serve every run in turn; each collects its garbage (a full `gc()`) after the warm-up, right before the run starts, so no run pays for the garbage of the one before it. In hot-key-cluster each library gets an ioredis `Cluster` client (ioredis' defaults) where it otherwise gets a `Redis` connection, and nothing else changes.",
   );
   out.push('');
   out.push('## What the columns mean');

@@ -110,6 +110,7 @@ async function serveRun(setup: RunSetup, inbox: Inbox): Promise<void> {
     return;
   }
 
+  collectGarbage();
   await send({ type: 'ready' });
   const order = await inbox.next();
   if (order.type !== 'go') {
@@ -169,6 +170,18 @@ async function serveRun(setup: RunSetup, inbox: Inbox): Promise<void> {
   });
 }
 
+/**
+ * A full garbage collection (the pool starts workers with --expose-gc), right before `ready`: a
+ * worker runs one library after another, and the garbage of the run before — another library's,
+ * or the warm-up's — is collected now, not during the measured run. Without it the first run of
+ * every scenario (rxjs-lock's, always first) paid for the previous scenario's last run: in
+ * uncontended-3-nodes its pair p50 was 12–13% above store-only's (the same RedlockStore, no engine)
+ * in three runs with it first, and 3–7% in three runs with it last.
+ */
+function collectGarbage(): void {
+  (globalThis as { gc?: () => void }).gc?.();
+}
+
 /** A probe (engine-cpu, floor): prepare, `ready`, wait for `go`, measure, report `probed`. */
 async function serveProbe(setup: ProbeSetup, inbox: Inbox): Promise<void> {
   let probe: import('./probes.js').PreparedProbe;
@@ -179,6 +192,7 @@ async function serveProbe(setup: ProbeSetup, inbox: Inbox): Promise<void> {
     await send({ type: 'failed', message: `${setup.probe.name}: could not prepare: ${describe(error)}` });
     return;
   }
+  collectGarbage();
   await send({ type: 'ready' });
   const order = await inbox.next();
   if (order.type !== 'go') {
