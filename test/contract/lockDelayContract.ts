@@ -41,7 +41,9 @@ export function lockDelayContract(name: string, open: () => Promise<LockDelaySto
     it('a holder that stops renewing: its stream loses the lease at its deadline, but the key stays blocked until ttl + lockDelay after its grant was sent', async () => {
       const key = fresh('stalled');
       const ttl = 200;
-      const lockDelay = 400;
+      // (long enough that a loaded machine, whose process may not run for a few hundred ms around
+      // the holder's deadline, still finds the key blocked once it hears of the loss)
+      const lockDelay = 1_000;
       const recorded = new RecordingStore(sut.store);
       const holder = createLocker({ store: recorded, ttl, lockDelay, renew: false });
       lockers.push(holder);
