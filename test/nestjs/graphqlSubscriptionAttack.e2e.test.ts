@@ -221,8 +221,8 @@ describe('@Subscription under @WithLock: sources that fail or never yield, clien
     const a = await start(probe);
     const sub = watch(wsClient(a), 'subscription { stuck(id: "5") { n } }');
     await probe.waitFor('next', 'feed:5');
-    // renewed while it waits (ttl 300)
-    await new Promise((resolve) => setTimeout(resolve, 700));
+    // renewed while it waits (ttl 1000)
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
     expect(await suite.admin.exists('lock:feed:5')).toBe(1);
     sub.stop();
     await redisEmpty();
