@@ -75,8 +75,10 @@ describe.each([
 
 describe('a frozen Redis (SIGSTOP) with permits held and waited for', () => {
   it('holders lose theirs as store-unreachable, waiters fail with LockStoreError, and nothing is left once it thaws', async () => {
-    const { locker } = newLocker({ ttl: 400, commandTimeout: 150 });
-    const held = holdPermits(locker, 'frozen', 1, 1, 400);
+    // (a TTL whose renewals keep the permit through a few hundred ms in which a loaded machine does
+    // not run the process: a holder whose deadline passed before the freeze loses it as 'expired')
+    const { locker } = newLocker({ ttl: 1_200, commandTimeout: 150 });
+    const held = holdPermits(locker, 'frozen', 1, 1, 1_200);
     await eventually(() => held.fences.length === 1);
     const reader = await firstValueFrom(locker.acquireReadLock('frozen-rw'));
     const waiter = firstValueFrom(locker.acquireWriteLock('frozen-rw', { waitTimeout: 5_000 }));
