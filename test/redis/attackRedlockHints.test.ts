@@ -303,7 +303,9 @@ describe('attack: nodes restarted, connections counted', () => {
 
 describe('attack: a hot key while a node freezes (SIGSTOP) and thaws', () => {
   it('never two holders, and every loop goes on', async () => {
-    const ls = [0, 1, 2].map(() => createLocker({ store: nodes.store({ nodeTimeout: 100 }) }));
+    // (the frozen node's calls time out after nodeTimeout; the healthy ones must answer within it, a
+    // few hundred ms on a loaded machine: with two nodes silent, an acquire fails with LockStoreError)
+    const ls = [0, 1, 2].map(() => createLocker({ store: nodes.store({ nodeTimeout: 500 }) }));
     lockers.push(...ls);
     await nodes.connected();
     let holders = 0;
