@@ -474,8 +474,13 @@ describe('the local map and the Redis lines are emptied', () => {
     await lastValueFrom(timer(0).pipe(locker.withLock('warm-up')));
     const events: LockEvent[] = [];
     locker.events$.subscribe((e) => events.push(e));
-    expect(await churn(locker)).toEqual([]);
-    expect(await leftBehind([engine])).toEqual({ liveKeys: 0, lockKeys: 0, lines: [] });
+    // Again (up to 5 rounds) while no subscription got as far as holding: on a loaded machine a
+    // process that does not run for some 20 ms as the churn starts finds every unsubscription due
+    // before any grant is read.
+    for (let round = 0; round < 5 && (round === 0 || count(events, 'acquired') === 0); round++) {
+      expect(await churn(locker)).toEqual([]);
+      expect(await leftBehind([engine])).toEqual({ liveKeys: 0, lockKeys: 0, lines: [] });
+    }
     report('churn events', {
       acquired: count(events, 'acquired'),
       passed: events.filter((e) => e.type === 'released' && e.outcome === 'passed').length,
