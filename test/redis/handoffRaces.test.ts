@@ -69,6 +69,28 @@ async function whenNotHeldBy(lockKey: string, token: string, ms: number): Promis
   return performance.now();
 }
 
+/**
+ * Starts measuring how long this process did not run (a loaded machine, a long GC): the sum of
+ * the lateness of a 10 ms interval timer, counting only ticks over 20 ms late. The returned
+ * function stops it and gives the sum (ms). The observers here (GET polls) and the live waiters
+ * (lockers) run in this process: whatever they do is late by that much, whatever Redis did.
+ */
+function notRunFor(): () => number {
+  const every = 10;
+  let last = performance.now();
+  let lost = 0;
+  const tick = setInterval(() => {
+    const now = performance.now();
+    const late = now - last - every;
+    if (late > 20) lost += late;
+    last = now;
+  }, every);
+  return () => {
+    clearInterval(tick);
+    return lost;
+  };
+}
+
 /** Resolves the lease with the moment it was emitted. */
 function timedAcquire(locker: Locker, key: string, options?: Parameters<Locker['acquire']>[1]): Promise<{ lease: Lease; at: number }> {
   return firstValueFrom(locker.acquire(key, options)).then((lease) => ({ lease, at: performance.now() }));
@@ -134,6 +156,7 @@ describe('1. a key handed to a waiter that died in line', () => {
           await eventually(() => refreshes() > seen, 1500, 1);
           await sleep(10);
         }
+        const stalled = notRunFor();
         const releasedAt = performance.now();
         expect(await aLease.release()).toBe(true);
         // Handed to the dead child, first in line, with a TTL no longer than min(place TTL, ttl).
@@ -146,19 +169,21 @@ describe('1. a key handed to a waiter that died in line', () => {
 
         const freedAt = await whenNotHeldBy(lockKey, childToken, bound + 1000);
         const { lease, at: bAt } = await bLease;
-        report(`dead waiter (${c.name})`, { pttlAtHandoff: pttl, freedAfterRelease: freedAt - releasedAt, bAcquiredAfterRelease: bAt - releasedAt });
+        // (plus the time this process did not run: its polls and B are that late)
+        const margin = MARGIN + stalled();
+        report(`dead waiter (${c.name})`, { pttlAtHandoff: pttl, freedAfterRelease: freedAt - releasedAt, bAcquiredAfterRelease: bAt - releasedAt, margin });
         expect(messages).not.toContain('acquired');
         // Free in Redis once the grant's TTL ran out…
-        expect(freedAt - releasedAt).toBeLessThanOrEqual(bound + MARGIN);
+        expect(freedAt - releasedAt).toBeLessThanOrEqual(bound + margin);
         if (c.afterRefresh) {
           // …and for the others: the next waiter in line takes it then (newcomers are refused while
           // it is first in line, so until it looks, nobody can have the key).
-          expect(bAt - releasedAt).toBeLessThanOrEqual(bound + MARGIN);
+          expect(bAt - releasedAt).toBeLessThanOrEqual(bound + margin);
         } else {
           // …and taken by the live waiter at its next look: when the dead grant's TTL runs out (its
           // sleep is capped by the PTTL it saw), or at its next place refresh if that comes later
           // (a third of its place TTL at most).
-          expect(bAt - releasedAt).toBeLessThanOrEqual(Math.max(bound, c.placeTtl / 3) + MARGIN);
+          expect(bAt - releasedAt).toBeLessThanOrEqual(Math.max(bound, c.placeTtl / 3) + margin);
         }
         expect(await suite.admin.get(lockKey)).toBe(lease.token);
         expect(await lease.release()).toBe(true);
@@ -282,11 +307,13 @@ describe("2. a waiter whose last call coincides with the holder's release", () =
       const { locker: x } = newLocker({ store: newStore({ placeTtl: c.placeTtl }) });
       const hLease = await firstValueFrom(h.acquire(key));
       let releasedAt = 0;
+      let stalled = () => 0;
       ws.hook = async (call) => {
         const last = c.path === 'leave' ? call.op === 'leave' : call.op === 'tryAcquireInLine' && call.place === 'leave';
         if (last && releasedAt === 0) {
           // X waits behind W; then the release hands the key to W, and W's call is lost.
           await eventually(async () => (await lineOf(suite.admin, lockKey)).length === 2, 1000);
+          stalled = notRunFor();
           releasedAt = performance.now();
           expect(await hLease.release()).toBe(true);
         }
@@ -305,9 +332,11 @@ describe("2. a waiter whose last call coincides with the holder's release", () =
       expect(pttl).toBeLessThanOrEqual(bound);
       const freedAt = await whenNotHeldBy(lockKey, wToken, bound + 1000);
       const { lease, at } = await xLease;
-      report(`lost (${c.name})`, { pttlAtFailure: pttl, freedAfterRelease: freedAt - releasedAt, xAcquiredAfterRelease: at - releasedAt });
-      expect(freedAt - releasedAt).toBeLessThanOrEqual(bound + MARGIN);
-      expect(at - releasedAt).toBeLessThanOrEqual(bound + MARGIN);
+      // (plus the time this process did not run: its polls and X are that late)
+      const margin = MARGIN + stalled();
+      report(`lost (${c.name})`, { pttlAtFailure: pttl, freedAfterRelease: freedAt - releasedAt, xAcquiredAfterRelease: at - releasedAt, margin });
+      expect(freedAt - releasedAt).toBeLessThanOrEqual(bound + margin);
+      expect(at - releasedAt).toBeLessThanOrEqual(bound + margin);
       expect(lease.fence).toBeGreaterThan(hLease.fence);
       expect(events.filter((e) => e.type === 'acquired')).toEqual([]);
       expect(await lease.release()).toBe(true);
