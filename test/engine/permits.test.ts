@@ -97,6 +97,35 @@ describe('withPermit', () => {
     expect(events.filter((e) => e.type === 'released')).toHaveLength(1);
   });
 
+  it('a waiter that unsubscribes while its attempt is in flight leaves the line once the attempt settled, not before', async () => {
+    const store = new MemoryLockStore();
+    const acquire = store.tryAcquireShared.bind(store);
+    const leave = store.leaveShared.bind(store);
+    const calls: string[] = [];
+    let slow = false;
+    store.tryAcquireShared = async (...args) => {
+      // (the store takes the place only after 40 ms: a leave sent before this settles would find
+      // nothing to give up, and the place would stay in line until it lapses, 3 s on)
+      if (slow) await sleep(40);
+      const answer = await acquire(...args);
+      calls.push('acquire settled');
+      return answer;
+    };
+    store.leaveShared = (...args) => (calls.push('leave'), leave(...args));
+    const locker = newLocker(store);
+    const held = await firstValueFrom(locker.acquirePermit('inflight', { limit: 1 }));
+    calls.length = 0;
+    slow = true;
+    const waiting = locker.acquirePermit('inflight', { limit: 1 }).subscribe({ error: () => undefined });
+    await sleep(10);
+    waiting.unsubscribe(); // the first attempt is still in flight
+    await sleep(80);
+    expect(calls).toEqual(['acquire settled', 'leave']);
+    expect((await store.inspectShared('lock:inflight'))?.waiting).toBe(0);
+    await held.release();
+    expect(await store.inspectShared('lock:inflight')).toBeNull();
+  });
+
   it("onBusy: 'skip' completes empty when the permits are taken, and runs when one is free", async () => {
     const locker = newLocker();
     const held = await firstValueFrom(locker.acquirePermit('skip', { limit: 1 }));

@@ -1,0 +1,26 @@
+// @ts-check
+/**
+ * Mutation testing of the shared locks' engine (npm run mutation:shared): a semaphore's or
+ * read-write lock's wait (SharedWait: its states, late grants given back, signals dated against
+ * the place, the last attempt leaving the line), the permits passed on in-process (PermitPasses:
+ * who may take them, the turn, the fences) and the part that runs them (SharedLocks: holders,
+ * passes, give-backs, closing). The tests run: vitest.mutation.shared.config.ts. A narrower run:
+ * `npx stryker run stryker.shared.config.mjs --mutate <file:lines>`.
+ * Report: reports/mutation-shared/mutation.html.
+ * @type {import('@stryker-mutator/api/core').PartialStrykerOptions}
+ */
+export default {
+  testRunner: 'vitest',
+  vitest: { configFile: 'vitest.mutation.shared.config.ts', related: false },
+  coverageAnalysis: 'perTest',
+  mutate: ['src/engine/shared/SharedWait.ts', 'src/engine/shared/PermitPasses.ts', 'src/engine/shared/SharedLocks.ts'],
+  concurrency: 2,
+  timeoutMS: 20_000,
+  timeoutFactor: 2,
+  reporters: ['clear-text', 'progress-append-only', 'html', 'json'],
+  htmlReporter: { fileName: 'reports/mutation-shared/mutation.html' },
+  jsonReporter: { fileName: 'reports/mutation-shared/mutation.json' },
+  tempDirName: '.stryker-tmp-shared',
+  cleanTempDir: true,
+  ignoreStatic: true,
+};
