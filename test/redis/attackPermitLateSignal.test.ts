@@ -3,7 +3,9 @@
  * that reaches the waiter late, on a slow subscriber connection, after its grant lapsed unclaimed
  * and another waiter took the permit — and after the waiter's next attempt was answered "queued".
  * The signal is dated before that attempt, so the waiter asks the store and keeps waiting: never
- * two holders of a one-permit semaphore. (What held; kept as a guard.)
+ * two holders of a one-permit semaphore. (What held; kept as a guard.) Also a forged signal dated
+ * at (or before) the waiter's place: the waiter asks the store instead of holding — the date check
+ * itself, which the late signal's lapsed validity covers for the first test.
  *
  * A holds the permit; B (ttl 300 ms, place TTL 3 s: refreshed every 750-1000 ms) waits with its
  * subscriber behind a proxy that delays what Redis sends by 1050 ms; C (place TTL 300 ms) waits
@@ -79,5 +81,41 @@ describe('a late grant signal of a lapsed grant of permits', () => {
     await bDone;
     expect(bLease?.held).toBe(true);
     await bLease?.release();
+  });
+});
+
+describe('a forged grant signal, dated no later than the place it names', () => {
+  it('makes the waiter ask the store, which says it waits: no second holder', async () => {
+    // (long TTLs: only the signal's date, not the grant's validity, can turn it away)
+    const lockerA = newLocker({}, 10_000);
+    const lockerB = newLocker({ placeTtl: 3_000 }, 10_000);
+    const line = helperKey('lock:forged', 'shared-line');
+    const places = helperKey('lock:forged', 'shared-places');
+    // B met contention a moment ago: its next wait listens first and attempts once, so the seed
+    // of its place (its score in line) is the date its answer gave it
+    const warm = await firstValueFrom(lockerA.acquirePermit('warm', { limit: 1 }));
+    const bWarm = firstValueFrom(lockerB.acquirePermit('warm', { limit: 1 }));
+    await sleep(20);
+    await warm.release();
+    await (await bWarm).release();
+    const a = await firstValueFrom(lockerA.acquirePermit('forged', { limit: 1 }));
+    let bLease: Lease | undefined;
+    const bDone = firstValueFrom(lockerB.acquirePermit('forged', { limit: 1 })).then((lease) => (bLease = lease));
+    await eventually(async () => (await suite.admin.zcard(line)) === 1, 3_000, 2);
+    const bToken = (await suite.admin.zrange(line, '0', '0'))[0]!;
+    // B's place: '<lapseAt> <ttl> <weight> <capacity> <placeTtl> <inbox>'; its seed is its score in line
+    const inbox = (await suite.admin.hget(places, bToken))!.split(' ').at(-1)!;
+    await sleep(50); // B's attempt was answered: it sleeps in line, listening
+    const seed = Number(await suite.admin.zscore(line, bToken));
+    // a grant dated at the seed of B's place (not after it), and one dated before it
+    for (const at of [seed, seed - 1]) expect(await suite.admin.publish(inbox, `granted ${bToken} 999999 0 1 ${at}`)).toBe(1);
+    await sleep(100);
+    expect(bLease).toBeUndefined(); // it asked the store, which answered: queued
+    expect(a.held).toBe(true);
+    expect(await suite.admin.zscore(line, bToken)).not.toBeNull();
+    await a.release();
+    await bDone;
+    expect(bLease!.fence).not.toBe(999999);
+    await bLease!.release();
   });
 });
