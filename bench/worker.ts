@@ -176,7 +176,7 @@ async function serveRun(setup: RunSetup, inbox: Inbox): Promise<void> {
  * or the warm-up's — is collected now, not during the measured run. Without it the first run of
  * every scenario (rxjs-lock's, always first) paid for the previous scenario's last run: in
  * uncontended-3-nodes its pair p50 was 12–13% above store-only's (the same RedlockStore, no engine)
- * in three runs with it first, and 3–7% in three runs with it last.
+ * in three runs with it first, and −3 to +7% in three runs with it last (+4% and +9% first, with this).
  */
 function collectGarbage(): void {
   (globalThis as { gc?: () => void }).gc?.();

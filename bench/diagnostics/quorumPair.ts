@@ -17,6 +17,7 @@ import { Redis } from 'ioredis';
 import { firstValueFrom } from 'rxjs';
 import type * as Core from '../../src/index.js';
 import type * as RedisEntry from '../../src/redis.js';
+import { percentile } from '../metrics.js';
 
 const dist = process.env.DIST ?? new URL('../../dist', import.meta.url).pathname;
 const { createLocker } = (await import(`${dist}/esm/index.js`)) as typeof Core;
@@ -27,10 +28,6 @@ const SECONDS = Number(process.env.SECS ?? 2);
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const TTL = Number(process.env.TTL ?? 10_000);
 const KINDS = (process.env.KINDS ?? 'engine,store').split(',');
-
-function quantile(sorted: number[], q: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
-}
 
 async function run(kind: string): Promise<string> {
   const clients = PORTS.map((port) => new Redis({ port }));
@@ -61,7 +58,8 @@ async function run(kind: string): Promise<string> {
   await store.close();
   for (const c of clients) c.disconnect();
   times.sort((a, b) => a - b);
-  return `${kind}: n ${times.length}, p50 ${quantile(times, 0.5).toFixed(0)}, p90 ${quantile(times, 0.9).toFixed(0)}, p99 ${quantile(times, 0.99).toFixed(0)} µs`;
+  const µs = (p: number) => percentile(times, p)?.toFixed(0) ?? '-';
+  return `${kind}: n ${times.length}, p50 ${µs(0.5)}, p90 ${µs(0.9)}, p99 ${µs(0.99)} µs`;
 }
 
 for (let round = 0; round < ROUNDS; round++) for (const kind of KINDS) console.log(await run(kind));
