@@ -2,8 +2,14 @@
  * Starts private Redis servers for tests, the demo and benchmarks: `redis-memory-server` on the
  * machine's own `redis-server` binary (there is nothing to download here), each on a free port,
  * never the shared one on 6379. Fault tests pause (SIGSTOP/SIGCONT), kill and restart them.
+ *
+ * Each server works in a directory of its own (`--dir`, unless the arguments name one): redis-server
+ * loads `dump.rdb` from its directory at start whatever `--save` says, and a replica writes one there
+ * on every full sync — in a shared directory, one suite's snapshot was the data another suite's
+ * "empty" server started from.
  */
-import { accessSync, constants } from 'node:fs';
+import { accessSync, constants, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { RedisMemoryServer } from 'redis-memory-server';
 
@@ -26,7 +32,7 @@ export function redisServerBinary(): string {
 }
 
 export interface EmbeddedRedisOptions {
-  /** Extra redis-server arguments. */
+  /** Extra redis-server arguments. A `--dir` among them is used as is (and kept). */
   args?: string[];
   /** Port to listen on. @default a free port */
   port?: number;
@@ -38,16 +44,29 @@ export class EmbeddedRedis {
     private readonly server: RedisMemoryServer,
     readonly host: string,
     readonly port: number,
+    /** The directory this server was given, made for it (removed by `stop()`). */
+    private readonly ownDir: string | undefined,
   ) {}
 
   static async start(options: EmbeddedRedisOptions = {}): Promise<EmbeddedRedis> {
     const systemBinary = redisServerBinary();
     process.env.REDISMS_SYSTEM_BINARY ??= systemBinary;
-    const server = await RedisMemoryServer.create({
-      binary: { systemBinary },
-      instance: { ip: '127.0.0.1', args: options.args ?? [], ...(options.port === undefined ? {} : { port: options.port }) },
-    });
-    return new EmbeddedRedis(server, await server.getHost(), await server.getPort());
+    const args = options.args ?? [];
+    const ownDir = args.includes('--dir') ? undefined : mkdtempSync(join(tmpdir(), 'rxjs-lock-redis-'));
+    try {
+      const server = await RedisMemoryServer.create({
+        binary: { systemBinary },
+        instance: {
+          ip: '127.0.0.1',
+          args: ownDir === undefined ? args : [...args, '--dir', ownDir],
+          ...(options.port === undefined ? {} : { port: options.port }),
+        },
+      });
+      return new EmbeddedRedis(server, await server.getHost(), await server.getPort(), ownDir);
+    } catch (error) {
+      if (ownDir !== undefined) rmSync(ownDir, { recursive: true, force: true });
+      throw error;
+    }
   }
 
   /** Process id of the running server. */
@@ -77,13 +96,24 @@ export class EmbeddedRedis {
     await exited;
   }
 
-  /** Starts a fresh server on the same port after `kill()` or `stop()`. */
+  /**
+   * Starts a fresh server on the same port after `kill()` or `stop()`: empty, as a restart without
+   * persistence is (a snapshot it saved in its own directory is gone).
+   */
   async restart(): Promise<void> {
     await this.server.stop().catch(() => undefined);
+    if (this.ownDir !== undefined) {
+      rmSync(this.ownDir, { recursive: true, force: true });
+      mkdirSync(this.ownDir);
+    }
     await this.server.start();
   }
 
   async stop(): Promise<void> {
-    await this.server.stop();
+    try {
+      await this.server.stop();
+    } finally {
+      if (this.ownDir !== undefined) rmSync(this.ownDir, { recursive: true, force: true });
+    }
   }
 }
