@@ -374,6 +374,25 @@ describe('a semaphore passes its permits on in-process', () => {
     expect(sharedOf(locker).passState).toBe(0);
   });
 
+  it('a lease whose validity ran out before its loss was noticed does not pass: release answers false, the waiter gets a store grant', async () => {
+    const { store } = countingSharedStore();
+    const locker = newLocker(store, { cohort: LONG_TURNS });
+    const a = await firstValueFrom(locker.acquirePermit('s', { limit: 1, ttl: 100, renew: false }));
+    const b = waitFor(locker.acquirePermit('s', { limit: 1, ttl: 100, renew: false }));
+    await waitersInLine(store, 's', 1);
+    // The holder's work keeps the event loop past the lease's validity (and the store's TTL): the
+    // loss timer has not run when it releases.
+    const until = performance.now() + 150;
+    while (performance.now() < until) {
+      // busy: a synchronous section that outlasts the lease
+    }
+    expect(await a.release()).toBe(false);
+    const bLease = await b.lease;
+    expect(bLease.token).not.toBe(a.token);
+    await bLease.release();
+    expect(sharedOf(locker).passState).toBe(0);
+  });
+
   it('closing the locker while a pass is under way gives the permits back once, before close() resolves', async () => {
     const { store, calls } = countingSharedStore(30);
     const locker = newLocker(store, { cohort: LONG_TURNS });

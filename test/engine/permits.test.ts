@@ -177,6 +177,23 @@ describe('withPermit', () => {
     await expect(firstValueFrom(locker.acquirePermit('close', { limit: 1 }))).rejects.toMatchObject({ name: 'LockerClosedError' });
   });
 
+  it('a holder that releases after close() gave its permits back: answered false, nothing more sent to the store', async () => {
+    const store = new MemoryLockStore();
+    const releases: string[] = [];
+    const releaseShared = store.releaseShared.bind(store);
+    store.releaseShared = (key, token) => (releases.push(token), releaseShared(key, token));
+    const locker = newLocker(store);
+    const events: LockEvent[] = [];
+    locker.events$.subscribe((e) => events.push(e));
+    const lease = await firstValueFrom(locker.acquirePermit('closed-first', { limit: 2 }));
+    await locker.close();
+    expect(releases).toEqual([lease.token]);
+    expect(await lease.release()).toBe(false);
+    await sleep(20);
+    expect(releases).toEqual([lease.token]);
+    expect(events.filter((e) => e.type === 'released' || e.type === 'release-failed')).toEqual([]);
+  });
+
   it('a changed limit: new grants fit their own limit, holders keep their permits', async () => {
     const store = new MemoryLockStore();
     const locker = newLocker(store);
