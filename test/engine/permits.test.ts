@@ -3,7 +3,23 @@
  * head-of-line fairness, cancellation, skip, loss, close, option validation, and the store
  * capability check.
  */
-import { defer, finalize, firstValueFrom, lastValueFrom, map, merge, mergeMap, NEVER, Subject, takeUntil, timer, type Observable } from 'rxjs';
+import {
+  defer,
+  EMPTY,
+  finalize,
+  firstValueFrom,
+  ignoreElements,
+  lastValueFrom,
+  map,
+  merge,
+  mergeMap,
+  NEVER,
+  Subject,
+  takeUntil,
+  throwError,
+  timer,
+  type Observable,
+} from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   createLocker,
@@ -128,23 +144,112 @@ describe('withPermit', () => {
 
   it("onBusy: 'skip' completes empty when the permits are taken, and runs when one is free", async () => {
     const locker = newLocker();
+    const events: LockEvent[] = [];
+    locker.events$.subscribe((e) => events.push(e));
     const held = await firstValueFrom(locker.acquirePermit('skip', { limit: 1 }));
     let ran = false;
     await lastValueFrom(defer(async () => (ran = true)).pipe(locker.withPermit('skip', { limit: 1, onBusy: 'skip' })), { defaultValue: undefined });
     expect(ran).toBe(false);
+    // reported as a skip: one attempt, no wait
+    expect(events.filter((e) => e.type === 'timed-out')).toEqual([
+      { type: 'timed-out', key: 'skip', waitedMs: expect.any(Number), attempts: 1, skipped: true },
+    ]);
     await held.release();
     await lastValueFrom(defer(async () => (ran = true)).pipe(locker.withPermit('skip', { limit: 1, onBusy: 'skip' })));
     expect(ran).toBe(true);
   });
 
-  it('times out with LockTimeoutError after waitTimeout, leaving the line', async () => {
+  it('times out with LockTimeoutError after waitTimeout, leaving the line; the error and the timed-out event say how long and how many attempts', async () => {
     const store = new MemoryLockStore();
     const locker = newLocker(store);
+    const events: LockEvent[] = [];
+    locker.events$.subscribe((e) => events.push(e));
     const held = await firstValueFrom(locker.acquirePermit('busy', { limit: 1 }));
+    const started = performance.now();
     const error = await firstValueFrom(locker.acquirePermit('busy', { limit: 1, waitTimeout: 30 })).catch((e: unknown) => e);
+    const took = performance.now() - started;
     expect(isLockTimeoutError(error)).toBe(true);
+    if (!isLockTimeoutError(error)) return;
+    // waited the wait limit (on the locker's clock), no longer than the call took
+    expect(error.waitedMs).toBeGreaterThanOrEqual(29);
+    expect(error.waitedMs).toBeLessThanOrEqual(took + 1);
+    // (retry every 1–3 ms: several attempts, the first and the last that left the line among them)
+    expect(error.attempts).toBeGreaterThanOrEqual(2);
+    expect(events.filter((e) => e.type === 'timed-out')).toEqual([
+      { type: 'timed-out', key: 'busy', waitedMs: error.waitedMs, attempts: error.attempts, skipped: false },
+    ]);
     expect((await store.inspectShared('lock:busy'))?.waiting).toBe(0);
     await held.release();
+  });
+
+  describe('a retry function decides when a permit wait attempts again', () => {
+    /** A memory store recording each shared call: `acquire:<place>` and `leave`. */
+    function recordedStore() {
+      const store = new MemoryLockStore();
+      const calls: string[] = [];
+      const acquire = store.tryAcquireShared.bind(store);
+      const leave = store.leaveShared.bind(store);
+      store.tryAcquireShared = (key, token, ttl, weight, capacity, place, fences) => (
+        calls.push(`acquire:${place}`), acquire(key, token, ttl, weight, capacity, place, fences)
+      );
+      store.leaveShared = (key, token) => (calls.push('leave'), leave(key, token));
+      return { store, calls };
+    }
+
+    it('one that completes without emitting: one last attempt, which leaves the line, then LockTimeoutError (even with waitTimeout Infinity)', async () => {
+      const { store, calls } = recordedStore();
+      const locker = newLocker(store);
+      const events: LockEvent[] = [];
+      locker.events$.subscribe((e) => events.push(e));
+      const held = await firstValueFrom(locker.acquirePermit('gives-up', { limit: 1 }));
+      calls.length = 0;
+      const asked: number[] = [];
+      const error = await firstValueFrom(
+        locker.acquirePermit('gives-up', { limit: 1, waitTimeout: Infinity, retry: (n) => (asked.push(n), timer(5).pipe(ignoreElements())) }),
+      ).catch((e: unknown) => e);
+      expect(isLockTimeoutError(error)).toBe(true);
+      expect(asked).toEqual([1]);
+      expect(calls).toEqual(['acquire:keep', 'acquire:leave']);
+      expect(events.filter((e) => e.type === 'timed-out')).toEqual([expect.objectContaining({ key: 'gives-up', attempts: 2, skipped: false })]);
+      expect((await store.inspectShared('lock:gives-up'))?.waiting).toBe(0);
+      await held.release();
+    });
+
+    it('one that stops after 3 retries: asked with 1 … 4, five attempts, the last leaving the line', async () => {
+      const { store, calls } = recordedStore();
+      const locker = newLocker(store);
+      const held = await firstValueFrom(locker.acquirePermit('three', { limit: 1 }));
+      calls.length = 0;
+      const asked: number[] = [];
+      const error = await firstValueFrom(
+        locker.acquirePermit('three', { limit: 1, waitTimeout: Infinity, retry: (n) => (asked.push(n), n <= 3 ? timer(2) : EMPTY) }),
+      ).catch((e: unknown) => e);
+      expect(isLockTimeoutError(error)).toBe(true);
+      expect(asked).toEqual([1, 2, 3, 4]);
+      expect(calls).toEqual(['acquire:keep', 'acquire:keep', 'acquire:keep', 'acquire:keep', 'acquire:leave']);
+      expect((error as { attempts: number }).attempts).toBe(5);
+      expect((await store.inspectShared('lock:three'))?.waiting).toBe(0);
+      await held.release();
+    });
+
+    it('one that errors: the acquisition fails with that very error and the waiter leaves the line', async () => {
+      const { store, calls } = recordedStore();
+      const locker = newLocker(store);
+      const events: LockEvent[] = [];
+      locker.events$.subscribe((e) => events.push(e));
+      const held = await firstValueFrom(locker.acquirePermit('errs', { limit: 1 }));
+      calls.length = 0;
+      const failure = new Error('retry policy failed');
+      const error = await firstValueFrom(locker.acquirePermit('errs', { limit: 1, waitTimeout: Infinity, retry: () => throwError(() => failure) })).catch(
+        (e: unknown) => e,
+      );
+      expect(error).toBe(failure);
+      await sleep(10);
+      expect(calls).toEqual(['acquire:keep', 'leave']);
+      expect(events.filter((e) => e.type === 'timed-out')).toEqual([]);
+      expect((await store.inspectShared('lock:errs'))?.waiting).toBe(0);
+      await held.release();
+    });
   });
 
   it('a lease that ends without renewal is lost with LockLostError, and its permit comes back', async () => {
