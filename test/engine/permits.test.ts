@@ -142,6 +142,45 @@ describe('withPermit', () => {
     expect(await store.inspectShared('lock:inflight')).toBeNull();
   });
 
+  it('a waiter that unsubscribes while its attempt is being granted: the leave gives the permits back and says so (abandoned-released), once', async () => {
+    const store = new MemoryLockStore();
+    const acquire = store.tryAcquireShared.bind(store);
+    store.tryAcquireShared = async (...args) => {
+      const answer = await acquire(...args); // granted at once…
+      await sleep(40); // …answered late
+      return answer;
+    };
+    const locker = newLocker(store);
+    const events: LockEvent[] = [];
+    locker.events$.subscribe((e) => events.push(e));
+    let token: string | undefined;
+    const waiting = locker.acquirePermit('granted-meanwhile', { limit: 1 }).subscribe({ next: (lease) => (token = lease.token), error: () => undefined });
+    await sleep(10);
+    expect((await store.inspectShared('lock:granted-meanwhile'))?.holders).toHaveLength(1);
+    waiting.unsubscribe(); // the grant is on its way
+    await sleep(80);
+    expect(token).toBeUndefined();
+    expect(await store.inspectShared('lock:granted-meanwhile')).toBeNull();
+    const given = events.filter((e) => e.type === 'abandoned-released');
+    expect(given).toEqual([{ type: 'abandoned-released', key: 'granted-meanwhile', token: expect.any(String), deleted: true }]);
+    expect(events.filter((e) => e.type === 'acquired')).toEqual([]);
+  });
+
+  it('a waiter that unsubscribes while refused: its leave gives nothing back, and no abandoned-released is reported', async () => {
+    const store = new MemoryLockStore();
+    const locker = newLocker(store);
+    const events: LockEvent[] = [];
+    locker.events$.subscribe((e) => events.push(e));
+    const held = await firstValueFrom(locker.acquirePermit('refused', { limit: 1 }));
+    const waiting = locker.acquirePermit('refused', { limit: 1 }).subscribe({ error: () => undefined });
+    await sleep(10);
+    waiting.unsubscribe();
+    await sleep(20);
+    expect((await store.inspectShared('lock:refused'))?.waiting).toBe(0);
+    expect(events.filter((e) => e.type === 'abandoned-released')).toEqual([]);
+    await held.release();
+  });
+
   it("onBusy: 'skip' completes empty when the permits are taken, and runs when one is free", async () => {
     const locker = newLocker();
     const events: LockEvent[] = [];
