@@ -110,6 +110,32 @@ describe('a waiter for permits, woken by the grant signal', () => {
     await lease.release();
   });
 
+  it('a grant announced while its attempt is in flight: once that attempt is answered "queued", it looks again at once, not after a slow refresh', async () => {
+    const a = newLocker();
+    const b = newLocker();
+    const first: Lease = await firstValueFrom(a.locker.acquirePermit('sem4', { limit: 1, ttl: 30_000 }));
+    // b meets contention once, so it listens before its first attempt: that attempt is heard
+    await expect(firstValueFrom(b.locker.acquirePermit('sem4', { limit: 1, waitTimeout: 50 }))).rejects.toMatchObject({ name: 'LockTimeoutError' });
+    // The store queues b's attempt; before b hears that answer, a releases — granting b's place —
+    // and the announcement reaches b while the attempt is still in flight.
+    const attempts = countAttempts(b.store, async (n) => {
+      if (n !== 1) return;
+      await first.release();
+      await sleep(100);
+    });
+    const waited = await firstValueFrom(
+      race(
+        b.locker.acquirePermit('sem4', { limit: 1, ttl: 30_000, waitTimeout: 30_000 }),
+        timer(4_000).pipe(map(() => 'still waiting' as const)), // (its slow refresh: ≥ 10 s)
+      ),
+    );
+    expect(waited).not.toBe('still waiting');
+    expect(attempts.n).toBe(2); // the queued answer, then the look that found the grant
+    const lease = waited as Lease;
+    expect(lease.fence).toBeGreaterThan(first.fence);
+    expect(await lease.release()).toBe(true);
+  });
+
   it('the store dates a kept place, and announces no grant to the caller whose own call made it', async () => {
     const { store } = newLocker();
     const signals: WakeSignal[] = [];
