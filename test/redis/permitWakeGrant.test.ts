@@ -136,6 +136,31 @@ describe('a waiter for permits, woken by the grant signal', () => {
     expect(await lease.release()).toBe(true);
   });
 
+  it('with a slow retry policy and the channel already live: a place kept unheard is looked at again at once, not a policy step later', async () => {
+    const a = newLocker();
+    const b = newLocker();
+    const other = b.store.watch!('lock:other5', 'other-token', () => undefined);
+    suite.closers.push(() => other.stop());
+    await other.ready;
+    const first: Lease = await firstValueFrom(a.locker.acquirePermit('sem5', { limit: 1, ttl: 30_000 }));
+    // as above: the grant to b's place is announced before b listens for it
+    const attempts = countAttempts(b.store, async (n) => {
+      if (n !== 1) return;
+      await first.release();
+      await sleep(50);
+    });
+    const started = performance.now();
+    const waited = await firstValueFrom(
+      race(
+        b.locker.acquirePermit('sem5', { limit: 1, ttl: 30_000, waitTimeout: 30_000, retry: { minDelay: 8_000, jitter: 0 } }),
+        timer(4_000).pipe(map(() => 'still waiting' as const)), // (the policy's step: 8 s)
+      ),
+    );
+    expect(waited, `after ${Math.round(performance.now() - started)} ms`).not.toBe('still waiting');
+    expect(attempts.n).toBe(2);
+    await (waited as Lease).release();
+  });
+
   it('the store dates a kept place, and announces no grant to the caller whose own call made it', async () => {
     const { store } = newLocker();
     const signals: WakeSignal[] = [];

@@ -299,6 +299,13 @@ export class SharedWait {
       return;
     }
     this.listen();
+    if (this.watch?.active === true && this.place?.heard === false && typeof this.settings.retry !== 'function') {
+      // The channel is live already (another wait of this store listens) but the place was kept
+      // before this wait listened: a grant made since was announced to nobody. Look now, heard —
+      // not a whole step of the retry policy later. (A retry function decides every attempt.)
+      this.attempt();
+      return;
+    }
     this.sleepThenAttempt(result.holderTtl);
   }
 
@@ -307,8 +314,8 @@ export class SharedWait {
     if (this.watch !== undefined || this.ctx.wakeUp === undefined) return;
     this.watch = this.ctx.wakeUp.watch(this.storeKey, this.token, this.signalled);
     // Once the channel is live, a slow refresh replaces the poll: attempt then (an attempt sent
-    // with the channel live is heard), or at once if the channel is live already and the place
-    // was kept unheard.
+    // with the channel live is heard). If it is live already, `refused` looks at once at a place
+    // kept unheard.
     if (!this.watch.active) void this.watch.ready.then(() => this.wakeNow());
   }
 
