@@ -291,6 +291,43 @@ describe('withPermit', () => {
     });
   });
 
+  describe('a waiter whose retry policy sleeps long (no wake-up signals on this store)', () => {
+    it('looks again when the first holder’s lease ends (an expiry frees permits unannounced), not a policy step later', async () => {
+      const store = new MemoryLockStore({ placeTtl: 30_000 });
+      const locker = newLocker(store);
+      await firstValueFrom(locker.acquirePermit('expires', { limit: 1, ttl: 300, renew: false })); // never released
+      const started = performance.now();
+      const lease = await firstValueFrom(locker.acquirePermit('expires', { limit: 1, waitTimeout: 20_000, retry: { minDelay: 8_000, jitter: 0 } }));
+      // the holder's key lapsed after 300 ms; the policy's step is 8 s
+      expect(performance.now() - started).toBeLessThan(4_000);
+      await lease.release();
+    });
+
+    it('refreshes its place before it lapses, so it keeps its turn in the line', async () => {
+      const store = new MemoryLockStore({ placeTtl: 300 });
+      const calls = { acquire: 0 };
+      const acquire = store.tryAcquireShared.bind(store);
+      store.tryAcquireShared = (...args) => (calls.acquire++, acquire(...args));
+      const locker = newLocker(store);
+      const held = await firstValueFrom(locker.acquirePermit('kept', { limit: 1, ttl: 30_000 }));
+      const waiting = locker
+        .acquirePermit('kept', { limit: 1, waitTimeout: 20_000, retry: { minDelay: 8_000, jitter: 0 } })
+        .subscribe({ error: () => undefined });
+      const lapsed: number[] = [];
+      const until = performance.now() + 1_500;
+      while (performance.now() < until) {
+        const waitingNow = (await store.inspectShared('lock:kept'))?.waiting ?? 0;
+        if (waitingNow !== 1) lapsed.push(Math.round(until - performance.now()));
+        await sleep(20);
+      }
+      // its place (300 ms) was never missing from the line, though the policy sleeps 8 s
+      expect(lapsed).toEqual([]);
+      expect(calls.acquire).toBeGreaterThanOrEqual(1 + 4); // the holder's, then a refresh at least every 100 ms or so
+      waiting.unsubscribe();
+      await held.release();
+    });
+  });
+
   it('a lease that ends without renewal is lost with LockLostError, and its permit comes back', async () => {
     const locker = newLocker();
     const error = await lastValueFrom(NEVER.pipe(locker.withPermit('lost', { limit: 1, ttl: 40, renew: false }))).catch((e: unknown) => e);
