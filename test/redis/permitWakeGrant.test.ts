@@ -12,6 +12,7 @@ import { RedisLockStore } from '../../src/redis.js';
 import type { WakeSignal } from '../../src/store/capabilities.js';
 import { connect } from '../support/redis.js';
 import { redisSuite } from '../support/redisSuite.js';
+import { countAttempts } from '../support/sharedStoreCalls.js';
 import { eventually, sleep } from '../support/timing.js';
 
 const suite = redisSuite();
@@ -29,19 +30,6 @@ function newLocker(): { locker: Locker; store: RedisLockStore } {
     () => locker.close(),
   );
   return { locker, store };
-}
-
-/** Counts `store`'s tryAcquireShared calls; `after` runs once the store answered a call, before the caller hears it. */
-function countAttempts(store: RedisLockStore, after?: (n: number) => Promise<void>): { readonly n: number } {
-  const counter = { n: 0 };
-  const tryAcquireShared = store.tryAcquireShared.bind(store);
-  store.tryAcquireShared = async (...args) => {
-    const n = ++counter.n;
-    const answer = await tryAcquireShared(...args);
-    await after?.(n);
-    return answer;
-  };
-  return counter;
 }
 
 describe('a waiter for permits, woken by the grant signal', () => {
