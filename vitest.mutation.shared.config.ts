@@ -3,7 +3,9 @@
  * mutation:shared, stryker.shared.config.mjs): semaphores and read-write locks on the in-memory
  * store (waits, passes, late grants, a store of one's own, inspection, the shared contract), and
  * on Redis the paths only a store with wake-up signals takes (grants announced on the inbox, late
- * and stray signals, passes from a grant from the line). About 20 s for every file at once.
+ * and stray signals, passes from a grant from the line, the signal's guards: undated signals and
+ * places, a grant's TTL and validity from the signal, the wait's watches). About 35 s for every
+ * file at once.
  */
 import { defineConfig } from 'vitest/config';
 import base from './vitest.config.js';
@@ -22,6 +24,7 @@ export default defineConfig({
       'test/redis/permitWakeGrant.test.ts',
       'test/redis/attackPermitSignal.test.ts',
       'test/redis/attackPermitLateSignal.test.ts',
+      'test/redis/attackPermitSignalGuards.test.ts',
     ],
     env: { ...base.test?.env, MUTATION: '1' },
   },
