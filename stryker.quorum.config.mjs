@@ -1,4 +1,6 @@
 // @ts-check
+import { mutationRun } from './stryker.base.mjs';
+
 /**
  * Mutation testing of the quorum store's safety guards (npm run mutation:quorum): the quorum's
  * fences (quorumFences, covers, FenceFloor), the release's "passed" decision (releaseArgs), the
@@ -7,12 +9,10 @@
  * run: vitest.mutation.quorum.config.ts. One mutant at a time (the Redis tests start their own
  * servers; two cores). A narrower run: `npx stryker run stryker.quorum.config.mjs --mutate <file:lines>`.
  * Report: reports/mutation-quorum/mutation.html.
- * @type {import('@stryker-mutator/api/core').PartialStrykerOptions}
  */
-export default {
-  testRunner: 'vitest',
-  vitest: { configFile: 'vitest.mutation.quorum.config.ts', related: false },
-  coverageAnalysis: 'perTest',
+export default mutationRun({
+  name: 'mutation-quorum',
+  vitestConfig: 'vitest.mutation.quorum.config.ts',
   mutate: [
     'src/backends/redis/quorum/quorumFences.ts',
     'src/backends/redis/quorum/FenceFloor.ts',
@@ -24,12 +24,5 @@ export default {
     'src/backends/redis/quorum/RedlockStore.ts:300-318',
   ],
   concurrency: 1,
-  timeoutMS: 20_000,
-  timeoutFactor: 2,
-  reporters: ['clear-text', 'progress-append-only', 'html', 'json'],
-  htmlReporter: { fileName: 'reports/mutation-quorum/mutation.html' },
-  jsonReporter: { fileName: 'reports/mutation-quorum/mutation.json' },
   tempDirName: '.stryker-tmp',
-  cleanTempDir: true,
-  ignoreStatic: true,
-};
+});

@@ -1,4 +1,6 @@
 // @ts-check
+import { mutationRun } from './stryker.base.mjs';
+
 /**
  * Mutation testing of the shared locks' engine (npm run mutation:shared): a semaphore's or
  * read-write lock's wait (SharedWait: its states, late grants given back, signals dated against
@@ -7,20 +9,10 @@
  * passes, give-backs, closing). The tests run: vitest.mutation.shared.config.ts. A narrower run:
  * `npx stryker run stryker.shared.config.mjs --mutate <file:lines>`.
  * Report: reports/mutation-shared/mutation.html.
- * @type {import('@stryker-mutator/api/core').PartialStrykerOptions}
  */
-export default {
-  testRunner: 'vitest',
-  vitest: { configFile: 'vitest.mutation.shared.config.ts', related: false },
-  coverageAnalysis: 'perTest',
+export default mutationRun({
+  name: 'mutation-shared',
+  vitestConfig: 'vitest.mutation.shared.config.ts',
   mutate: ['src/engine/shared/SharedWait.ts', 'src/engine/shared/PermitPasses.ts', 'src/engine/shared/SharedLocks.ts'],
-  concurrency: 2,
-  timeoutMS: 20_000,
-  timeoutFactor: 2,
-  reporters: ['clear-text', 'progress-append-only', 'html', 'json'],
-  htmlReporter: { fileName: 'reports/mutation-shared/mutation.html' },
-  jsonReporter: { fileName: 'reports/mutation-shared/mutation.json' },
   tempDirName: '.stryker-tmp-shared',
-  cleanTempDir: true,
-  ignoreStatic: true,
-};
+});
