@@ -20,6 +20,8 @@ export default defineConfig({
       'test/engine/**/*.test.ts',
       'test/redis/sessionEdges.test.ts',
       'test/redis/attackWakeSignals.test.ts',
+      'test/redis/attackMixedVersions.test.ts',
+      'test/redis/attackForgedMutexSignal.test.ts',
       'test/redis/directTakeSignal.test.ts',
       'test/redis/cancellation.test.ts',
       'test/redis/attackReplyLost.test.ts',
