@@ -33,6 +33,8 @@ export default defineConfig({
       'test/redis/close.test.ts',
       'test/redis/skipWhenBusy.test.ts',
       'test/redis/coreOnlyEngine.test.ts',
+      'test/redis/sessionLeaveEdges.test.ts',
+      'test/redis/sessionSignalEdges.test.ts',
     ],
     maxWorkers: 1,
     env: { ...base.test?.env, MUTATION: '1' },
