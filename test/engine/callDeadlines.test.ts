@@ -3,7 +3,7 @@
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { CallDeadlines, type Tracked } from '../../src/engine/calls/CallDeadlines.js';
 
 /** Tracks a call that runs `onExpire` when its limit passes. */
@@ -144,5 +144,45 @@ describe('CallDeadlines: handlers that run on expiry see the queue as it is', ()
     track(deadlines, () => expired.push('c'));
     await sleep(120);
     expect(expired).toEqual(['a', 'c', 'd']);
+  });
+});
+
+describe('CallDeadlines under steady traffic (mutation run of the call limits)', () => {
+  it('a call that hangs expires at its limit while other calls keep coming and being answered', async () => {
+    // (re-arming the one timer for each new call pushed the hung call's expiry back each time:
+    // on a busy locker commandTimeout never fired for it)
+    const deadlines = new CallDeadlines(300);
+    let expiredAt: number | undefined;
+    const t0 = performance.now();
+    track(deadlines, () => (expiredAt = performance.now()));
+    const trafficEnds = t0 + 2_500;
+    while (performance.now() < trafficEnds && expiredAt === undefined) {
+      await sleep(40);
+      const call = track(deadlines, () => undefined);
+      await sleep(10);
+      deadlines.settle(call);
+    }
+    expect(expiredAt).toBeDefined();
+    expect(expiredAt! - t0).toBeLessThan(2_000);
+  });
+
+  it('waits for the next call’s limit without spinning: one timer per wait', async () => {
+    // (after the head was answered, the timer re-arms for the next call's limit; a delay of 0
+    // instead re-fired it in a loop until then)
+    const deadlines = new CallDeadlines(200);
+    const first = track(deadlines, () => undefined);
+    await sleep(100);
+    let expired = false;
+    track(deadlines, () => (expired = true));
+    deadlines.settle(first);
+    const spy = vi.spyOn(globalThis, 'setTimeout');
+    try {
+      await sleep(400);
+      expect(expired).toBe(true);
+      // the test's sleep, the re-arm for the second call after the first limit passed
+      expect(spy.mock.calls.length).toBeLessThanOrEqual(3);
+    } finally {
+      spy.mockRestore();
+    }
   });
 });
