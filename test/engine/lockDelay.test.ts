@@ -95,3 +95,27 @@ describe('lock-delay and a measured validity that the drift of ttl + lockDelay e
     memory.close();
   });
 });
+
+describe('lock-delay: a lease lost to its deadline', () => {
+  it('is not given back, and its release() says false: the key lapses by itself, lockDelay after', async () => {
+    // (LeaseKeeper.release: a lapsed lease under lock-delay sends nothing. The keeper's own answer
+    // there, `false`, survives the mutation run made `true`: the lease, lost already, answers
+    // release() with `false` whatever the keeper says — this pins what the holder sees)
+    const memory = new MemoryLockStore();
+    let releases = 0;
+    const store: LockStore = {
+      tryAcquire: (key, token, ttlMs, fences) => memory.tryAcquire(key, token, ttlMs, fences),
+      extend: (key, token, ttlMs) => memory.extend(key, token, ttlMs),
+      release: (key, token) => (releases++, memory.release(key, token)),
+    };
+    const locker = createLocker({ store, ttl: 200, lockDelay: 5_000, renew: false });
+    const lease = await firstValueFrom(locker.acquire('k'));
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(lease.held).toBe(false);
+    expect(await lease.release()).toBe(false);
+    expect(releases).toBe(0);
+    expect(memory.pttl('lock:k')).toBeGreaterThan(0); // still there: it lapses by itself
+    await locker.close();
+    memory.close();
+  });
+});
