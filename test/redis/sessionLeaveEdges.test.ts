@@ -96,6 +96,17 @@ async function waiterInLine(key: string, opts: { withX?: boolean; subscribe?: bo
   return { lockKey, h, hLease, ws, w, wEvents, wOptions, policy, wResult, wSub, wLeases, wErrors, wToken, xLease };
 }
 
+/** X (another process) queues alone behind H; at H's release it takes the key at once: no dead place is left ahead of it. */
+async function nextTakesAtOnce(key: string, lockKey: string, hLease: Lease): Promise<void> {
+  const { locker: x } = newLocker({ store: newStore() });
+  const xLease = firstValueFrom(x.acquire(key, { waitTimeout: 60_000 }));
+  await eventually(async () => (await lineOf(suite.admin, lockKey)).length === 1, 5_000, 5, 'X in the line');
+  expect(await hLease.release()).toBe(true);
+  const xHeld = await within(xLease, PROMPT, 'X takes the key at once');
+  expect(await suite.admin.get(lockKey)).toBe(xHeld.token);
+  expect(await xHeld.release()).toBe(true);
+}
+
 // ─── the retry function stops while the waiter is in the line (policyStopped) ───────────────────
 
 /**
@@ -449,13 +460,7 @@ it('a waiter that joins while the leave is in flight, abandoned with its attempt
   expect(leave.acquiresInFlight).toBe(0);
   expect(leave.calledAt).toBeGreaterThanOrEqual(attempt.settledAt!);
   expect((await lineOf(suite.admin, lockKey)).map((p) => p.token)).not.toContain(wToken);
-  const { locker: x } = newLocker({ store: newStore() });
-  const xLease = firstValueFrom(x.acquire(key, { waitTimeout: 60_000 }));
-  await eventually(async () => (await lineOf(suite.admin, lockKey)).length === 1, 5_000, 5, 'X in the line');
-  expect(await hLease.release()).toBe(true);
-  const xHeld = await within(xLease, PROMPT, 'X takes the key at once');
-  expect(await suite.admin.get(lockKey)).toBe(xHeld.token);
-  expect(await xHeld.release()).toBe(true);
+  await nextTakesAtOnce(key, lockKey, hLease);
 });
 
 /**
@@ -478,11 +483,5 @@ it('an attempt in line that fails: the acquisition fails, the session leaves the
   expect(ws.calls('leave')[0]!.acquiresInFlight).toBe(0);
   expect(ws.calls('release')).toEqual([]);
   expect((await lineOf(suite.admin, lockKey)).map((p) => p.token)).not.toContain(wToken);
-  const { locker: x } = newLocker({ store: newStore() });
-  const xLease = firstValueFrom(x.acquire(key, { waitTimeout: 60_000 }));
-  await eventually(async () => (await lineOf(suite.admin, lockKey)).length === 1, 5_000, 5, 'X in the line');
-  expect(await hLease.release()).toBe(true);
-  const xHeld = await within(xLease, PROMPT, 'X takes the key at once');
-  expect(await suite.admin.get(lockKey)).toBe(xHeld.token);
-  expect(await xHeld.release()).toBe(true);
+  await nextTakesAtOnce(key, lockKey, hLease);
 });

@@ -126,6 +126,13 @@ function rawStore(storeOptions: RedisLockStoreOptions = {}): RedisLockStore {
   return store;
 }
 
+/** H, another process (a bare store), holds `lockKey` for `holdMs`. */
+async function heldElsewhere(lockKey: string, holdMs = 120_000): Promise<RedisLockStore> {
+  const h = rawStore({ wakeUp: false });
+  expect((await h.tryAcquire(lockKey, 'H', holdMs)).acquired).toBe(true);
+  return h;
+}
+
 /** Subscribes to an acquisition; the lease (or error) and when it came. */
 function acquire(w: Waiter, name: string, options: Parameters<Locker['acquire']>[1] = {}) {
   const got: { lease?: Lease; error?: unknown; at?: number; subscription?: Subscription } = {};
@@ -175,8 +182,7 @@ async function placeLive(lockKey: string, token: string): Promise<boolean> {
  */
 async function sleepingInLine(name: string, holdMs = 120_000, options: Omit<LockerOptions, 'store'> = {}, placeTtl = LONG_PLACE) {
   const lockKey = `lock:${name}`;
-  const h = rawStore({ wakeUp: false });
-  expect((await h.tryAcquire(lockKey, 'H', holdMs)).acquired).toBe(true);
+  const h = await heldElsewhere(lockKey, holdMs);
   const b = waiter({ ttl: 10_000, waitTimeout: 60_000, random: () => 0, ...options }, { placeTtl });
   const got = acquire(b, name);
   await eventually(() => queuedAnswers(b).length >= 1, 5_000, 5, 'B keeps a place in line');
@@ -198,8 +204,7 @@ describe('a place refreshed while the retry policy sleeps longer than it lasts',
   it("keeps the waiter's place across a 5 s sleep with a 2 s place: a release after the place would have lapsed hands it the key, not to one that came later", async () => {
     const name = 'outsleep';
     const lockKey = `lock:${name}`;
-    const h = rawStore({ wakeUp: false });
-    expect((await h.tryAcquire(lockKey, 'H', 120_000)).acquired).toBe(true);
+    const h = await heldElsewhere(lockKey);
     // no wake-up channel: B polls in line with its own policy's sleeps, of 500 + 0.99 × 4500 ms
     // (minDelay alone is shorter than a third of the place: it is minDelay + jitter that counts)
     const b = waiter({ ttl: 10_000, waitTimeout: 60_000, retry: { minDelay: 500, jitter: 4_500 }, random: () => 0.99 }, { placeTtl: 2_000, wakeUp: false });
@@ -232,8 +237,7 @@ describe('a place refreshed while the retry policy sleeps longer than it lasts',
   it('a retry function: the place is refreshed in its second sleep too, and refreshes are not counted as its attempts', async () => {
     const name = 'outsleep-fn';
     const lockKey = `lock:${name}`;
-    const h = rawStore({ wakeUp: false });
-    expect((await h.tryAcquire(lockKey, 'H', 120_000)).acquired).toBe(true);
+    const h = await heldElsewhere(lockKey);
     const asked: number[] = [];
     const b = waiter(
       {
@@ -272,8 +276,7 @@ describe('a place refreshed while the retry policy sleeps longer than it lasts',
   it('a place of unknown lifetime: no refresh loop while a retry function sleeps', async () => {
     const name = 'unknown-place';
     const lockKey = `lock:${name}`;
-    const h = rawStore({ wakeUp: false });
-    expect((await h.tryAcquire(lockKey, 'H', 120_000)).acquired).toBe(true);
+    await heldElsewhere(lockKey);
     const b = waiter({ ttl: 10_000, waitTimeout: 60_000, retry: () => timer(3_000) }, { wakeUp: false });
     // the answers say "queued" without the place's lifetime
     b.rewrite = (result) => (result.acquired ? result : { ...result, placeTtl: undefined });
@@ -293,8 +296,7 @@ describe("the policy's sleep ends while a refresh of the place is in flight", ()
    */
   async function heldRefresh(name: string, sleepFor: () => ReturnType<typeof timer>) {
     const lockKey = `lock:${name}`;
-    const h = rawStore({ wakeUp: false });
-    expect((await h.tryAcquire(lockKey, 'H', 120_000)).acquired).toBe(true);
+    const h = await heldElsewhere(lockKey);
     const asked: number[] = [];
     const b = waiter(
       {
@@ -423,8 +425,7 @@ describe("the 'behind' signal", () => {
   it("does not cut short a retry function's sleep", async () => {
     const name = 'behind-policy';
     const lockKey = `lock:${name}`;
-    const h = rawStore({ wakeUp: false });
-    expect((await h.tryAcquire(lockKey, 'H', 120_000)).acquired).toBe(true);
+    await heldElsewhere(lockKey);
     const b = waiter({ ttl: 10_000, waitTimeout: 60_000, retry: () => timer(5_000) }, { placeTtl: LONG_PLACE });
     acquire(b, name);
     await eventually(() => queuedAnswers(b).length >= 1, 5_000, 5, 'B takes its place');
@@ -479,8 +480,7 @@ describe('a grant signal that lands while an attempt is in flight', () => {
   it('the hand-off signalled during the attempt is taken at once when the attempt says "queued"', async () => {
     const name = 'pending-real';
     const lockKey = `lock:${name}`;
-    const h = rawStore({ wakeUp: false });
-    expect((await h.tryAcquire(lockKey, 'H', 120_000)).acquired).toBe(true);
+    const h = await heldElsewhere(lockKey);
     const b = waiter({ ttl: 10_000, waitTimeout: 60_000, random: () => 0 }, { placeTtl: LONG_PLACE });
     let answerHeard = 0;
     b.after = async (call) => {
@@ -505,8 +505,7 @@ describe('a grant signal that lands while an attempt is in flight', () => {
   it('a forged one: B asks once more, then sleeps (no loop of attempts)', async () => {
     const name = 'pending-forged';
     const lockKey = `lock:${name}`;
-    const h = rawStore({ wakeUp: false });
-    expect((await h.tryAcquire(lockKey, 'H', 120_000)).acquired).toBe(true);
+    await heldElsewhere(lockKey);
     const b = waiter({ ttl: 10_000, waitTimeout: 60_000, random: () => 0 }, { placeTtl: LONG_PLACE });
     let answerHeard = 0;
     b.after = async (call) => {
@@ -533,8 +532,7 @@ describe('a grant signal that lands while an attempt is in flight', () => {
   it('a leave that fails after a grant signal came: the session leaves again and gives the handed key back', async () => {
     const name = 'pending-leave';
     const lockKey = `lock:${name}`;
-    const h = rawStore({ wakeUp: false });
-    expect((await h.tryAcquire(lockKey, 'H', 120_000)).acquired).toBe(true);
+    const h = await heldElsewhere(lockKey);
     const b = waiter({ ttl: 10_000, waitTimeout: 60_000, commandTimeout: 10_000, retry: (n: number) => (n === 1 ? timer(300) : EMPTY) });
     let failLeave = (): void => undefined;
     let firstLeave: Call | undefined;
