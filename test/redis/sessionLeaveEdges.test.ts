@@ -337,6 +337,42 @@ it('a direct attempt that the store ran but whose answer was lost: the key is gi
 });
 
 /**
+ * Protects LeaseKeeper.releaseAbandoned's rules for a give-back whose grant was only possible
+ * (`unsure`: `deleted || !unsure` and `!unsure`): after a direct attempt whose answer was lost, the
+ * give-back by token is sent whatever the store did, but it is reported only when the key was the
+ * waiter's. Here another process held the key, so the store refused the attempt: the give-back finds
+ * nothing, says so to nobody, and does not touch the holder's key; and when the give-back fails too
+ * (the store still unreachable), that is no `release-failed` of a lock the waiter never had.
+ */
+it('a direct attempt whose answer was lost while another process held the key: the give-back is sent, touches nothing and reports nothing', async () => {
+  const lockKey = 'lock:lost-refusal';
+  const { locker: h } = newLocker({ store: newStore() });
+  const hLease = await firstValueFrom(h.acquire('lost-refusal'));
+  for (const releaseFails of [false, true]) {
+    const ws = intercepted();
+    const ran = ws.inner.tryAcquire.bind(ws.inner);
+    ws.inner.tryAcquire = async (...args) => {
+      expect((await ran(...args)).acquired).toBe(false); // Redis refuses: H holds the key…
+      throw new Error('connection lost before the answer'); // …and the answer is lost
+    };
+    if (releaseFails) ws.inner.release = () => Promise.reject(new Error('connection lost again'));
+    const { locker: u, events: uEvents } = newLocker({ store: ws });
+    const error = await within(outcome(firstValueFrom(u.acquire('lost-refusal'))), PROMPT, 'U fails');
+    expect(isLockStoreError(error)).toBe(true);
+    const uToken = ws.calls('tryAcquire')[0]!.token;
+    await eventually(() => ws.calls('release')[0]?.settledAt !== undefined, PROMPT, 5, 'the give-back settled');
+    await sleep(100); // (an event would follow its call's answer in the same tick)
+    const release = ws.calls('release')[0]!;
+    expect(release.token).toBe(uToken);
+    if (releaseFails) expect(release.error).toBeInstanceOf(Error);
+    else expect(release.result).toBe(false);
+    expect(uEvents.filter((e) => e.type === 'abandoned-released' || e.type === 'release-failed')).toEqual([]);
+    expect(await suite.admin.get(lockKey)).toBe(hLease.token);
+  }
+  expect(await hLease.release()).toBe(true);
+});
+
+/**
  * Protects the late grant of a direct attempt (attemptAnsweredLate, and `&& !this.lateGrant` in
  * attemptSettled): an attempt that timed out (commandTimeout) but that the store ran later with a
  * grant is given back when its answer comes — and once only: the give-back by token that follows a
