@@ -104,6 +104,12 @@ export class EmbeddedRedisCluster {
     try {
       const share = Math.ceil(SLOTS / clients.length);
       await Promise.all(clients.map((client, i) => client.call('CLUSTER', 'ADDSLOTSRANGE', String(i * share), String(Math.min(SLOTS, (i + 1) * share) - 1))));
+      // A config epoch of its own for each master before they meet, as `redis-cli --cluster create`
+      // does. Left at 0, the masters settle their epochs by collision after meeting, one bump per
+      // round of pings, for seconds after the cluster reports ok: a slot moved meanwhile (a test's
+      // migration) could be claimed back by its old owner with a newer epoch, and the new owner then
+      // deletes the slot's keys it no longer serves — seen as leases 'gone' after a migration.
+      await Promise.all(clients.map((client, i) => client.call('CLUSTER', 'SET-CONFIG-EPOCH', String(i + 1))));
       for (const node of this.nodes.slice(1)) await clients[0]!.call('CLUSTER', 'MEET', node.host, String(node.port));
       const deadline = Date.now() + 20_000;
       for (;;) {
