@@ -179,8 +179,10 @@ describe('CallDeadlines under steady traffic (mutation run of the call limits)',
     try {
       await sleep(400);
       expect(expired).toBe(true);
-      // the test's sleep, the re-arm for the second call after the first limit passed
-      expect(spy.mock.calls.length).toBeLessThanOrEqual(3);
+      // the test's sleep, the re-arm for the second call after the first limit passed, and a few
+      // more if a timer fires a little early (Node counts a timer from the event loop's cached
+      // clock, which a loaded machine lets lag: seen once, > 3); spinning arms one every ms (~100)
+      expect(spy.mock.calls.length).toBeLessThanOrEqual(8);
     } finally {
       spy.mockRestore();
     }
