@@ -16,9 +16,10 @@
  * - a signal that is neither 'granted' nor 'behind' (the channel dropped / came back): the slow
  *   refresh is cut short.
  *
- * Each waiter runs on a real RedisLockStore whose calls are logged (and, where a test needs it,
- * held back or answered late) and whose signals are recorded on their way to the session. Forged
- * signals are PUBLISHed on the waiter's inbox channel (read from its place in the Redis line).
+ * Each waiter runs on a real RedisLockStore seen through an InterceptStore (../support/handoffHarness.ts):
+ * its calls are logged (and, where a test needs it, held back or answered late) and its signals
+ * are recorded on their way to the session. Forged signals are PUBLISHed on the waiter's inbox
+ * channel (read from its place in the Redis line).
  * Timings: a slow refresh is a quarter of the place TTL (the injected random source is 0), 15 s
  * with a 60 s place; the tests check that something happens within a few hundred ms / a couple of
  * seconds of when it should, or does not happen for a second or more, never closer than that.
@@ -27,9 +28,8 @@ import { EMPTY, ignoreElements, type Subscription, timer } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { createLocker, type Lease, LockTimeoutError, type Locker, type LockerOptions } from '../../src/index.js';
 import { RedisLockStore, type RedisLockStoreOptions } from '../../src/redis.js';
-import type { LeaveResult, StoreWatch, WakeSignal } from '../../src/store/capabilities.js';
 import type { AcquireResult } from '../../src/store/LockStore.js';
-import { keysOf } from '../support/handoffHarness.js';
+import { InterceptStore, keysOf, type StoreCallLog } from '../support/handoffHarness.js';
 import { connect } from '../support/redis.js';
 import { redisSuite } from '../support/redisSuite.js';
 import { eventually, sleep } from '../support/timing.js';
@@ -39,81 +39,28 @@ const suite = redisSuite();
 /** A place TTL whose slow refresh (a quarter of it, 15 s) is far longer than anything a test waits for. */
 const LONG_PLACE = 60_000;
 
-/** One call of a waiter's store, as the test saw it. */
-interface Call {
-  readonly op: 'try' | 'keep' | 'leave' | 'quit';
-  readonly token: string;
-  readonly sentAt: number;
-  answeredAt?: number;
-  result?: AcquireResult | LeaveResult;
-}
-
-/** Runs before a call goes to Redis (`before`), or after Redis answered it and before the session hears it (`after`). */
-type Hook = (call: Call) => Promise<void> | void;
-
 interface Waiter {
   readonly locker: Locker;
-  readonly store: RedisLockStore;
-  readonly calls: Call[];
-  readonly signals: WakeSignal[];
-  /** Calls sent and not answered yet, and the most there ever were at once. */
-  inFlight: number;
-  maxInFlight: number;
-  before: Hook | undefined;
-  after: Hook | undefined;
-  /** Rewrites an acquire answer before the session hears it. */
-  rewrite: ((result: AcquireResult) => AcquireResult) | undefined;
+  /** Its store: calls logged, hooks (`hook` before Redis, `afterHook` after), answers rewritten (`rewrite`), signals recorded. */
+  readonly store: InterceptStore;
 }
 
 /** A locker on a RedisLockStore whose calls and signals the test sees (and may delay). */
 function waiter(options: Omit<LockerOptions, 'store'> = {}, storeOptions: RedisLockStoreOptions = {}): Waiter {
   const client = connect(suite.server);
-  const store = new RedisLockStore(client, storeOptions);
-  const w = { store, calls: [] as Call[], signals: [] as WakeSignal[], inFlight: 0, maxInFlight: 0 } as Omit<Waiter, 'locker'> & { locker: Locker };
-  w.before = undefined;
-  w.after = undefined;
-  w.rewrite = undefined;
-  const track = async <T>(op: Call['op'], token: string, run: () => Promise<T>): Promise<T> => {
-    const call: Call = { op, token, sentAt: performance.now() };
-    w.calls.push(call);
-    w.inFlight++;
-    w.maxInFlight = Math.max(w.maxInFlight, w.inFlight);
-    try {
-      await w.before?.(call);
-      const result = await run();
-      call.result = result as Call['result'];
-      await w.after?.(call);
-      return result;
-    } finally {
-      w.inFlight--;
-      call.answeredAt = performance.now();
-    }
-  };
-  const tryAcquire = store.tryAcquire.bind(store);
-  const inLine = store.tryAcquireInLine.bind(store);
-  const leave = store.leave.bind(store);
-  const rewritten = (result: AcquireResult): AcquireResult => (w.rewrite === undefined ? result : w.rewrite(result));
-  store.tryAcquire = (key, token, ttl, fences) => track('try', token, async () => rewritten(await tryAcquire(key, token, ttl, fences)));
-  store.tryAcquireInLine = (key, token, ttl, fences, place) => track(place, token, async () => rewritten(await inLine(key, token, ttl, fences, place)));
-  store.leave = (key, token) => track('quit', token, () => leave(key, token));
-  const watch = store.watch;
-  if (watch !== undefined) {
-    Object.defineProperty(store, 'watch', {
-      value: (key: string, token: string, listener: (signal: WakeSignal) => void): StoreWatch =>
-        watch(key, token, (signal) => {
-          w.signals.push(signal);
-          listener(signal);
-        }),
-    });
-  }
-  w.locker = createLocker({ store, ...options });
+  const inner = new RedisLockStore(client, storeOptions);
+  const store = new InterceptStore(inner);
+  const locker = createLocker({ store, ...options });
   suite.closers.push(
     () => client.disconnect(),
-    () => store.close(),
-    () => w.locker.close(),
+    () => inner.close(),
+    () => locker.close(),
   );
-  return w;
+  return { locker, store };
 }
+
+/** A waiter's calls as its session makes them: acquire attempts and leaves (not a lease's release or extends). */
+const callsOf = (w: Waiter): StoreCallLog[] => w.store.log.filter((c) => c.op === 'tryAcquire' || c.op === 'tryAcquireInLine' || c.op === 'leave');
 
 /** A bare RedisLockStore (no locker): the other processes of a scenario, driven call by call. */
 function rawStore(storeOptions: RedisLockStoreOptions = {}): RedisLockStore {
@@ -150,9 +97,11 @@ function acquire(w: Waiter, name: string, options: Parameters<Locker['acquire']>
   return got;
 }
 
-const answered = (w: Waiter, op: Call['op']) => w.calls.filter((c) => c.op === op && c.result !== undefined);
+/** The answered attempts that kept a place in line and were told "queued". */
 const queuedAnswers = (w: Waiter) =>
-  answered(w, 'keep').filter((c) => (c.result as AcquireResult).acquired === false && (c.result as { queued?: boolean }).queued === true);
+  w.store
+    .calls('tryAcquireInLine', 'keep')
+    .filter((c) => c.result !== undefined && (c.result as AcquireResult).acquired === false && (c.result as { queued?: boolean }).queued === true);
 
 /** `token`'s place in the line of `lockKey`: when it lapses (server ms), and its inbox channel. */
 async function placeOf(lockKey: string, token: string): Promise<{ lapseAt: number; inbox: string } | undefined> {
@@ -187,14 +136,14 @@ async function sleepingInLine(name: string, holdMs = 120_000, options: Omit<Lock
   const got = acquire(b, name);
   await eventually(() => queuedAnswers(b).length >= 1, 5_000, 5, 'B keeps a place in line');
   await sleep(100); // its slow refresh has begun
-  const token = b.calls[0]!.token;
+  const token = callsOf(b)[0]!.token;
   const place = await placeOf(lockKey, token);
   expect(place).toBeDefined();
   return { b, got, h, token, inbox: place!.inbox, lockKey };
 }
 
 /** The calls B sent after `since`. */
-const callsAfter = (w: Waiter, since: number) => w.calls.filter((c) => c.sentAt > since);
+const callsAfter = (w: Waiter, since: number) => callsOf(w).filter((c) => c.calledAt > since);
 
 describe('a place refreshed while the retry policy sleeps longer than it lasts', () => {
   // Protects mayOutsleepPlace (`minDelay + jitter > placeTtl / 3`) and armRefresh (its delay
@@ -210,8 +159,8 @@ describe('a place refreshed while the retry policy sleeps longer than it lasts',
     const b = waiter({ ttl: 10_000, waitTimeout: 60_000, retry: { minDelay: 500, jitter: 4_500 }, random: () => 0.99 }, { placeTtl: 2_000, wakeUp: false });
     const bGot = acquire(b, name);
     await eventually(() => queuedAnswers(b).length >= 1, 12_000, 5, 'B keeps a place in line');
-    const queuedAt = queuedAnswers(b)[0]!.answeredAt!;
-    const token = b.calls[0]!.token;
+    const queuedAt = queuedAnswers(b)[0]!.settledAt!;
+    const token = callsOf(b)[0]!.token;
     // C comes later and polls fast, in line behind B
     const c = waiter({ ttl: 10_000, waitTimeout: 60_000 }, { wakeUp: false });
     const cGot = acquire(c, name);
@@ -252,8 +201,8 @@ describe('a place refreshed while the retry policy sleeps longer than it lasts',
     );
     const bGot = acquire(b, name);
     const token = await (async () => {
-      await eventually(() => b.calls.length >= 1, 5_000);
-      return b.calls[0]!.token;
+      await eventually(() => callsOf(b).length >= 1, 5_000);
+      return callsOf(b)[0]!.token;
     })();
     // the function's second attempt (the first is the direct try) ends its first sleep
     await eventually(() => asked.length >= 2, 10_000, 5, 'the second sleep begins');
@@ -279,12 +228,12 @@ describe('a place refreshed while the retry policy sleeps longer than it lasts',
     await heldElsewhere(lockKey);
     const b = waiter({ ttl: 10_000, waitTimeout: 60_000, retry: () => timer(3_000) }, { wakeUp: false });
     // the answers say "queued" without the place's lifetime
-    b.rewrite = (result) => (result.acquired ? result : { ...result, placeTtl: undefined });
+    b.store.rewrite = (result) => (result.acquired ? result : { ...result, placeTtl: undefined });
     acquire(b, name);
     await eventually(() => queuedAnswers(b).length >= 1, 5_000, 5, 'B takes its place');
     await sleep(1_500);
     // the direct try, the refresh that took the place: nothing since
-    expect(b.calls.length).toBeLessThanOrEqual(3);
+    expect(callsOf(b).length).toBeLessThanOrEqual(3);
   });
 });
 
@@ -312,23 +261,23 @@ describe("the policy's sleep ends while a refresh of the place is in flight", ()
     );
     let letGo = (): void => undefined;
     const held = new Promise<void>((resolve) => (letGo = resolve));
-    let heldCall: Call | undefined;
-    b.before = (call) => {
+    let heldCall: StoreCallLog | undefined;
+    b.store.hook = (call) => {
       // the direct try, the refresh that takes the place, then the refresh 3 s later: held
-      if (b.calls.length === 3) {
+      if (callsOf(b).length === 3) {
         heldCall = call;
         return held;
       }
     };
     const got = acquire(b, name);
     await eventually(() => heldCall !== undefined, 8_000, 5, 'the second refresh is sent');
-    const start = b.calls[0]!.answeredAt!;
-    expect(heldCall!.sentAt - start).toBeGreaterThan(2_000); // the refresh, not the policy's attempt
+    const start = callsOf(b)[0]!.settledAt!;
+    expect(heldCall!.calledAt - start).toBeGreaterThan(2_000); // the refresh, not the policy's attempt
     await sleep(Math.max(0, 5_000 - (performance.now() - start))); // the policy's 4 s sleep has ended
-    expect(b.calls.length).toBe(3);
+    expect(callsOf(b).length).toBe(3);
     letGo();
     const letGoAt = performance.now();
-    return { b, got, h, lockKey, asked, letGoAt, token: b.calls[0]!.token };
+    return { b, got, h, lockKey, asked, letGoAt, token: callsOf(b)[0]!.token };
   }
 
   // Protects `afterRefresh === 'attempt'` → attempt (and `this.afterRefresh = 'attempt'` when the
@@ -349,7 +298,7 @@ describe("the policy's sleep ends while a refresh of the place is in flight", ()
     await eventually(() => got.error !== undefined, 2_000, 5, 'the acquisition fails');
     expect(got.error).toBeInstanceOf(LockTimeoutError); // the wait ended (not a store error)
     expect(got.at! - letGoAt).toBeLessThan(2_000);
-    expect(b.calls.some((c) => c.op === 'quit' && c.sentAt >= letGoAt)).toBe(true);
+    expect(b.store.calls('leave').some((c) => c.calledAt >= letGoAt)).toBe(true);
     expect(await suite.admin.zscore(keysOf(lockKey).line, token)).toBeNull();
   });
 });
@@ -379,8 +328,8 @@ describe("the 'behind' signal", () => {
     const aTook = performance.now();
     const taken = await a.tryAcquireInLine(lockKey, 'A', 1_000, 1, 'keep');
     expect(taken.acquired).toBe(true); // …and A never comes back
-    await eventually(() => b.signals.some((s) => s.type === 'behind'), 2_000, 5, "B is told 'behind'");
-    expect(b.signals.find((s) => s.type === 'behind')).toMatchObject({ type: 'behind', ttl: 1_000 });
+    await eventually(() => b.store.signals.some((s) => s.type === 'behind'), 2_000, 5, "B is told 'behind'");
+    expect(b.store.signals.find((s) => s.type === 'behind')).toMatchObject({ type: 'behind', ttl: 1_000 });
     await eventually(() => bGot.lease !== undefined, 4_000, 5, 'B takes the key once A’s TTL ends');
     expect(bGot.at! - aTook).toBeGreaterThanOrEqual(900);
     expect(bGot.at! - aTook).toBeLessThan(3_500); // not the 15 s refresh
@@ -400,11 +349,11 @@ describe("the 'behind' signal", () => {
     expect(callsAfter(b, before)).toEqual([]);
     const sent = performance.now();
     expect(await suite.admin.publish(inbox, `behind ${token} 2500`)).toBe(1);
-    await eventually(() => b.signals.some((s) => s.type === 'behind'), 1_000);
+    await eventually(() => b.store.signals.some((s) => s.type === 'behind'), 1_000);
     await sleep(1_800);
     expect(callsAfter(b, sent)).toEqual([]); // not at once
     await eventually(() => callsAfter(b, sent).length >= 1, 3_000, 5, 'B looks again after 2.5 s');
-    const looked = callsAfter(b, sent)[0]!.sentAt - sent;
+    const looked = callsAfter(b, sent)[0]!.calledAt - sent;
     expect(looked).toBeGreaterThanOrEqual(2_300);
     expect(looked).toBeLessThan(4_500); // not the 15 s refresh
   });
@@ -415,9 +364,9 @@ describe("the 'behind' signal", () => {
     const { b, inbox, token } = await sleepingInLine('behind-twice');
     const sent = performance.now();
     await suite.admin.multi().publish(inbox, `behind ${token} 300`).publish(inbox, `behind ${token} 8000`).exec();
-    await eventually(() => b.signals.filter((s) => s.type === 'behind').length >= 2, 1_000);
+    await eventually(() => b.store.signals.filter((s) => s.type === 'behind').length >= 2, 1_000);
     await eventually(() => callsAfter(b, sent).length >= 1, 2_500, 5, 'B looks again after ~300 ms');
-    expect(callsAfter(b, sent)[0]!.sentAt - sent).toBeLessThan(2_500);
+    expect(callsAfter(b, sent)[0]!.calledAt - sent).toBeLessThan(2_500);
   });
 
   // Protects `!this.slowSleep` in wakeWithin: only a slow refresh is cut short; a retry function's
@@ -429,18 +378,18 @@ describe("the 'behind' signal", () => {
     const b = waiter({ ttl: 10_000, waitTimeout: 60_000, retry: () => timer(5_000) }, { placeTtl: LONG_PLACE });
     acquire(b, name);
     await eventually(() => queuedAnswers(b).length >= 1, 5_000, 5, 'B takes its place');
-    await eventually(async () => (await suite.admin.pubsub('NUMSUB', (await placeOf(lockKey, b.calls[0]!.token))!.inbox))[1] === 1, 3_000);
+    await eventually(async () => (await suite.admin.pubsub('NUMSUB', (await placeOf(lockKey, callsOf(b)[0]!.token))!.inbox))[1] === 1, 3_000);
     await sleep(100);
-    const { inbox } = (await placeOf(lockKey, b.calls[0]!.token))!;
+    const { inbox } = (await placeOf(lockKey, callsOf(b)[0]!.token))!;
     const sent = performance.now();
-    const sleepStarted = queuedAnswers(b)[0]!.answeredAt!;
-    expect(await suite.admin.publish(inbox, `behind ${b.calls[0]!.token} 0`)).toBe(1);
-    await eventually(() => b.signals.some((s) => s.type === 'behind'), 1_000);
+    const sleepStarted = queuedAnswers(b)[0]!.settledAt!;
+    expect(await suite.admin.publish(inbox, `behind ${callsOf(b)[0]!.token} 0`)).toBe(1);
+    await eventually(() => b.store.signals.some((s) => s.type === 'behind'), 1_000);
     await sleep(1_500);
     expect(callsAfter(b, sent)).toEqual([]);
     // the function's own attempt comes when its 5 s are up
     await eventually(() => callsAfter(b, sent).length >= 1, 6_000);
-    expect(callsAfter(b, sent)[0]!.sentAt - sleepStarted).toBeGreaterThan(4_000);
+    expect(callsAfter(b, sent)[0]!.calledAt - sleepStarted).toBeGreaterThan(4_000);
   });
 
   // Protects `this.call !== undefined` in wakeWithin: a 'behind' that lands while the attempt that
@@ -450,24 +399,24 @@ describe("the 'behind' signal", () => {
     const { b, inbox, token } = await sleepingInLine('behind-in-flight', 120_000, { commandTimeout: 10_000 }, 3_000);
     let letGo = (): void => undefined;
     const held = new Promise<void>((resolve) => (letGo = resolve));
-    let heldCall: Call | undefined;
-    b.before = (call) => {
+    let heldCall: StoreCallLog | undefined;
+    b.store.hook = (call) => {
       if (heldCall === undefined) {
         heldCall = call;
         return held;
       }
     };
     await eventually(() => heldCall !== undefined, 3_000, 5, 'the slow refresh ends: B asks the store');
-    const n = b.calls.length;
+    const n = callsOf(b).length;
     expect(await suite.admin.publish(inbox, `behind ${token} 0`)).toBe(1);
-    await eventually(() => b.signals.some((s) => s.type === 'behind'), 1_000);
+    await eventually(() => b.store.signals.some((s) => s.type === 'behind'), 1_000);
     await sleep(500);
-    expect(b.calls.length).toBe(n);
-    expect(b.maxInFlight).toBe(1);
+    expect(callsOf(b).length).toBe(n);
+    expect(b.store.maxInFlight).toBe(1);
     letGo();
     await eventually(() => heldCall!.result !== undefined, 2_000);
     await sleep(300);
-    expect(b.maxInFlight).toBe(1);
+    expect(b.store.maxInFlight).toBe(1);
     expect((heldCall!.result as AcquireResult).acquired).toBe(false); // H holds
   });
 });
@@ -483,18 +432,18 @@ describe('a grant signal that lands while an attempt is in flight', () => {
     const h = await heldElsewhere(lockKey);
     const b = waiter({ ttl: 10_000, waitTimeout: 60_000, random: () => 0 }, { placeTtl: LONG_PLACE });
     let answerHeard = 0;
-    b.after = async (call) => {
-      if (call.op !== 'keep' || answerHeard !== 0) return;
+    b.store.afterHook = async (call) => {
+      if (call.op !== 'tryAcquireInLine' || call.place !== 'keep' || answerHeard !== 0) return;
       // Redis ran the attempt ("queued"); before B hears it, H releases and hands the key to B
       expect(call.result).toMatchObject({ acquired: false, queued: true });
       expect(await h.release(lockKey, 'H')).toBe(true);
-      await eventually(() => b.signals.some((s) => s.type === 'granted'), 2_000, 5, 'the hand-off is signalled');
+      await eventually(() => b.store.signals.some((s) => s.type === 'granted'), 2_000, 5, 'the hand-off is signalled');
       answerHeard = performance.now();
     };
     const bGot = acquire(b, name);
     await eventually(() => bGot.lease !== undefined, 5_000, 5, 'B holds');
     expect(bGot.at! - answerHeard).toBeLessThan(1_500); // not the 15 s refresh
-    expect(bGot.lease!.token).toBe(b.calls[0]!.token);
+    expect(bGot.lease!.token).toBe(callsOf(b)[0]!.token);
     expect(await suite.admin.get(lockKey)).toBe(bGot.lease!.token);
     expect(await bGot.lease!.release()).toBe(true);
   });
@@ -508,11 +457,11 @@ describe('a grant signal that lands while an attempt is in flight', () => {
     await heldElsewhere(lockKey);
     const b = waiter({ ttl: 10_000, waitTimeout: 60_000, random: () => 0 }, { placeTtl: LONG_PLACE });
     let answerHeard = 0;
-    b.after = async (call) => {
-      if (call.op !== 'keep' || answerHeard !== 0) return;
+    b.store.afterHook = async (call) => {
+      if (call.op !== 'tryAcquireInLine' || call.place !== 'keep' || answerHeard !== 0) return;
       const place = await placeOf(lockKey, call.token);
       expect(await suite.admin.publish(place!.inbox, `granted ${call.token} 999999 0 1`)).toBe(1);
-      await eventually(() => b.signals.some((s) => s.type === 'granted'), 2_000, 5, 'the forged grant arrives');
+      await eventually(() => b.store.signals.some((s) => s.type === 'granted'), 2_000, 5, 'the forged grant arrives');
       answerHeard = performance.now();
     };
     const bGot = acquire(b, name);
@@ -535,9 +484,9 @@ describe('a grant signal that lands while an attempt is in flight', () => {
     const h = await heldElsewhere(lockKey);
     const b = waiter({ ttl: 10_000, waitTimeout: 60_000, commandTimeout: 10_000, retry: (n: number) => (n === 1 ? timer(300) : EMPTY) });
     let failLeave = (): void => undefined;
-    let firstLeave: Call | undefined;
-    b.before = (call) => {
-      if (call.op !== 'quit' || firstLeave !== undefined) return;
+    let firstLeave: StoreCallLog | undefined;
+    b.store.hook = (call) => {
+      if (call.op !== 'leave' || firstLeave !== undefined) return;
       firstLeave = call;
       return new Promise<void>((_, reject) => (failLeave = () => reject(new Error('connection lost'))));
     };
@@ -546,11 +495,11 @@ describe('a grant signal that lands while an attempt is in flight', () => {
     expect(await h.release(lockKey, 'H')).toBe(true);
     const token = firstLeave!.token;
     expect(await suite.admin.get(lockKey)).toBe(token); // handed to B, still in line
-    await eventually(() => b.signals.some((s) => s.type === 'granted'), 2_000, 5, 'the hand-off is signalled');
+    await eventually(() => b.store.signals.some((s) => s.type === 'granted'), 2_000, 5, 'the hand-off is signalled');
     failLeave();
     await eventually(() => got.error !== undefined, 2_000, 5, 'the acquisition fails');
     await eventually(async () => (await suite.admin.get(lockKey)) === null, 2_000, 5, 'the handed key is given back');
-    expect(b.calls.filter((c) => c.op === 'quit').length).toBe(2);
+    expect(b.store.calls('leave').length).toBe(2);
   });
   // Protects `signal.type !== 'granted'` (only channel events re-plan) and `this.call !== undefined`
   // before pendingGrant (a grant with no attempt in flight is not put off): a hand-off signalled
@@ -577,6 +526,6 @@ describe('the wake-up channel drops', () => {
     const killed = performance.now();
     expect(Number(await suite.admin.call('CLIENT', 'KILL', 'TYPE', 'pubsub'))).toBeGreaterThanOrEqual(1);
     await eventually(() => callsAfter(b, killed).length >= 1, 3_000, 5, 'B looks again');
-    expect(b.signals.some((s) => s.type === 'interrupted' || s.type === 'resumed')).toBe(true);
+    expect(b.store.signals.some((s) => s.type === 'interrupted' || s.type === 'resumed')).toBe(true);
   });
 });

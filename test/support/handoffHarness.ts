@@ -1,8 +1,10 @@
 /**
  * Tools for the hand-off race tests (test/redis/handoff*.test.ts):
- * - {@link InterceptStore}: a RedisLockStore seen through a log and a hook, so a test can delay a
+ * - {@link InterceptStore}: a RedisLockStore seen through a log and hooks, so a test can delay a
  *   call on its way to Redis (and do something meanwhile, such as the holder's release), make it
- *   fail without reaching Redis, and check afterwards in what order calls were sent and settled;
+ *   fail without reaching Redis, hold or rewrite an answer Redis gave before the engine hears it,
+ *   see the wake-up signals the engine is given, and check afterwards in what order calls were sent
+ *   and settled;
  * - {@link hookCommands}: the same one level lower, on an ioredis client, for the commands ioredis
  *   sends for a script (EVALSHA, and the EVAL it re-sends after a NOSCRIPT answer);
  * - {@link recordedLocker}: a locker whose events are recorded, closed after the test;
@@ -13,7 +15,7 @@ import { createLocker, type LockerOptions, type LockEvent, type Locker } from '.
 import type { RedisLockStore } from '../../src/redis.js';
 import { lockKeys } from '../../src/backends/redis/protocol/keyLayout.js';
 import { luaScripts } from '../../src/backends/redis/protocol/lua/scripts.generated.js';
-import type { BatchExtendStore, ExtendRequest, KeyCheckingStore, LeaveResult, QueueingStore } from '../../src/store/capabilities.js';
+import type { BatchExtendStore, ExtendRequest, KeyCheckingStore, LeaveResult, QueueingStore, WakeSignal } from '../../src/store/capabilities.js';
 import type { AcquireResult, ExtendOutcome, LockStore } from '../../src/store/LockStore.js';
 
 export type StoreOp = 'tryAcquire' | 'tryAcquireInLine' | 'release' | 'extend' | 'extendMany' | 'leave';
@@ -35,22 +37,42 @@ export interface StoreCallLog {
   readonly leavesInFlight: number;
   /** When the hook let it go on to Redis (undefined: the hook failed it, it never reached Redis). */
   forwardedAt?: number;
+  /** When the engine heard the answer or error (after `afterHook`, if any). */
   settledAt?: number;
+  /** The answer as the engine hears it (after `rewrite`); set once Redis answered, before `afterHook` runs. */
   result?: unknown;
   error?: unknown;
 }
 
-/** Decides what happens to a call: resolve to let it through (after a delay, if it likes), reject to fail it unsent. */
+/**
+ * Decides what happens to a call: resolve to let it through (after a delay, if it likes), reject to
+ * fail it. As `hook`: before the call goes to Redis (a rejection: it never reaches Redis); as
+ * `afterHook`: once Redis answered, before the engine hears it (a rejection: the engine hears that
+ * error instead of the answer).
+ */
 export type StoreHook = (call: StoreCallLog) => Promise<void> | void;
 
 /**
- * The engine's view of a RedisLockStore, with every call logged and passed through `hook`. It offers
- * what the Redis store offers (line, wake-up, batched extension, key check), so the engine uses it
- * exactly as it would use the store itself.
+ * The engine's view of a RedisLockStore, with every call logged and passed through `hook` (and
+ * `afterHook`, `rewrite` when set), and every wake-up signal recorded. It offers what the Redis
+ * store offers (line, wake-up, batched extension, key check), so the engine uses it exactly as it
+ * would use the store itself.
  */
 export class InterceptStore implements LockStore, QueueingStore, BatchExtendStore, KeyCheckingStore {
   readonly log: StoreCallLog[] = [];
+  /** Runs before a call goes to Redis. */
   hook: StoreHook | undefined;
+  /**
+   * Runs after Redis answered a call (`result` set), before the engine hears the answer; not for an
+   * error. The one in place when the call goes to Redis.
+   */
+  afterHook: StoreHook | undefined;
+  /** Rewrites the answer of an acquire call (tryAcquire, tryAcquireInLine): the one in place when the call goes to Redis. */
+  rewrite: ((result: AcquireResult) => AcquireResult) | undefined;
+  /** The wake-up signals the store's `watch` gave the engine, every watch's, in order. */
+  readonly signals: WakeSignal[] = [];
+  /** The most calls ever in flight at once (made and not settled, as {@link inFlight} counts them). */
+  maxInFlight = 0;
   private seq = 0;
   private readonly acquiring = new Map<string, number>();
   private readonly leaving = new Map<string, number>();
@@ -58,11 +80,13 @@ export class InterceptStore implements LockStore, QueueingStore, BatchExtendStor
   constructor(readonly inner: RedisLockStore) {}
 
   tryAcquire(key: string, token: string, ttlMs: number, fences?: number): Promise<AcquireResult> {
-    return this.run({ op: 'tryAcquire', key, token, ttl: ttlMs }, () => this.inner.tryAcquire(key, token, ttlMs, fences));
+    return this.run({ op: 'tryAcquire', key, token, ttl: ttlMs }, () => this.rewritten(this.inner.tryAcquire(key, token, ttlMs, fences)));
   }
 
   tryAcquireInLine(key: string, token: string, ttlMs: number, fences: number, place: 'keep' | 'leave'): Promise<AcquireResult> {
-    return this.run({ op: 'tryAcquireInLine', key, token, ttl: ttlMs, place }, () => this.inner.tryAcquireInLine(key, token, ttlMs, fences, place));
+    return this.run({ op: 'tryAcquireInLine', key, token, ttl: ttlMs, place }, () =>
+      this.rewritten(this.inner.tryAcquireInLine(key, token, ttlMs, fences, place)),
+    );
   }
 
   release(key: string, token: string): Promise<boolean> {
@@ -83,7 +107,13 @@ export class InterceptStore implements LockStore, QueueingStore, BatchExtendStor
   }
 
   get watch(): RedisLockStore['watch'] {
-    return this.inner.watch;
+    const watch = this.inner.watch;
+    if (watch === undefined) return undefined;
+    return (key, token, listener) =>
+      watch(key, token, (signal) => {
+        this.signals.push(signal);
+        listener(signal);
+      });
   }
 
   checkKey(key: string): void {
@@ -99,6 +129,11 @@ export class InterceptStore implements LockStore, QueueingStore, BatchExtendStor
     return this.log.filter((c) => c.op === op && (place === undefined || c.place === place));
   }
 
+  private rewritten(answer: Promise<AcquireResult>): Promise<AcquireResult> {
+    const rewrite = this.rewrite;
+    return rewrite === undefined ? answer : answer.then(rewrite);
+  }
+
   private run<T>(call: Omit<StoreCallLog, 'seq' | 'calledAt' | 'acquiresInFlight' | 'leavesInFlight'>, send: () => Promise<T>): Promise<T> {
     const counter = call.op === 'tryAcquire' || call.op === 'tryAcquireInLine' ? this.acquiring : call.op === 'leave' ? this.leaving : undefined;
     const record: StoreCallLog = {
@@ -109,6 +144,7 @@ export class InterceptStore implements LockStore, QueueingStore, BatchExtendStor
       leavesInFlight: this.leaving.get(call.token) ?? 0,
     };
     this.log.push(record);
+    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
     counter?.set(call.token, (counter.get(call.token) ?? 0) + 1);
     const settle = () => {
       record.settledAt = performance.now();
@@ -117,7 +153,12 @@ export class InterceptStore implements LockStore, QueueingStore, BatchExtendStor
     return (async () => {
       await this.hook?.(record);
       record.forwardedAt = performance.now();
-      return send();
+      const afterHook = this.afterHook;
+      if (afterHook === undefined) return send();
+      const value = await send();
+      record.result = value;
+      await afterHook(record);
+      return value;
     })().then(
       (value) => {
         record.result = value;
