@@ -16,7 +16,7 @@ import type { RedisLockStore } from '../../src/redis.js';
 import { lockKeys } from '../../src/backends/redis/protocol/keyLayout.js';
 import { luaScripts } from '../../src/backends/redis/protocol/lua/scripts.generated.js';
 import type { BatchExtendStore, ExtendRequest, KeyCheckingStore, LeaveResult, QueueingStore, WakeSignal } from '../../src/store/capabilities.js';
-import type { AcquireResult, ExtendOutcome, LockStore } from '../../src/store/LockStore.js';
+import type { AcquireResult, ExtendOutcome, LockStore, ReleasedGrant } from '../../src/store/LockStore.js';
 
 export type StoreOp = 'tryAcquire' | 'tryAcquireInLine' | 'release' | 'extend' | 'extendMany' | 'leave';
 
@@ -89,8 +89,8 @@ export class InterceptStore implements LockStore, QueueingStore, BatchExtendStor
     );
   }
 
-  release(key: string, token: string): Promise<boolean> {
-    return this.run({ op: 'release', key, token }, () => this.inner.release(key, token));
+  release(key: string, token: string, grant?: ReleasedGrant): Promise<boolean> {
+    return this.run({ op: 'release', key, token }, () => this.inner.release(key, token, grant));
   }
 
   extend(key: string, token: string, ttlMs: number): Promise<ExtendOutcome> {
