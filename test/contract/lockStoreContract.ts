@@ -4,6 +4,7 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { batchExtendOf, inspectorOf, queueingOf } from '../../src/store/capabilities.js';
+import { MAX_MS } from '../../src/options/limits.js';
 import type { LockStore } from '../../src/store/LockStore.js';
 
 export interface StoreUnderTest {
@@ -46,13 +47,38 @@ export function lockStoreContract(name: string, open: () => Promise<StoreUnderTe
     it('grants a free key to the first token and refuses every other', async () => {
       const key = fresh('free');
       expect(await store.tryAcquire(key, 'a', 10_000)).toMatchObject({ acquired: true });
-      expect(await store.tryAcquire(key, 'b', 10_000)).toMatchObject({ acquired: false });
+      const refused = await store.tryAcquire(key, 'b', 10_000);
+      expect(refused).toMatchObject({ acquired: false });
+      // how long the holder has left, when the store says: at most its TTL, and most of it still
+      const holderTtl = (refused as { holderTtl?: number }).holderTtl;
+      if (holderTtl !== undefined) expect(holderTtl > 5_000 && holderTtl <= 10_000, `holderTtl ${holderTtl}`).toBe(true);
       // the holder's own token asking again (a call the client sent twice) is told the key is its
       const again = await store.tryAcquire(key, 'a', 10_000);
       expect(again).toMatchObject({ acquired: true });
+      const left = (again as { ttl?: number }).ttl;
+      if (left !== undefined) expect(left > 5_000 && left <= 10_000, `ttl ${left}`).toBe(true);
       expect(await sut.countKeys()).toBe(1);
       expect(await store.release(key, 'a')).toBe(true);
       expect(await store.tryAcquire(key, 'b', 10_000)).toMatchObject({ acquired: true });
+    });
+
+    it('refuses a TTL that is not an integer from 1 ms to MAX_MS, and a fence count that is not a positive integer: LockOptionsError, nothing granted or changed', async () => {
+      const key = fresh('badArguments');
+      const badTtls = [0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, MAX_MS + 1];
+      for (const ttl of badTtls)
+        await expect(store.tryAcquire(key, 'bad', ttl)).rejects.toMatchObject({ name: 'LockOptionsError', message: expect.stringMatching(/ttlMs.*from 1 to/) });
+      for (const fences of [0, -1, 1.5, Number.NaN]) {
+        await expect(store.tryAcquire(key, 'bad', 10_000, fences)).rejects.toMatchObject({
+          name: 'LockOptionsError',
+          message: expect.stringMatching(/fences.*from 1/),
+        });
+      }
+      // none of them took the key
+      expect(await store.tryAcquire(key, 'good', 10_000)).toMatchObject({ acquired: true });
+      for (const ttl of badTtls) await expect(store.extend(key, 'good', ttl)).rejects.toMatchObject({ name: 'LockOptionsError' });
+      // nor cut the holder's TTL (a PEXPIRE of 0 or less deletes a Redis key)
+      expect(await store.tryAcquire(key, 'other', 10_000)).toMatchObject({ acquired: false });
+      expect(await store.release(key, 'good')).toBe(true);
     });
 
     it('lets exactly one of many concurrent acquirers win', async () => {

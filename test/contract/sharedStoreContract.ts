@@ -3,6 +3,7 @@
  * backend that offers it (memory, Redis: see shared*.contract.test.ts). Real clocks and TTLs.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { MAX_MS } from '../../src/options/limits.js';
 import type { AcquireResult, LockStore } from '../../src/store/LockStore.js';
 import { batchExtendSharedOf, sharedInspectorOf, sharedOf, type SharedLockStore } from '../../src/store/SharedLockStore.js';
 
@@ -37,6 +38,20 @@ export function sharedStoreContract(name: string, open: () => Promise<SharedStor
       expect(store).toBeDefined();
     });
 
+    /** `token` (weight 1 of 1) asks for `key` again every fifth of the place TTL until `stop()`, keeping its place. */
+    function keepAsking(key: string, token: string): { stop(): Promise<void> } {
+      let last: Promise<unknown> = Promise.resolve();
+      const timer = setInterval(() => {
+        last = store.tryAcquireShared(key, token, 10_000, 1, 1, 'keep');
+      }, PLACE_TTL / 5);
+      return {
+        stop: async () => {
+          clearInterval(timer);
+          await last;
+        },
+      };
+    }
+
     it('grants up to the capacity, queues the rest, and a release grants the first waiter (fences increasing)', async () => {
       const key = fresh('cap');
       const a = await store.tryAcquireShared(key, 'a', 10_000, 1, 2, 'keep');
@@ -44,9 +59,13 @@ export function sharedStoreContract(name: string, open: () => Promise<SharedStor
       const c = await store.tryAcquireShared(key, 'c', 10_000, 1, 2, 'keep');
       expect([a, b].every(granted)).toBe(true);
       expect(c).toMatchObject({ acquired: false, queued: true });
-      expect((c as { holderTtl?: number }).holderTtl).toBeGreaterThan(9_000);
-      // asking again while holding: told it holds them, same fence
-      expect(await store.tryAcquireShared(key, 'a', 10_000, 1, 2, 'keep')).toMatchObject({ acquired: true, fence: (a as { fence: number }).fence });
+      const holderTtl = (c as { holderTtl?: number }).holderTtl!;
+      expect(holderTtl > 9_000 && holderTtl <= 10_000, `holderTtl ${holderTtl}`).toBe(true);
+      // asking again while holding: told it holds them, same fence, and what is left of its lease
+      const again = await store.tryAcquireShared(key, 'a', 10_000, 1, 2, 'keep');
+      expect(again).toMatchObject({ acquired: true, fence: (a as { fence: number }).fence });
+      const left = (again as { ttl?: number }).ttl;
+      if (left !== undefined) expect(left > 9_000 && left <= 10_000, `ttl ${left}`).toBe(true);
       expect(await store.releaseShared(key, 'a')).toBe(true);
       expect(await store.releaseShared(key, 'a')).toBe(false);
       // the release granted c from its place: its next call is told so
@@ -263,6 +282,94 @@ export function sharedStoreContract(name: string, open: () => Promise<SharedStor
       const inspector = sharedInspectorOf(store)!;
       for (const [i, key] of keys.entries()) expect((await inspector.inspectShared(key))?.used ?? 0).toBe(i === 3 ? 0 : 1);
       expect(await batch.extendSharedMany([])).toEqual([]);
+    });
+
+    it('refuses a TTL that is not an integer from 1 ms to MAX_MS: LockOptionsError, nothing granted or extended', async () => {
+      const key = fresh('badTtl');
+      const badTtls = [0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, MAX_MS + 1];
+      for (const ttl of badTtls) {
+        await expect(store.tryAcquireShared(key, 'bad', ttl, 1, 1, 'keep')).rejects.toMatchObject({
+          name: 'LockOptionsError',
+          message: expect.stringMatching(/ttlMs.*from 1 to/),
+        });
+      }
+      expect(granted(await store.tryAcquireShared(key, 'good', 10_000, 1, 1, 'leave'))).toBe(true);
+      for (const ttl of badTtls) await expect(store.extendShared(key, 'good', ttl)).rejects.toMatchObject({ name: 'LockOptionsError' });
+      const batch = batchExtendSharedOf(store);
+      if (batch !== undefined)
+        await expect(batch.extendSharedMany([{ key, token: 'good', ttlMs: Number.NaN }])).rejects.toMatchObject({ name: 'LockOptionsError' });
+      // the holder keeps its lease, and gives it back
+      expect(granted(await store.tryAcquireShared(key, 'other', 10_000, 1, 1, 'leave'))).toBe(false);
+      expect(await store.releaseShared(key, 'good')).toBe(true);
+    });
+
+    it('a waiter at the head asking with a capacity that now fits is granted by that call', async () => {
+      const key = fresh('higherLimit');
+      expect(granted(await store.tryAcquireShared(key, 'h', 10_000, 2, 2, 'keep'))).toBe(true);
+      expect(granted(await store.tryAcquireShared(key, 'w', 10_000, 1, 2, 'keep'))).toBe(false);
+      // (its place said capacity 2; this call says 3: the call's own capacity decides)
+      expect(granted(await store.tryAcquireShared(key, 'w', 10_000, 1, 3, 'keep'))).toBe(true);
+    });
+
+    it('a waiter that keeps asking keeps its place past the place TTL: nobody who came later overtakes it', async () => {
+      const key = fresh('refresh');
+      expect(granted(await store.tryAcquireShared(key, 'h', 10_000, 1, 1, 'keep'))).toBe(true);
+      const t0 = performance.now();
+      expect(granted(await store.tryAcquireShared(key, 'w', 10_000, 1, 1, 'keep'))).toBe(false);
+      const asking = keepAsking(key, 'w');
+      await sleep(PLACE_TTL / 2);
+      expect(granted(await store.tryAcquireShared(key, 'late', 10_000, 1, 1, 'keep'))).toBe(false);
+      // past the lapse of w's first place, before that of late's (a store that did not refresh
+      // places has put w back in line behind late by now)
+      await sleep(t0 + PLACE_TTL * 1.3 - performance.now());
+      await asking.stop();
+      expect(await store.releaseShared(key, 'h')).toBe(true);
+      expect(await store.extendShared(key, 'w', 10_000)).toBe('extended');
+      expect(await store.extendShared(key, 'late', 10_000)).toBe('gone');
+    });
+
+    it('a lapsed place at the head blocks nobody: the call that frees the room grants the live waiter behind it', async () => {
+      const key = fresh('lapsedHead');
+      expect(granted(await store.tryAcquireShared(key, 'h', 10_000, 1, 1, 'keep'))).toBe(true);
+      expect(granted(await store.tryAcquireShared(key, 'dead', 10_000, 1, 1, 'keep'))).toBe(false);
+      expect(granted(await store.tryAcquireShared(key, 'alive', 10_000, 1, 1, 'keep'))).toBe(false);
+      const asking = keepAsking(key, 'alive');
+      await sleep(PLACE_TTL + 100); // the dead waiter's place lapsed; the live one's did not
+      await asking.stop();
+      expect(await store.releaseShared(key, 'h')).toBe(true);
+      expect(await store.extendShared(key, 'alive', 10_000)).toBe('extended');
+      expect(await store.extendShared(key, 'dead', 10_000)).toBe('gone');
+    });
+
+    it('a grant made to a waiting place lasts until that place would have lapsed, at most: a waiter that died holds the permits no longer', async () => {
+      const inspector = sharedInspectorOf(store)!;
+      const key = fresh('placeBound');
+      expect(granted(await store.tryAcquireShared(key, 'h', 10_000, 1, 1, 'keep'))).toBe(true);
+      expect(granted(await store.tryAcquireShared(key, 'w', 10_000, 1, 1, 'keep'))).toBe(false);
+      expect(await store.releaseShared(key, 'h')).toBe(true); // grants w from its place
+      const info = await inspector.inspectShared(key);
+      expect(info?.holders.map((holder) => holder.token)).toEqual(['w']);
+      expect(info!.holders[0]!.ttl).toBeLessThanOrEqual(PLACE_TTL);
+      // its next call takes the grant and learns what is left of it; an extension makes it whole
+      expect(await store.extendShared(key, 'w', 10_000)).toBe('extended');
+      expect((await inspector.inspectShared(key))!.holders[0]!.ttl).toBeGreaterThan(9_000);
+      expect(await store.releaseShared(key, 'w')).toBe(true);
+    });
+
+    it('releaseShared gives back permits only: a waiter keeps its place; leaveShared gives the place up; on an unknown key both answer false', async () => {
+      const key = fresh('giveBack');
+      expect(await store.releaseShared(fresh('unknown'), 'nobody')).toBe(false);
+      expect(await store.leaveShared(fresh('unknown'), 'nobody')).toBe(false);
+      expect(granted(await store.tryAcquireShared(key, 'h', 10_000, 1, 1, 'keep'))).toBe(true);
+      expect(granted(await store.tryAcquireShared(key, 'stays', 10_000, 1, 1, 'keep'))).toBe(false);
+      expect(granted(await store.tryAcquireShared(key, 'goes', 10_000, 1, 1, 'keep'))).toBe(false);
+      expect(await store.releaseShared(key, 'stays')).toBe(false); // it held nothing, and keeps its place
+      expect(await store.leaveShared(key, 'goes')).toBe(false); // it held nothing, and leaves the line
+      expect(await store.releaseShared(key, 'h')).toBe(true);
+      expect(await store.extendShared(key, 'stays', 10_000)).toBe('extended');
+      expect(await store.releaseShared(key, 'stays')).toBe(true);
+      // the line is empty now: the one that left was not granted
+      expect(await store.extendShared(key, 'goes', 10_000)).toBe('gone');
     });
 
     it('a shared lock and a mutex of the same name are independent', async () => {

@@ -6,6 +6,7 @@
 import { RecentRefusals } from './RecentRefusals.js';
 import { LockOptionsError } from '../../errors/errors.js';
 import { MAX_MS } from '../../options/limits.js';
+import { fenceCountError, isFenceCount, isStoreTtl, sharedAcquireError, storeTtlError } from '../../options/storeArguments.js';
 import type { ClosableStore, ExtendRequest, InspectableStore, LockInfo } from '../../store/capabilities.js';
 import type { Acquired, AcquireResult, ExtendOutcome, LockStore } from '../../store/LockStore.js';
 import type { BatchExtendSharedStore, InspectableSharedStore, SharedLockInfo, SharedLockStore, SharedPlace } from '../../store/SharedLockStore.js';
@@ -114,6 +115,8 @@ export class MemoryLockStore implements LockStore, InspectableStore, ClosableSto
   }
 
   tryAcquire(key: string, token: string, ttlMs: number, fences = 1): Promise<AcquireResult> {
+    if (!isStoreTtl(ttlMs)) return Promise.reject(storeTtlError(ttlMs));
+    if (!isFenceCount(fences)) return Promise.reject(fenceCountError(fences));
     const held = this.live(key);
     if (held !== undefined) {
       const left = Math.max(0, held.expiresAt - this.clock());
@@ -131,10 +134,10 @@ export class MemoryLockStore implements LockStore, InspectableStore, ClosableSto
     return Promise.resolve(new Granted(fence));
   }
 
-  /** Reserves `fences` fences (1 if not a positive integer); returns the first. */
+  /** Reserves `fences` fences (a count the caller checked: see isFenceCount); returns the first. */
   private reserve(fences: number): number {
     const first = this.lastFence + 1;
-    this.lastFence += Number.isSafeInteger(fences) && fences > 0 ? fences : 1;
+    this.lastFence += fences;
     return first;
   }
 
@@ -146,6 +149,7 @@ export class MemoryLockStore implements LockStore, InspectableStore, ClosableSto
   }
 
   extend(key: string, token: string, ttlMs: number): Promise<ExtendOutcome> {
+    if (!isStoreTtl(ttlMs)) return Promise.reject(storeTtlError(ttlMs));
     const entry = this.live(key);
     if (entry === undefined) return Promise.resolve('gone');
     if (entry.token !== token) return Promise.resolve('taken');
@@ -156,22 +160,21 @@ export class MemoryLockStore implements LockStore, InspectableStore, ClosableSto
   // ─── shared locks (semaphores, read-write locks) ─────────────────────────────────────────────
 
   tryAcquireShared(key: string, token: string, ttlMs: number, weight: number, capacity: number, place: SharedPlace, fences = 1): Promise<AcquireResult> {
-    // A waiter that can never fit would stay at the head of the line and keep everyone behind it out.
-    if (!Number.isSafeInteger(weight) || weight < 1) return Promise.reject(new LockOptionsError('weight', 'a positive safe integer', weight));
-    if (!Number.isSafeInteger(capacity) || capacity < weight)
-      return Promise.reject(new LockOptionsError('capacity', `a safe integer from the weight (${weight})`, capacity));
-    if (!Number.isSafeInteger(fences) || fences < 1) return Promise.reject(new LockOptionsError('fences', 'a positive safe integer', fences));
+    const bad = sharedAcquireError(ttlMs, weight, capacity, fences);
+    if (bad !== undefined) return Promise.reject(bad);
     const result = this.shared.tryAcquire(key, token, ttlMs, weight, capacity, place, fences);
     this.startSweeper();
     return Promise.resolve(result);
   }
 
   extendShared(key: string, token: string, ttlMs: number): Promise<ExtendOutcome> {
+    if (!isStoreTtl(ttlMs)) return Promise.reject(storeTtlError(ttlMs));
     return Promise.resolve(this.shared.extend(key, token, ttlMs));
   }
 
   /** {@link BatchExtendSharedStore.extendSharedMany}: each request's `extendShared`, in order. */
   extendSharedMany(requests: readonly ExtendRequest[]): Promise<Array<ExtendOutcome | Error>> {
+    for (const r of requests) if (!isStoreTtl(r.ttlMs)) return Promise.reject(storeTtlError(r.ttlMs));
     return Promise.resolve(requests.map((r) => this.shared.extend(r.key, r.token, r.ttlMs)));
   }
 

@@ -8,6 +8,7 @@
 import { v4 as uuidv4 } from 'uuid';
 import { asError, LockOptionsError } from '../../errors/errors.js';
 import { MAX_MS } from '../../options/limits.js';
+import { fenceCountError, isFenceCount, isStoreTtl, sharedAcquireError, storeTtlError } from '../../options/storeArguments.js';
 import type {
   BatchExtendStore,
   ClosableStore,
@@ -484,11 +485,8 @@ export class RedisLockStore
    */
   tryAcquireShared(key: string, token: string, ttlMs: number, weight: number, capacity: number, place: SharedPlace, fences = 1): Promise<AcquireResult> {
     if (isReserved(key, this.clientPrefix)) return Promise.reject(reservedKeyError(key));
-    if (!isStoreTtl(ttlMs)) return Promise.reject(storeTtlError(ttlMs));
-    if (!Number.isSafeInteger(weight) || weight < 1) return Promise.reject(new LockOptionsError('weight', 'a positive safe integer', weight));
-    if (!Number.isSafeInteger(capacity) || capacity < weight)
-      return Promise.reject(new LockOptionsError('capacity', `a safe integer from the weight (${weight})`, capacity));
-    if (!Number.isSafeInteger(fences) || fences < 1) return Promise.reject(new LockOptionsError('fences', 'a positive safe integer', fences));
+    const bad = sharedAcquireError(ttlMs, weight, capacity, fences);
+    if (bad !== undefined) return Promise.reject(bad);
     const args: Array<string | number> = [token, ttlMs, weight, capacity, this.placeTtl, place === 'leave' ? 'leave' : 'keep', this.inboxOf(key)];
     // (one fence, the script's default, is not sent: most acquisitions reserve no more)
     if (fences > 1) args.push(fences);
@@ -583,22 +581,4 @@ export class RedisLockStore
  */
 function isClusterRedirection(error: Error): boolean {
   return /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN)\b/.test(error.message);
-}
-
-/** A TTL the scripts accept: an integer from 1 ms to MAX_MS. */
-function isStoreTtl(ttlMs: number): boolean {
-  return Number.isInteger(ttlMs) && ttlMs >= 1 && ttlMs <= MAX_MS;
-}
-
-function storeTtlError(ttlMs: unknown): LockOptionsError {
-  return new LockOptionsError('ttlMs', `an integer from 1 to ${MAX_MS} (ms)`, ttlMs);
-}
-
-/** A number of fences to reserve: a safe integer from 1 (the scripts grant at most 1,024). */
-function isFenceCount(fences: number): boolean {
-  return Number.isSafeInteger(fences) && fences >= 1;
-}
-
-function fenceCountError(fences: unknown): LockOptionsError {
-  return new LockOptionsError('fences', 'an integer from 1 (a grant reserves at most 1,024)', fences);
 }

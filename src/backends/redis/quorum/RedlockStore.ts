@@ -6,7 +6,7 @@
  * single-node RedisLockStore used through its core operations.
  */
 import { LockOptionsError, QuorumUnreachableError, type FailedNode, type StoreOperation } from '../../../errors/errors.js';
-import { MAX_MS } from '../../../options/limits.js';
+import { fenceCountError, isFenceCount, isStoreTtl, storeTtlError } from '../../../options/storeArguments.js';
 import type { KeyCheckingStore, ClosableStore } from '../../../store/capabilities.js';
 import type { AcquireResult, ExtendOutcome, LockStore, NotAcquired, ReleasedGrant } from '../../../store/LockStore.js';
 import { driftOf, quorumOf, validityOf } from './quorum.js';
@@ -155,8 +155,8 @@ export class RedlockStore implements LockStore, KeyCheckingStore, ClosableStore 
 
   async tryAcquire(key: string, token: string, ttlMs: number, fences = 1): Promise<AcquireResult> {
     this.checkKey(key);
-    if (!Number.isInteger(ttlMs) || ttlMs < 1 || ttlMs > MAX_MS) throw new LockOptionsError('ttlMs', `an integer from 1 to ${MAX_MS} (ms)`, ttlMs);
-    if (!Number.isSafeInteger(fences) || fences < 1) throw new LockOptionsError('fences', 'an integer from 1 (a grant reserves at most 1,024)', fences);
+    if (!isStoreTtl(ttlMs)) throw storeTtlError(ttlMs);
+    if (!isFenceCount(fences)) throw fenceCountError(fences);
     const start = performance.now();
     const quorum = this.quorum;
     const floor = this.floor.at(start);
@@ -220,7 +220,7 @@ export class RedlockStore implements LockStore, KeyCheckingStore, ClosableStore 
   }
 
   async extend(key: string, token: string, ttlMs: number): Promise<ExtendOutcome> {
-    if (!Number.isInteger(ttlMs) || ttlMs < 1 || ttlMs > MAX_MS) throw new LockOptionsError('ttlMs', `an integer from 1 to ${MAX_MS} (ms)`, ttlMs);
+    if (!isStoreTtl(ttlMs)) throw storeTtlError(ttlMs);
     const start = performance.now();
     const quorum = this.quorum;
     const replies = await round(
