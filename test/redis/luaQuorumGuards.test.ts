@@ -119,11 +119,11 @@ describe('quorumAcquire-4.lua: the block of fences', () => {
   });
 
   // Guard: `if not (count >= 1) then count = 1`: a grant reserves at least one fence, whatever it
-  // is asked (0 or less): the caller's fence is its own, and the reply says how many it got (a
+  // is asked (0 or less, or not a number): the caller's fence is its own, and the reply says how many it got (a
   // table, since it differs from what was asked).
   it('asked for no fences (0, or fewer), reserves one and says so', async () => {
     const redis = suite.admin;
-    for (const asked of [0, -3]) {
+    for (const asked of [0, -3, 'nan']) {
       const before = await seedOf(redis);
       const reply = await acquire(redis, `no-fences-${asked}`, 't', 30_000, asked, 0);
       expect(reply, `asked ${asked}`).toEqual([expect.any(Number), 1, expect.any(Number), 30_000]);
@@ -131,6 +131,17 @@ describe('quorumAcquire-4.lua: the block of fences', () => {
       expect(seed).toBeGreaterThanOrEqual(before);
       expect(fence).toBe(seed! + 1);
     }
+  });
+
+  // The store sends only safe integers from 1; a caller of another version might send anything. A
+  // string that is not a number once failed the script after its SET had taken the key (a key held
+  // for its TTL by a caller told of an error): it is read as 1 now, the bare reply (the seed).
+  it('asked for a fence count that is not a number: reserves one, and answers', async () => {
+    const redis = suite.admin;
+    const before = await seedOf(redis);
+    const reply = await acquire(redis, 'fences-not-a-number', 't', 30_000, 'x', 0);
+    expect(typeof reply).toBe('number');
+    expect(reply as number).toBeGreaterThanOrEqual(before);
   });
 
   // Guard: `not again` in the bare reply's condition: our own key found again (an earlier run of

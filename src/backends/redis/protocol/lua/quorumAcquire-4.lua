@@ -79,8 +79,9 @@ local floor = tonumber(ARGV[4] or '0') or 0
 if floor > base + 1 and floor <= seed + 240000000 then
   base = floor - 1
 end
--- at least 1 and at most MAX_BLOCK (as math.max(1, math.min(asked, MAX_BLOCK)): 1 when not a number)
-local asked = tonumber(ARGV[3])
+-- at least 1 and at most MAX_BLOCK (as math.max(1, math.min(asked, MAX_BLOCK)): 1 when not a number
+-- — 'nan', or a string tonumber() cannot read, which would otherwise fail the script after its SET)
+local asked = tonumber(ARGV[3]) or 1
 local count = asked
 if not (count >= 1) then
   count = 1
