@@ -1,7 +1,8 @@
 /**
  * The tests StrykerJS runs against each mutant of the in-memory store (npm run mutation:memory,
  * stryker.memory.config.mjs): the store contract suites on it (mutex, shared, multi-key), the
- * lock-delay contract and the permit properties. The contract suites are what every backend must
+ * lock-delay contract, the permit properties, and the memory store's own tests (its options, expiry
+ * at the exact instant on a virtual clock, the sweeper, the refusal notes). The contract suites are what every backend must
  * pass, so a mutant of the memory store that survives them is either equivalent or a rule the
  * contract does not state yet: the place to add it is the contract, where the Redis and quorum
  * stores meet it too.
@@ -18,6 +19,7 @@ export default defineConfig({
       'test/contract/sharedMemory.contract.test.ts',
       'test/engine/lockDelay.test.ts',
       'test/shared/permitProperties.test.ts',
+      'test/engine/memoryStore.test.ts',
     ],
     env: { ...base.test?.env, MUTATION: '1' },
   },

@@ -115,8 +115,8 @@ describe('MemoryLockStore options: bad input gets a LockOptionsError naming the 
     await expect(store.tryAcquireShared('s', 'a', 1000, 1, 2, 'keep', 0)).rejects.toMatchObject({
       name: 'LockOptionsError',
       option: 'fences',
-      allowed: 'a positive safe integer',
-      message: expect.stringContaining('Invalid fences: expected a positive safe integer'),
+      allowed: 'an integer from 1 (a grant reserves at most 1,024)',
+      message: expect.stringContaining('Invalid fences: expected an integer from 1 (a grant reserves at most 1,024)'),
     });
   });
 });

@@ -33,8 +33,9 @@ export interface MemoryLockStoreOptions {
   clock?: () => number;
   /**
    * How often expired entries are swept out of memory, in milliseconds. Expiry itself is exact
-   * (checked on every access); the sweep only bounds memory. The sweep timer is unref'd and
-   * stops while the store is empty.
+   * (checked on every access); the sweep bounds memory, and grants the waiters of a semaphore or
+   * read-write lock that an expired holder made room for (as the next call touching the lock
+   * would). The sweep timer is unref'd and stops while the store is empty.
    * @default 1000
    */
   sweepInterval?: number;
