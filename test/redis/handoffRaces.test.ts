@@ -24,7 +24,7 @@ import type { HandoffWaiterSettings } from '../fixtures/handoffWaiter.js';
 import { killIfRunning } from '../support/children.js';
 import { InterceptStore, keysOf, lineOf, recordedLocker } from '../support/handoffHarness.js';
 import { lockKeyCount } from '../support/lockKeys.js';
-import { connect } from '../support/redis.js';
+import { suiteStore } from '../support/suiteLocker.js';
 import { redisSuite } from '../support/redisSuite.js';
 import { eventually, sleep } from '../support/timing.js';
 
@@ -42,15 +42,7 @@ afterEach(() => {
   suite.server.resume(); // in case a test paused it and failed before resuming
 });
 
-function newStore(options: RedisLockStoreOptions = {}): RedisLockStore {
-  const client = connect(suite.server);
-  const store = new RedisLockStore(client, options);
-  suite.closers.push(
-    () => client.disconnect(),
-    () => store.close(),
-  );
-  return store;
-}
+const newStore = (options: RedisLockStoreOptions = {}): RedisLockStore => suiteStore(suite, options);
 
 function intercepted(options: RedisLockStoreOptions = {}): InterceptStore {
   return new InterceptStore(newStore(options));

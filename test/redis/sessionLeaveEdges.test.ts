@@ -17,7 +17,7 @@ import { isLockStoreError, isLockTimeoutError, type Lease, type LockerOptions } 
 import { RedisLockStore, type RedisLockStoreOptions } from '../../src/redis.js';
 import type { AcquireResult, LockStore } from '../../src/store/LockStore.js';
 import { InterceptStore, lineOf, recordedLocker } from '../support/handoffHarness.js';
-import { connect } from '../support/redis.js';
+import { suiteStore } from '../support/suiteLocker.js';
 import { redisSuite } from '../support/redisSuite.js';
 import { eventually, sleep } from '../support/timing.js';
 
@@ -28,15 +28,7 @@ const TTL = 10_000;
 /** "Promptly": well under {@link TTL}, with room for a slow machine. */
 const PROMPT = 3_000;
 
-function newStore(options: RedisLockStoreOptions = {}): RedisLockStore {
-  const client = connect(suite.server);
-  const store = new RedisLockStore(client, { placeTtl: TTL, ...options });
-  suite.closers.push(
-    () => client.disconnect(),
-    () => store.close(),
-  );
-  return store;
-}
+const newStore = (options: RedisLockStoreOptions = {}): RedisLockStore => suiteStore(suite, { placeTtl: TTL, ...options });
 
 /** A waiter's store: no wake-up channel, every call logged and open to a hook. */
 const intercepted = (): InterceptStore => new InterceptStore(newStore({ wakeUp: false }));

@@ -30,7 +30,7 @@ import { createLocker, type Lease, LockTimeoutError, type Locker, type LockerOpt
 import { RedisLockStore, type RedisLockStoreOptions } from '../../src/redis.js';
 import type { AcquireResult } from '../../src/store/LockStore.js';
 import { InterceptStore, keysOf, type StoreCallLog } from '../support/handoffHarness.js';
-import { connect } from '../support/redis.js';
+import { suiteStore } from '../support/suiteLocker.js';
 import { redisSuite } from '../support/redisSuite.js';
 import { eventually, sleep } from '../support/timing.js';
 
@@ -47,31 +47,29 @@ interface Waiter {
 
 /** A locker on a RedisLockStore whose calls and signals the test sees (and may delay). */
 function waiter(options: Omit<LockerOptions, 'store'> = {}, storeOptions: RedisLockStoreOptions = {}): Waiter {
-  const client = connect(suite.server);
-  const inner = new RedisLockStore(client, storeOptions);
-  const store = new InterceptStore(inner);
+  const store = new InterceptStore(suiteStore(suite, storeOptions));
   const locker = createLocker({ store, ...options });
-  suite.closers.push(
-    () => client.disconnect(),
-    () => inner.close(),
-    () => locker.close(),
-  );
+  suite.closers.push(() => locker.close());
   return { locker, store };
 }
 
 /** A waiter's calls as its session makes them: acquire attempts and leaves (not a lease's release or extends). */
 const callsOf = (w: Waiter): StoreCallLog[] => w.store.log.filter((c) => c.op === 'tryAcquire' || c.op === 'tryAcquireInLine' || c.op === 'leave');
 
-/** A bare RedisLockStore (no locker): the other processes of a scenario, driven call by call. */
-function rawStore(storeOptions: RedisLockStoreOptions = {}): RedisLockStore {
-  const client = connect(suite.server);
-  const store = new RedisLockStore(client, storeOptions);
-  suite.closers.push(
-    () => client.disconnect(),
-    () => store.close(),
-  );
-  return store;
+/** A retry function sleeping `sleepFor()` between attempts, and the attempt numbers it was asked with. */
+function recordingRetry(sleepFor: () => ReturnType<typeof timer>): { asked: number[]; retry: (n: number) => ReturnType<typeof timer> } {
+  const asked: number[] = [];
+  return {
+    asked,
+    retry: (n) => {
+      asked.push(n);
+      return sleepFor();
+    },
+  };
 }
+
+/** A bare RedisLockStore (no locker): the other processes of a scenario, driven call by call. */
+const rawStore = (storeOptions: RedisLockStoreOptions = {}): RedisLockStore => suiteStore(suite, storeOptions);
 
 /** H, another process (a bare store), holds `lockKey` for `holdMs`. */
 async function heldElsewhere(lockKey: string, holdMs = 120_000): Promise<RedisLockStore> {
@@ -187,18 +185,8 @@ describe('a place refreshed while the retry policy sleeps longer than it lasts',
     const name = 'outsleep-fn';
     const lockKey = `lock:${name}`;
     const h = await heldElsewhere(lockKey);
-    const asked: number[] = [];
-    const b = waiter(
-      {
-        ttl: 10_000,
-        waitTimeout: 60_000,
-        retry: (n: number) => {
-          asked.push(n);
-          return timer(4_000);
-        },
-      },
-      { placeTtl: 1_500, wakeUp: false },
-    );
+    const { asked, retry } = recordingRetry(() => timer(4_000));
+    const b = waiter({ ttl: 10_000, waitTimeout: 60_000, retry }, { placeTtl: 1_500, wakeUp: false });
     const bGot = acquire(b, name);
     const token = await (async () => {
       await eventually(() => callsOf(b).length >= 1, 5_000);
@@ -246,19 +234,9 @@ describe("the policy's sleep ends while a refresh of the place is in flight", ()
   async function heldRefresh(name: string, sleepFor: () => ReturnType<typeof timer>) {
     const lockKey = `lock:${name}`;
     const h = await heldElsewhere(lockKey);
-    const asked: number[] = [];
-    const b = waiter(
-      {
-        ttl: 10_000,
-        waitTimeout: 60_000,
-        commandTimeout: 10_000, // the held refresh is not timed out
-        retry: (n: number) => {
-          asked.push(n);
-          return sleepFor();
-        },
-      },
-      { placeTtl: 9_000, wakeUp: false },
-    );
+    const { asked, retry } = recordingRetry(sleepFor);
+    // (commandTimeout: the held refresh is not timed out)
+    const b = waiter({ ttl: 10_000, waitTimeout: 60_000, commandTimeout: 10_000, retry }, { placeTtl: 9_000, wakeUp: false });
     let letGo = (): void => undefined;
     const held = new Promise<void>((resolve) => (letGo = resolve));
     let heldCall: StoreCallLog | undefined;
