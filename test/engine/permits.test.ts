@@ -339,7 +339,8 @@ describe('withPermit', () => {
   it('renews holders while their work runs past the TTL', async () => {
     const locker = newLocker();
     const g = gauge();
-    const run = (name: string) => g.run(name, 120).pipe(locker.withPermit('renewed', { limit: 1, ttl: 60 }));
+    // each holds for twice its TTL (a TTL that leaves a stalled event loop room: 60 ms did not)
+    const run = (name: string) => g.run(name, 500).pipe(locker.withPermit('renewed', { limit: 1, ttl: 250 }));
     await lastValueFrom(merge(run('a'), run('b')));
     expect(g.max).toBe(1);
   });
