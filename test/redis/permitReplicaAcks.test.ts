@@ -45,6 +45,37 @@ describe('replicaAcks on shared locks', () => {
     await lease.release();
   });
 
+  it("permits taken by the caller's own call cost the acquire script and one WAIT: nothing is touched", async () => {
+    const servers = await pair();
+    const master = servers.client(servers.master);
+    const store = newStore(servers, { replicaAcks: { replicas: 1, timeout: 4_000 }, wakeUp: false });
+    // (once first, so the script is loaded and called by SHA below)
+    expect(await store.tryAcquireShared('lock:warm', 'w', 10_000, 1, 2, 'leave')).toMatchObject({ acquired: true });
+    await master.config('RESETSTAT');
+    expect(await store.tryAcquireShared('lock:sem', 'a', 10_000, 1, 2, 'leave')).toMatchObject({ acquired: true });
+    const stats = await master.info('commandstats');
+    const calls = (command: string) => Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(stats)?.[1] ?? 0);
+    expect({ evalsha: calls('evalsha'), eval: calls('eval'), wait: calls('wait') }).toEqual({ evalsha: 1, eval: 0, wait: 1 });
+  });
+
+  it('permits granted from the line are touched with the TTL they have left (not lengthened to the caller’s ttl), then counted', async () => {
+    const servers = await pair();
+    const other = newStore(servers);
+    const store = newStore(servers, { replicaAcks: { replicas: 1, timeout: 4_000 }, wakeUp: false });
+    const admin = servers.client(servers.master);
+    expect(await other.tryAcquireShared('lock:s', 'x', 60_000, 2, 2, 'keep')).toMatchObject({ acquired: true });
+    expect(await store.tryAcquireShared('lock:s', 'a', 60_000, 1, 2, 'keep')).toMatchObject({ acquired: false, queued: true });
+    expect(await other.releaseShared('lock:s', 'x')).toBe(true); // grants 'a' until its place would have lapsed (3 s)
+    const result = await store.tryAcquireShared('lock:s', 'a', 60_000, 1, 2, 'keep');
+    if (!result.acquired) throw new Error('expected the permits granted from the line');
+    expect(result.ttl).toBeLessThanOrEqual(3_000);
+    const endsAt = Number(await admin.zscore(helperKey('lock:s', 'shared-holders'), 'a'));
+    const [seconds, micros] = await admin.time();
+    // (the touch adds one ms, so that it changes the lease's end and replicates)
+    expect(endsAt - (Number(seconds) * 1000 + Number(micros) / 1000)).toBeLessThanOrEqual(result.ttl! + 1);
+    expect(await servers.client(servers.replica).zscore(helperKey('lock:s', 'shared-holders'), 'a')).not.toBeNull();
+  });
+
   it("refuses permits taken by the caller's own call, and gives them back", async () => {
     const servers = await pair();
     const store = newStore(servers, { replicaAcks: HELD_LINK_ACKS });

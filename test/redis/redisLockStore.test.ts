@@ -108,6 +108,14 @@ describe('RedisLockStore', () => {
     expect((await commandCalls()).evalsha).toBe(10);
   });
 
+  it('leave by a token holding the key with no record of a hand-off to it gives the key back: not granted', async () => {
+    const store = new RedisLockStore(client, { wakeUp: false });
+    // taken by a plain acquire (the common path records no hand-off), then left as if handed over
+    expect(await store.tryAcquire('tx:norecord', 'w', 10_000)).toMatchObject({ acquired: true });
+    expect(await store.leave('tx:norecord', 'w')).toEqual({ granted: false });
+    expect(await admin.get('tx:norecord')).toBeNull();
+  });
+
   it('leaves the line with plain commands in one transaction, never a script', async () => {
     const store = new RedisLockStore(client);
     await store.tryAcquireInLine('tx:leave', 'holder', 10_000, 1, 'keep');

@@ -184,6 +184,57 @@ describe('replicaAcks', () => {
     expect(await redis.get('k')).toBeNull();
   });
 
+  it('a grant by its own call costs the acquire script and one WAIT: nothing is touched', async () => {
+    const servers = await pair();
+    const master = servers.client(servers.master);
+    const store = new RedisLockStore(servers.client(servers.master), { replicaAcks: { replicas: 1, timeout: 4000 }, wakeUp: false });
+    closers.push(() => store.close());
+    // (once first, so the script is loaded and called by SHA below)
+    expect(await store.tryAcquire('warm', 'w', 10_000)).toMatchObject({ acquired: true });
+    await master.config('RESETSTAT');
+    expect(await store.tryAcquire('k', 'a', 10_000)).toMatchObject({ acquired: true });
+    const stats = await master.info('commandstats');
+    const calls = (command: string) => Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(stats)?.[1] ?? 0);
+    expect({ evalsha: calls('evalsha'), eval: calls('eval'), wait: calls('wait') }).toEqual({ evalsha: 1, eval: 0, wait: 1 });
+  });
+
+  it('a key found handed over is touched with the TTL it has left (not lengthened to the caller’s ttl), then counted', async () => {
+    const servers = await pair();
+    const redis = servers.client(servers.master);
+    const other = new RedisLockStore(redis);
+    const store = new RedisLockStore(servers.client(servers.master), { replicaAcks: { replicas: 1, timeout: 4000 }, wakeUp: false });
+    closers.push(() => store.close());
+    expect(await other.tryAcquire('k', 'x', 60_000)).toMatchObject({ acquired: true });
+    expect(await store.tryAcquireInLine('k', 'a', 60_000, 1, 'keep')).toMatchObject({ acquired: false, queued: true });
+    expect(await other.release('k', 'x')).toBe(true); // hands k to a until its place would have lapsed (3 s)
+    const result = await store.tryAcquireInLine('k', 'a', 60_000, 1, 'keep');
+    if (!result.acquired) throw new Error('expected the key handed over');
+    expect(result.ttl).toBeLessThanOrEqual(3000);
+    expect(await redis.pttl('k')).toBeLessThanOrEqual(result.ttl!);
+    expect(await servers.client(servers.replica).get('k')).toBe('a');
+  });
+
+  it('leave: without a grant answers not granted (nothing to confirm); a key handed over is touched with the TTL it has left', async () => {
+    const servers = await pair();
+    const redis = servers.client(servers.master);
+    const other = new RedisLockStore(redis);
+    const store = new RedisLockStore(servers.client(servers.master), { replicaAcks: { replicas: 1, timeout: 4000 }, wakeUp: false });
+    closers.push(() => store.close());
+    expect(await other.tryAcquire('k', 'x', 60_000)).toMatchObject({ acquired: true });
+    expect(await store.tryAcquireInLine('k', 'a', 60_000, 1, 'keep')).toMatchObject({ acquired: false, queued: true });
+    expect(await store.leave('k', 'a')).toEqual({ granted: false });
+    expect(await redis.get('k')).toBe('x');
+    // handed over by the release: taken by leave, confirmed, its TTL not lengthened to the caller's
+    expect(await store.tryAcquireInLine('k', 'a', 60_000, 1, 'keep')).toMatchObject({ acquired: false, queued: true });
+    expect(await other.release('k', 'x')).toBe(true);
+    const left = await store.leave('k', 'a');
+    expect(left).toMatchObject({ granted: true });
+    const ttl = (left as { ttl: number }).ttl;
+    expect(ttl).toBeLessThanOrEqual(3000);
+    expect(await redis.pttl('k')).toBeLessThanOrEqual(ttl);
+    expect(await servers.client(servers.replica).get('k')).toBe('a');
+  });
+
   it('is checked when the store is made: values, and no Cluster client', () => {
     const redis = connect(resourceServer, { lazyConnect: true });
     closers.push(() => redis.disconnect());
