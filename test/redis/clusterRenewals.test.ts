@@ -4,12 +4,13 @@
  * And a batch sent on a stale slot table (a slot moved since the client last looked) still
  * extends every lease: those answered MOVED are sent again alone, to the new owner.
  */
-import type { Cluster, Redis } from 'ioredis';
+import { Cluster, type Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisLockStore } from '../../src/redis.js';
 import { EmbeddedRedisCluster } from '../../support/embeddedRedisCluster.js';
 import { addressOf, connectWithStaleSlots, masterOf, migrateSlot } from '../support/clusterNodes.js';
 import { keySlot } from '../support/keySlot.js';
+import { sleep } from '../support/timing.js';
 import { expectNoUnhandledRejections } from '../support/unhandled.js';
 
 let cluster: EmbeddedRedisCluster;
@@ -91,5 +92,68 @@ describe('renewals on a Redis Cluster', () => {
     expect(await target.pttl(moved[1]!)).toBeGreaterThan(50_000);
     expect(await source.pttl(stay)).toBeGreaterThan(50_000);
     await Promise.all(keys.map((key) => store.release(key, `t-${key}`)));
+  });
+  /** A key of another slot than `key`, served by the same master (the client's table). */
+  function neighbourOf(key: string, stem: string): string {
+    for (let n = 0; ; n++) if (masterOf(client, `${stem}:${n}`) === masterOf(client, key) && keySlot(`${stem}:${n}`) !== keySlot(key)) return `${stem}:${n}`;
+  }
+
+  it('extends a lease of a batch whose key has left for the importing node mid-migration (ASK): sent again alone, ioredis asks the target', async () => {
+    const asked = '{asking}:a';
+    const stay = neighbourOf(asked, 'ask-stay');
+    const keys = [asked, stay];
+    for (const key of keys) expect((await store.tryAcquire(key, `t-${key}`, 5000)).acquired).toBe(true);
+    const source = nodes.find((node) => addressOf(node) === masterOf(client, asked))!;
+    const target = nodes.find((node) => node !== source)!;
+    const slot = String(keySlot(asked));
+    const [sourceId, targetId] = (await Promise.all([source.call('CLUSTER', 'MYID'), target.call('CLUSTER', 'MYID')])) as [string, string];
+    await target.call('CLUSTER', 'SETSLOT', slot, 'IMPORTING', sourceId);
+    await source.call('CLUSTER', 'SETSLOT', slot, 'MIGRATING', targetId);
+    await source.call('MIGRATE', String(target.options.host), String(target.options.port), '', '0', '5000', 'KEYS', asked);
+    let outcomes: unknown[];
+    try {
+      // (the source still serves the slot, but answers ASK for the key it no longer has)
+      outcomes = await store.extendMany(keys.map((key) => ({ key, token: `t-${key}`, ttlMs: 60_000 })));
+    } finally {
+      await migrateSlot(keySlot(asked), source, target, nodes); // (completes the migration)
+    }
+    expect(outcomes).toEqual(['extended', 'extended']);
+    expect(await target.pttl(asked)).toBeGreaterThan(50_000);
+    expect(await source.pttl(stay)).toBeGreaterThan(50_000);
+    await Promise.all(keys.map((key) => store.release(key, `t-${key}`)));
+  });
+
+  it('extends the leases of a batch sent to a node whose cluster is down for a while (CLUSTERDOWN): sent again alone, ioredis waits for it', async () => {
+    // a client that waits for a downed cluster far longer than the test needs (ioredis' default: 16 × 100 ms)
+    const patient = new Cluster(cluster.startupNodes, { retryDelayOnClusterDown: 200, maxRedirections: 200, redisOptions: { maxRetriesPerRequest: 2 } });
+    patient.on('error', () => undefined);
+    await new Promise((resolve) => patient.once('ready', resolve));
+    const patientStore = new RedisLockStore(patient, { wakeUp: false });
+    try {
+      const down = '{down}:a';
+      const keys = [down, neighbourOf(down, 'down-stay')];
+      for (const key of keys) expect((await patientStore.tryAcquire(key, `t-${key}`, 5000)).acquired).toBe(true);
+      const source = nodes.find((node) => addressOf(node) === masterOf(patient, down))!;
+      const slot = String(keySlot(down));
+      // the node no longer serves one of its slots: it answers CLUSTERDOWN to every command
+      await source.call('CLUSTER', 'DELSLOTS', slot);
+      try {
+        for (let i = 0; !/cluster_state:fail/.test((await source.call('CLUSTER', 'INFO')) as string); i++) {
+          if (i > 200) throw new Error('the node did not say its cluster is down');
+          await sleep(25);
+        }
+        const extending = patientStore.extendMany(keys.map((key) => ({ key, token: `t-${key}`, ttlMs: 60_000 })));
+        await sleep(500); // (the batch is answered CLUSTERDOWN meanwhile)
+        await source.call('CLUSTER', 'ADDSLOTS', slot);
+        expect(await extending).toEqual(['extended', 'extended']);
+      } finally {
+        await source.call('CLUSTER', 'ADDSLOTS', slot).catch(() => undefined);
+      }
+      for (const key of keys) expect(await source.pttl(key)).toBeGreaterThan(50_000);
+      await Promise.all(keys.map((key) => patientStore.release(key, `t-${key}`)));
+    } finally {
+      patientStore.close();
+      patient.disconnect();
+    }
   });
 });
