@@ -115,6 +115,28 @@ describe('RedisLockStore options, checked when the store is made', () => {
   });
 });
 
+describe('a subscriber passed in', () => {
+  it('is used for wake-ups and never closed by the store: not after its last waiter left, nor by close()', async () => {
+    const client = connect(suite.server);
+    const subscriber = connect(suite.server);
+    suite.closers.push(
+      () => client.disconnect(),
+      () => subscriber.disconnect(),
+    );
+    const store = new RedisLockStore(client, { subscriber, lingerMs: 0 });
+    const watch = store.watch!('k', 'a', () => undefined);
+    await watch.ready;
+    expect(((await suite.admin.call('PUBSUB', 'CHANNELS', 'rxjs-lock:inbox:*')) as string[]).length).toBe(1);
+    watch.stop();
+    // (lingerMs 0: the inbox is unsubscribed at once, the connection kept)
+    await eventually(async () => ((await suite.admin.call('PUBSUB', 'CHANNELS', 'rxjs-lock:inbox:*')) as string[]).length === 0, 20_000, 20);
+    store.close();
+    await sleep(100);
+    expect(subscriber.status).toBe('ready');
+    expect(await subscriber.ping()).toBe('PONG');
+  });
+});
+
 describe('RedisLockStore option defaults', () => {
   it('placeTtl: a place in line lasts 3 s', async () => {
     const store = suiteStore(suite, { wakeUp: false });
