@@ -116,6 +116,26 @@ describe('RedisLockStore', () => {
     expect(await admin.get('tx:norecord')).toBeNull();
   });
 
+  it('extendMany and extendSharedMany set the TTL each request asks for, in a pipeline and alone', async () => {
+    const store = new RedisLockStore(client, { wakeUp: false });
+    const keys = ['ttl:a', 'ttl:b', 'ttl:c'];
+    for (const key of keys) expect(await store.tryAcquire(key, 't', 60_000)).toMatchObject({ acquired: true });
+    for (const key of keys) expect(await store.tryAcquireShared(`shared:${key}`, 't', 60_000, 1, 2, 'leave')).toMatchObject({ acquired: true });
+    const asked = (key: string) => ({ key, token: 't', ttlMs: 5_000 });
+    expect(await store.extendMany(keys.slice(0, 2).map(asked))).toEqual(['extended', 'extended']);
+    expect(await store.extendMany([asked(keys[2]!)])).toEqual(['extended']);
+    expect(await store.extendSharedMany(keys.slice(0, 2).map((key) => asked(`shared:${key}`)))).toEqual(['extended', 'extended']);
+    expect(await store.extendSharedMany([asked(`shared:${keys[2]}`)])).toEqual(['extended']);
+    for (const key of keys) {
+      const pttl = await admin.pttl(key);
+      expect(pttl, key).toBeGreaterThan(0);
+      expect(pttl, key).toBeLessThanOrEqual(5_000);
+      const holder = (await store.inspectShared(`shared:${key}`))!.holders[0]!;
+      expect(holder.ttl, key).toBeGreaterThan(0);
+      expect(holder.ttl, key).toBeLessThanOrEqual(5_000);
+    }
+  });
+
   it('leaves the line with plain commands in one transaction, never a script', async () => {
     const store = new RedisLockStore(client);
     await store.tryAcquireInLine('tx:leave', 'holder', 10_000, 1, 'keep');
