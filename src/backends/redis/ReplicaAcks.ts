@@ -13,7 +13,12 @@
  * - a key found already handed over (by a later attempt, or by `leave`) is first "touched": an
  *   owner-checked write of the TTL it has left (the extend script's PEXPIRE; for permits of a
  *   shared lock, extendShared with one ms more, so that its ZADD changes the score: Redis does not
- *   propagate a ZADD that changes nothing, and `WAIT` would then count an older write);
+ *   propagate a ZADD that changes nothing, and `WAIT` would then count an older write). The
+ *   touch is what `WAIT`'s documented contract needs ("the previous write commands sent in the
+ *   context of the current connection"); Redis 7.0 happens to record the replication offset after
+ *   every command of a connection, reads included, so there a `WAIT` after the granting script
+ *   also covers the other connection's hand-off, and no test on it can tell the touch is missing
+ *   (the hand mutants of mutation/hand/redisLockStore-acks.txt that drop it survive for that reason);
  * - a connection that closed between the grant's call and `WAIT`'s answer voids the answer (a
  *   `WAIT` on a new connection counts nothing of ours and answers at once): the grant is given
  *   back as if unacknowledged;
