@@ -13,6 +13,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLocker, isLockStoreError, isReplicaAckError, LockOptionsError, ReplicaAckError, type Locker } from '../../src/index.js';
 import { FencedResource, RedisLockStore, type RedisLockStoreOptions } from '../../src/redis.js';
 import { helperKey } from '../../src/backends/redis/protocol/keyLayout.js';
+import { checkReplicaAcks, ReplicaAcks } from '../../src/backends/redis/ReplicaAcks.js';
+import { MAX_MS } from '../../src/options/limits.js';
 import { EPHEMERAL } from '../support/dataLossServers.js';
 import { connect, EmbeddedRedis } from '../support/redis.js';
 import type { ReplicatedPair } from '../support/replicatedPair.js';
@@ -240,9 +242,12 @@ describe('replicaAcks', () => {
     closers.push(() => redis.disconnect());
     const bad: Array<[unknown, string]> = [
       [5, 'replicaAcks'],
+      [[1, 10], 'replicaAcks'],
       [{ replicas: 0, timeout: 10 }, 'replicaAcks.replicas'],
       [{ replicas: 1.5, timeout: 10 }, 'replicaAcks.replicas'],
+      [{ replicas: 2 ** 31, timeout: 10 }, 'replicaAcks.replicas'],
       [{ replicas: 1, timeout: 0 }, 'replicaAcks.timeout'],
+      [{ replicas: 1, timeout: 1.5 }, 'replicaAcks.timeout'],
       [{ replicas: 1, timeout: 2 ** 31 }, 'replicaAcks.timeout'],
       [{ replicas: 1 }, 'replicaAcks.timeout'],
       [{ replicas: 1, timeout: 10, wait: true }, 'replicaAcks.wait'],
@@ -260,6 +265,14 @@ describe('replicaAcks', () => {
     const cluster = new Cluster([{ host: '127.0.0.1', port: resourceServer.port }], { lazyConnect: true });
     closers.push(() => cluster.disconnect());
     expect(() => new RedisLockStore(cluster, { replicaAcks: { replicas: 1, timeout: 10 } })).toThrow(/no replicaAcks with a Cluster client/);
+    // the bounds themselves are accepted
+    new RedisLockStore(redis, { replicaAcks: { replicas: 1, timeout: 1 } }).close();
+    new RedisLockStore(redis, { replicaAcks: { replicas: MAX_MS, timeout: MAX_MS } }).close();
+    // a client without WAIT or without connection events (not an ioredis Redis) is refused
+    for (const missing of ['wait', 'on', 'off'] as const) {
+      const client = new Proxy(redis, { get: (target, property, receiver) => (property === missing ? undefined : Reflect.get(target, property, receiver)) });
+      expect(() => checkReplicaAcks({ replicas: 1, timeout: 10 }, client), missing).toThrow(LockOptionsError);
+    }
     // (a store without the option adds no listener to the client)
     const before = redis.listenerCount('close');
     new RedisLockStore(redis).close();
@@ -268,5 +281,137 @@ describe('replicaAcks', () => {
     expect(redis.listenerCount('close')).toBe(before + 1);
     store.close();
     expect(redis.listenerCount('close')).toBe(before);
+  });
+});
+
+/**
+ * ReplicaAcks on its own, on a replica that acknowledges everything at once (replication not held
+ * back): what `confirm` must refuse although `WAIT` answers enough replicas — a grant written on a
+ * connection that closed before `WAIT` (a `WAIT` on the new connection covers nothing of the old
+ * one's), a key handed over whose touch found it gone or whose connection closed after the touch
+ * — and that a refused grant is given back before the refusal is told.
+ */
+describe('ReplicaAcks.confirm', () => {
+  async function confirming() {
+    const servers = await pair();
+    const client = servers.client(servers.master);
+    await client.ping();
+    const acks = new ReplicaAcks(client, { replicas: 1, timeout: 5_000 });
+    closers.push(() => acks.close());
+    const givenBack: string[] = [];
+    const giveBack = (key: string) => () => {
+      givenBack.push(key);
+      return client.del(key);
+    };
+    /** Closes the client's connection and resolves once it is connected again. */
+    const reconnect = async () => {
+      const ready = new Promise((resolve) => client.once('ready', resolve));
+      client.disconnect(true);
+      await ready;
+    };
+    return { client, acks, givenBack, giveBack, reconnect };
+  }
+
+  it('counts a grant written on the connection (WAIT answers the replica); none is given back', async () => {
+    const { client, acks, givenBack, giveBack } = await confirming();
+    const epoch = acks.epoch;
+    await client.set('k', 'a');
+    await acks.confirm('k', 'acquire', { epoch }, giveBack('k'));
+    expect(givenBack).toEqual([]);
+    expect(await client.get('k')).toBe('a');
+  });
+
+  it('refuses a grant whose connection closed before WAIT, though WAIT on the new connection counts the replica, and gives it back', async () => {
+    const { client, acks, givenBack, giveBack, reconnect } = await confirming();
+    const epoch = acks.epoch;
+    await client.set('k', 'a'); // the grant, on the first connection
+    await reconnect();
+    expect(await client.wait(1, 5_000)).toBe(1); // a new connection: nothing of its own to wait for
+    const error = await acks.confirm('k', 'acquire', { epoch }, giveBack('k')).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(Error);
+    expect((error as Error).message).toMatch(/connection closed between the grant and WAIT/);
+    expect(givenBack).toEqual(['k']);
+    expect(await client.get('k')).toBeNull();
+  });
+
+  it('a key handed over is touched first: its touch is what WAIT counts', async () => {
+    const { client, acks, givenBack, giveBack } = await confirming();
+    let touches = 0;
+    const touch = async () => {
+      touches++;
+      return (await client.pexpire('k', 60_000)) === 1 ? ('extended' as const) : ('gone' as const);
+    };
+    await client.set('k', 'a');
+    await acks.confirm('k', 'leave', { touch }, giveBack('k'));
+    expect(touches).toBe(1);
+    expect(givenBack).toEqual([]);
+  });
+
+  it('refuses a key handed over whose touch found it gone, and gives it back', async () => {
+    const { acks, givenBack, giveBack } = await confirming();
+    const error = await acks.confirm('k', 'leave', { touch: () => Promise.resolve('gone' as const) }, giveBack('k')).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(Error);
+    expect((error as Error).message).toMatch(/the key handed over was gone/);
+    expect(givenBack).toEqual(['k']);
+  });
+
+  it('refuses a key handed over whose connection closed after the touch, before WAIT', async () => {
+    const { client, acks, givenBack, giveBack, reconnect } = await confirming();
+    await client.set('k', 'a');
+    const touch = async () => {
+      const touched = await client.pexpire('k', 60_000);
+      await reconnect(); // the touch's write was on the connection that closed
+      return touched === 1 ? ('extended' as const) : ('gone' as const);
+    };
+    const error = await acks.confirm('k', 'acquire', { touch }, giveBack('k')).catch((e: unknown) => e);
+    expect((error as Error).message).toMatch(/connection closed between the grant and WAIT/);
+    expect(givenBack).toEqual(['k']);
+  });
+
+  it('tells the refusal only once the key is given back, however slow that is; a give-back that fails does not replace the refusal', async () => {
+    const { client, acks } = await confirming();
+    await client.set('k', 'a');
+    const slowGiveBack = async () => {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await client.del('k');
+    };
+    const refused = await acks.confirm('k', 'leave', { touch: () => Promise.resolve('gone' as const) }, slowGiveBack).catch((e: unknown) => e);
+    expect((refused as Error).message).toMatch(/gone/);
+    expect(await client.get('k')).toBeNull();
+    const failing = await acks
+      .confirm('k', 'leave', { touch: () => Promise.resolve('gone' as const) }, () => Promise.reject(new Error('give-back failed')))
+      .catch((e: unknown) => e);
+    expect((failing as Error).message).toMatch(/gone/);
+  });
+  it("a burst of grants answered together costs two WAITs (the first grant's, and one after it shared by the rest), burst after burst; each counts only a WAIT sent after its answer", async () => {
+    const servers = await pair();
+    const client = servers.client(servers.master);
+    await client.ping();
+    const acks = new ReplicaAcks(client, { replicas: 1, timeout: 150 });
+    closers.push(() => acks.close());
+    const waits = async () => Number(/^cmdstat_wait:calls=(\d+)/m.exec(await client.info('commandstats'))?.[1] ?? 0);
+    /** Four grants written in one go (answered together), each confirmed on its answer. */
+    const burst = (round: number) => {
+      const epoch = acks.epoch;
+      return Promise.all(
+        [0, 1, 2, 3].map((i) =>
+          client.set(`k${round}:${i}`, 'a').then(() =>
+            acks
+              .confirm(`k${round}:${i}`, 'acquire', { epoch }, () => client.del(`k${round}:${i}`))
+              .then(
+                () => 'confirmed',
+                (e: unknown) => (e as Error).name,
+              ),
+          ),
+        ),
+      );
+    };
+    expect(await burst(1)).toEqual(['confirmed', 'confirmed', 'confirmed', 'confirmed']);
+    expect(await waits()).toBe(2);
+    // the replica acknowledges nothing from now on: no grant of the next burst may count a WAIT of the first
+    servers.holdReplication();
+    expect(await burst(2)).toEqual(['ReplicaAckError', 'ReplicaAckError', 'ReplicaAckError', 'ReplicaAckError']);
+    expect(await waits()).toBe(4);
+    expect(await client.keys('k2:*')).toEqual([]);
   });
 });
