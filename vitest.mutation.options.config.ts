@@ -25,6 +25,7 @@ export default defineConfig({
       'test/engine/inspection.test.ts',
       'test/engine/sharedInspection.test.ts',
       'test/engine/robustness.test.ts',
+      'test/engine/shorterExtend.test.ts',
     ],
     env: { ...base.test?.env, MUTATION: '1' },
   },

@@ -2,9 +2,9 @@
  * Bad input gets a LockOptionsError that names the option and its allowed range, at once, with
  * nothing acquired.
  */
-import { of } from 'rxjs';
+import { firstValueFrom, lastValueFrom, of } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import { createLocker, isLockOptionsError, LockOptionsError, MemoryLockStore, setDefaultLocker, withLock } from '../src/index.js';
+import { createLocker, isLockOptionsError, LockOptionsError, MemoryLockStore, setDefaultLocker, withLock, withPermit } from '../src/index.js';
 
 function optionsError(fn: () => unknown): LockOptionsError {
   try {
@@ -162,5 +162,167 @@ describe('unknown and malformed options', () => {
     expect(error).toBeInstanceOf(Error);
     expect(isLockOptionsError({ ...error, [Symbol.for('rxjs-lock/error')]: true, name: 'LockOptionsError' })).toBe(true);
     expect(isLockOptionsError(new Error('Invalid ttl'))).toBe(false);
+  });
+});
+
+/**
+ * The edges and rarer shapes of each option, found by mutating the checks (npm run
+ * mutation:options): each case is an input a mutant took that it should refuse, a valid input a
+ * mutant refused, or a refusal that named the wrong option or lost its range.
+ */
+describe('the edges of each check', () => {
+  it('a key of exactly 4096 characters and a keyPrefix of exactly 1024 are accepted, one more is not', () => {
+    expect(() => locker.acquire('k'.repeat(4096))).not.toThrow();
+    expect(optionsError(() => locker.acquire('k'.repeat(4097))).option).toBe('key');
+    expect(() => createLocker({ store, keyPrefix: 'p'.repeat(1024) })).not.toThrow();
+    const error = optionsError(() => createLocker({ store, keyPrefix: 'p'.repeat(1025) }));
+    expect(error.option).toBe('keyPrefix');
+    expect(error.allowed).toBe('a string of at most 1024 characters, without lone UTF-16 surrogates');
+  });
+
+  it('null options are refused with LockOptionsError, not a TypeError, wherever options are taken', () => {
+    expect(optionsError(() => createLocker(null as never)).option).toBe('options');
+    expect(optionsError(() => locker.acquire('k', null as never)).option).toBe('options');
+    expect(optionsError(() => withLock('k', null as never)).option).toBe('options');
+    expect(optionsError(() => locker.acquirePermit('k', null as never)).option).toBe('options');
+    expect(optionsError(() => withPermit('k', null as never)).option).toBe('options');
+  });
+
+  it('an options value that is not an object names what it should be an object of', () => {
+    expect(optionsError(() => createLocker(5 as never)).allowed).toBe('an object of createLocker options');
+    expect(optionsError(() => locker.acquire('k', 5 as never)).allowed).toBe('an object of acquire options');
+    expect(optionsError(() => locker.withLock('k', { onBusy: 'skip', bogus: 1 } as never)).allowed).toContain('one of the known lock options: ');
+    expect(optionsError(() => locker.withLock('k', { bogus: 1 } as never)).allowed).toContain('one of the known lock options: ');
+    for (const options of [null, 5, []]) {
+      const error = optionsError(() => locker.acquirePermit('k', options as never));
+      expect(error.allowed).toBe('an object of permit options with at least { limit }');
+      expect(optionsError(() => withPermit('k', options as never)).allowed).toBe('an object of permit options with at least { limit }');
+    }
+  });
+
+  it('scheduler: both now() and schedule() are required, on an object', () => {
+    const now = () => 0;
+    const schedule = () => ({ unsubscribe() {} });
+    expect(optionsError(() => createLocker({ scheduler: { now } as never })).option).toBe('scheduler');
+    expect(optionsError(() => createLocker({ scheduler: { schedule } as never })).option).toBe('scheduler');
+    expect(optionsError(() => createLocker({ scheduler: Object.assign(() => undefined, { now, schedule }) as never })).option).toBe('scheduler');
+    expect(() => createLocker({ scheduler: { now, schedule } as never })).not.toThrow();
+  });
+
+  it('store: an object with tryAcquire, release and extend, each a function', () => {
+    const fn = () => Promise.resolve(true);
+    for (const bad of [
+      { release: fn, extend: fn },
+      { tryAcquire: fn, extend: fn },
+      { tryAcquire: fn, release: fn },
+      Object.assign(() => undefined, { tryAcquire: fn, release: fn, extend: fn }),
+    ]) {
+      const error = optionsError(() => createLocker({ store: bad as never }));
+      expect(error.option).toBe('store');
+      expect(error.allowed).toBe('a LockStore (an object with tryAcquire, release and extend)');
+    }
+  });
+
+  it("onBusy: 'wait' (or left undefined) keeps the wait limit given; only 'skip' refuses one", () => {
+    for (const onBusy of ['wait', undefined] as const) {
+      expect(() => locker.withLock('k', { onBusy, waitTimeout: 500 })).not.toThrow();
+      expect(() => withLock('k', { onBusy, waitTimeout: 500 })).not.toThrow();
+    }
+    const error = optionsError(() => locker.withLock('k', { onBusy: 'skip', waitTimeout: 500 }));
+    expect(error.option).toBe('waitTimeout');
+    expect(error.allowed).toBe("0 or left out with onBusy: 'skip' (it tries once, without waiting)");
+    expect(optionsError(() => locker.withLock('k', { onBusy: 'never' as never })).allowed).toBe("'wait' or 'skip'");
+  });
+
+  it("onLost: 'error' and 'notify' are both accepted", () => {
+    expect(() => createLocker({ store, onLost: 'error' })).not.toThrow();
+    expect(() => locker.acquire('k', { onLost: 'notify' })).not.toThrow();
+  });
+
+  it('lease.extend(ttl) refuses a TTL with no validity left after the drift margin, naming the range', async () => {
+    const lease = await firstValueFrom(locker.acquire('extend-edges'));
+    try {
+      for (const ttl of [1, 2]) {
+        const error = await lease.extend(ttl).catch((e: unknown) => e);
+        expect(isLockOptionsError(error)).toBe(true);
+        expect((error as LockOptionsError).option).toBe('ttl');
+        expect((error as LockOptionsError).allowed).toBe(
+          'an integer from 3 to 2147483647 (ms): shorter leases have no validity left after the clock-drift margin',
+        );
+      }
+      expect(await lease.extend(3)).toBe(true);
+    } finally {
+      await lease.release();
+    }
+  });
+
+  it('retry: jitter or minDelay alone takes the default for the other; minDelay + jitter up to the largest timer', () => {
+    expect(() => createLocker({ retry: { minDelay: 5 } })).not.toThrow();
+    expect(() => createLocker({ retry: { jitter: 5 } })).not.toThrow();
+    expect(() => createLocker({ retry: { minDelay: 1000, jitter: 2_147_483_647 - 1000 } })).not.toThrow();
+    const error = optionsError(() => createLocker({ retry: { minDelay: 1000, jitter: 2_147_483_647 - 999 } }));
+    expect(error.option).toBe('retry.jitter');
+    expect(error.allowed).toBe('an integer from 0 to 2147482647 (ms), so that minDelay + jitter stays within 2147483647');
+    expect(optionsError(() => createLocker({ retry: null as never })).allowed).toBe('{ minDelay, jitter } or a function (attempt) => ObservableInput');
+    expect(optionsError(() => createLocker({ retry: { minDelay: 1, maxDelay: 5 } as never })).allowed).toContain('one of the known retry options: ');
+  });
+
+  it('renew: an empty object means the default interval; unknown names say they are renew options', () => {
+    expect(() => createLocker({ renew: {} })).not.toThrow();
+    expect(optionsError(() => createLocker({ renew: { every: 5 } as never })).allowed).toContain('one of the known renew options: interval');
+  });
+
+  it('cohort: each bound checked and named; false and the edges accepted', () => {
+    const cases: Array<[unknown, string, string]> = [
+      [5, 'cohort', 'false or { maxPasses, maxMs, roundMs, batchMs }'],
+      [null, 'cohort', 'false or { maxPasses, maxMs, roundMs, batchMs }'],
+      [[], 'cohort', 'false or { maxPasses, maxMs, roundMs, batchMs }'],
+      [true, 'cohort', 'false or { maxPasses, maxMs, roundMs, batchMs }'],
+      [{ maxPasses: -1 }, 'cohort.maxPasses', 'an integer from 0 to 1023'],
+      [{ maxPasses: 1.5 }, 'cohort.maxPasses', 'an integer from 0 to 1023'],
+      [{ maxPasses: '3' }, 'cohort.maxPasses', 'an integer from 0 to 1023'],
+      [{ maxPasses: 1024 }, 'cohort.maxPasses', 'an integer from 0 to 1023'],
+      [{ maxMs: -1 }, 'cohort.maxMs', 'an integer from 0 to 2147483647 (ms)'],
+      [{ roundMs: -1 }, 'cohort.roundMs', 'an integer from 0 to 2147483647 (ms)'],
+      [{ batchMs: 0.5 }, 'cohort.batchMs', 'an integer from 0 to 2147483647 (ms)'],
+    ];
+    for (const [cohort, option, allowed] of cases) {
+      const error = optionsError(() => createLocker({ store, cohort: cohort as never }));
+      expect(error.option, JSON.stringify(cohort)).toBe(option);
+      expect(error.allowed, JSON.stringify(cohort)).toBe(allowed);
+    }
+    const unknown = optionsError(() => createLocker({ store, cohort: { passes: 1 } as never }));
+    expect(unknown.option).toBe('cohort.passes');
+    expect(unknown.allowed).toContain('one of the known cohort options: maxPasses');
+    for (const cohort of [false, { maxPasses: 0 }, { maxPasses: 1023, maxMs: 0, roundMs: 0, batchMs: 0 }] as const) {
+      expect(() => createLocker({ store, cohort })).not.toThrow();
+    }
+  });
+
+  it('a locker made reentrant stays reentrant for a call that overrides another option', async () => {
+    const reentrant = createLocker({ store, reentrant: true, keyPrefix: 'reentrant-default:' });
+    const inner = await lastValueFrom(reentrant.using('k', () => reentrant.using('k', () => of('joined'), { ttl: 5000, waitTimeout: 0 })));
+    expect(inner).toBe('joined');
+    await reentrant.close();
+  });
+
+  it('permit options: limit and permits named with their ranges; reentrant refused; onBusy only for the operators', () => {
+    const limit = optionsError(() => locker.acquirePermit('k', { limit: 0 }));
+    expect(limit.option).toBe('limit');
+    expect(limit.allowed).toBe('a positive safe integer (1 to 9007199254740991)');
+    const permits = optionsError(() => locker.acquirePermit('k', { limit: 2, permits: 3 }));
+    expect(permits.option).toBe('permits');
+    expect(permits.allowed).toBe('an integer from 1 to 2 (the limit)');
+    expect(optionsError(() => withPermit('k', { limit: 0 })).option).toBe('limit');
+    expect(optionsError(() => withPermit('k', { limit: 2, permits: 3 })).option).toBe('permits');
+    expect(() => withPermit('k', { limit: 2, permits: 2 })).not.toThrow();
+    expect(optionsError(() => locker.acquirePermit('k', { limit: 2, reentrant: true } as never)).option).toBe('options.reentrant');
+    expect(optionsError(() => locker.withPermit('k', { limit: 2, reentrant: true } as never)).option).toBe('options.reentrant');
+    expect(() => locker.withPermit('k', { limit: 2, onBusy: 'skip' })).not.toThrow();
+    expect(() => withPermit('k', { limit: 2, onBusy: 'skip' })).not.toThrow();
+    expect(optionsError(() => locker.acquirePermit('k', { limit: 2, onBusy: 'skip' } as never)).option).toBe('options.onBusy');
+    const unknown = optionsError(() => locker.withPermit('k', { limit: 2, count: 1 } as never));
+    expect(unknown.allowed).toContain('onBusy, limit, permits');
+    expect(optionsError(() => locker.acquirePermit('k', { limit: 2, count: 1 } as never)).allowed).toMatch(/onLost, limit, permits$/);
   });
 });

@@ -59,9 +59,8 @@ export interface WithPermitOptions extends PermitOptions {
  */
 export function withPermit<T>(key: string, options: WithPermitOptions): MonoTypeOperatorFunction<T> {
   validateKey(key);
-  if (typeof options !== 'object' || options === null) throw new LockOptionsError('options', 'an object of permit options with at least { limit }', options);
+  checkPermitOptions(options, ['locker']);
   const { locker, ...permitOptions } = options;
-  checkPermitOptions(permitOptions);
   if (locker !== undefined && (typeof locker !== 'object' || locker === null || typeof locker.withPermit !== 'function')) {
     throw new LockOptionsError('locker', 'a Locker made by createLocker()', locker);
   }

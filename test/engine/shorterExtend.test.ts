@@ -284,3 +284,43 @@ describe('an extend call with a shorter TTL counts from its sending', () => {
     await a.close();
   });
 });
+
+describe('the renewal interval a lease keeps to', () => {
+  /** The memory store, counting extend calls. */
+  class CountingStore extends MemoryLockStore {
+    extends = 0;
+    override extend(key: string, token: string, ttlMs: number): Promise<ExtendOutcome> {
+      this.extends++;
+      return super.extend(key, token, ttlMs);
+    }
+  }
+
+  it('renews at the interval given, not at the default third of the TTL', async () => {
+    const store = new CountingStore();
+    const locker = createLocker({ store, ttl: 3000, renew: { interval: 50 } });
+    const lease = await firstValueFrom(locker.acquire('interval'));
+    await sleep(500);
+    // the default (a renewal every 1000 ms) would have sent none by now
+    expect(store.extends).toBeGreaterThanOrEqual(3);
+    await lease.release();
+    await locker.close();
+  });
+
+  for (const interval of [1000, 592]) {
+    // (renewIntervalFor falls back to a third of the shorter TTL; scheduleNext's halfway renewal
+    // for an interval past the deadline would keep the lease too: either guard alone holds this)
+    it(`an interval (${interval} ms) that no longer fits a shorter extend's TTL: the lease is kept`, async () => {
+      const store = new CountingStore();
+      const locker = createLocker({ store, ttl: 3000, renew: { interval } });
+      const lease = await firstValueFrom(locker.acquire('shorter'));
+      expect(await lease.extend(600)).toBe(true); // validity 600 − 6 − 2 = 592 ms: the interval does not fit
+      expect(leaseValidity(600)).toBe(592);
+      const before = store.extends;
+      await sleep(1500);
+      expect(lease.held).toBe(true);
+      expect(store.extends).toBeGreaterThan(before);
+      await lease.release();
+      await locker.close();
+    });
+  }
+});
