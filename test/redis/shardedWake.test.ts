@@ -289,13 +289,19 @@ describe('the nodes drop the subscriber connections', () => {
 });
 
 describe('close()', () => {
-  it('every channel and connection goes; a later watch never becomes active and opens nothing; available is false', async () => {
+  it('every channel and connection goes; a live watch goes inactive (told once); a later watch never becomes active and opens nothing; available is false', async () => {
     const { wake } = shardedWake(60_000);
-    const live = wake.watch('closing', 't', recorder());
+    const heard = recorder();
+    const live = wake.watch('closing', 't', heard);
     await live.ready;
+    expect(live.active).toBe(true);
     expect(wake.available).toBe(true);
     wake.close();
     expect(wake.available).toBe(false);
+    // as WakeInbox's close(): a waiter told its watch is active sleeps long, counting on a grant
+    // message that a closed connection never brings; told it is not, it polls
+    expect(live.active).toBe(false);
+    expect(heard.statuses).toEqual([true, false]);
     await eventually(async () => (await shardChannels()).length === 0 && (await subscriberConnections()) === 0, 15_000, 20, 'everything closed');
     const later = wake.watch('closing-later', 'u', recorder());
     expect(later.active).toBe(false);

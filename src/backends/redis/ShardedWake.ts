@@ -99,10 +99,16 @@ export class ShardedWake {
     };
   }
 
-  /** Unsubscribes everything and closes the connection, for good. */
+  /**
+   * Unsubscribes everything and closes the connection, for good. Live watches go inactive (and are
+   * told): their waiters poll instead of sleeping on messages that will not come.
+   */
   close(): void {
     this.closed = true;
-    for (const channel of this.channels.values()) if (channel.linger !== undefined) clearTimeout(channel.linger);
+    for (const channel of this.channels.values()) {
+      if (channel.linger !== undefined) clearTimeout(channel.linger);
+      this.setActive(channel, false);
+    }
     this.channels.clear();
     this.subscriber?.disconnect();
     this.subscriber = undefined;
