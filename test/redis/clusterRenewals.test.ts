@@ -2,15 +2,17 @@
  * Renewals of many leases on a real 3-master Redis Cluster: one pipeline per node, so a batch of
  * leases spread over the masters costs each node one write (one round trip), not one per lease.
  * And a batch sent on a stale slot table (a slot moved since the client last looked) still
- * extends every lease: those answered MOVED are sent again alone, to the new owner.
+ * extends every lease: those answered MOVED are sent again alone, to the new owner; so are those
+ * answered ASK, TRYAGAIN or CLUSTERDOWN, and every lease of a node's pipeline that fails as a whole.
  */
 import { Cluster, type Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisLockStore } from '../../src/redis.js';
+import { sharedKeys } from '../../src/backends/redis/protocol/keyLayout.js';
 import { EmbeddedRedisCluster } from '../../support/embeddedRedisCluster.js';
 import { addressOf, connectWithStaleSlots, masterOf, migrateSlot } from '../support/clusterNodes.js';
 import { keySlot } from '../support/keySlot.js';
-import { sleep } from '../support/timing.js';
+import { eventually, sleep } from '../support/timing.js';
 import { expectNoUnhandledRejections } from '../support/unhandled.js';
 
 let cluster: EmbeddedRedisCluster;
@@ -94,8 +96,8 @@ describe('renewals on a Redis Cluster', () => {
     await Promise.all(keys.map((key) => store.release(key, `t-${key}`)));
   });
   /** A key of another slot than `key`, served by the same master (the client's table). */
-  function neighbourOf(key: string, stem: string): string {
-    for (let n = 0; ; n++) if (masterOf(client, `${stem}:${n}`) === masterOf(client, key) && keySlot(`${stem}:${n}`) !== keySlot(key)) return `${stem}:${n}`;
+  function neighbourOf(key: string, stem: string, of: Cluster = client): string {
+    for (let n = 0; ; n++) if (masterOf(of, `${stem}:${n}`) === masterOf(of, key) && keySlot(`${stem}:${n}`) !== keySlot(key)) return `${stem}:${n}`;
   }
 
   it('extends a lease of a batch whose key has left for the importing node mid-migration (ASK): sent again alone, ioredis asks the target', async () => {
@@ -156,4 +158,147 @@ describe('renewals on a Redis Cluster', () => {
       patient.disconnect();
     }
   });
+  /** A client of the cluster that keeps its first slot table and retries a redirection or a downed cluster for far longer than a test needs (ioredis' default: 16 tries, 100 ms apart). */
+  async function patientClient(): Promise<Cluster> {
+    const patient = new Cluster(cluster.startupNodes, {
+      slotsRefreshInterval: 600_000,
+      maxRedirections: 2000,
+      retryDelayOnTryAgain: 100,
+      retryDelayOnClusterDown: 200,
+      redisOptions: { maxRetriesPerRequest: 2 },
+    });
+    patient.on('error', () => undefined);
+    await new Promise((resolve) => patient.once('ready', resolve));
+    return patient;
+  }
+
+  /** Until `done` holds or `settled` (a batch's promise) settles; bounded, for a batch that never does either. */
+  async function untilDoneOrSettled(settled: Promise<unknown>, done: () => Promise<boolean>): Promise<void> {
+    let over = false;
+    void settled.then(
+      () => (over = true),
+      () => (over = true),
+    );
+    await eventually(async () => over || (await done()), 60_000, 25, 'the batch answered');
+  }
+
+  /** The PTTL of `key` on `node`, which may be importing its slot (ASKING first, else it answers MOVED). */
+  async function pttlAsking(node: Redis, key: string): Promise<number> {
+    const replies = await node.pipeline().call('ASKING').pttl(key).exec();
+    return replies![1]![1] as number;
+  }
+
+  it('extends the permits of a shared lock split between source and target mid-migration (TRYAGAIN to its keys): sent again alone, ioredis retries it until the slot has moved', async () => {
+    const patient = await patientClient();
+    const patientStore = new RedisLockStore(patient, { wakeUp: false });
+    try {
+      // two shared locks of one slot: one moved whole to the target, the other split (its permits moved, its holders not)
+      const split = '{split}:a';
+      const whole = '{split}:b';
+      for (const key of [split, whole]) expect((await patientStore.tryAcquireShared(key, `t-${key}`, 5000, 1, 1, 'leave')).acquired).toBe(true);
+      const [holders, permits] = sharedKeys(split);
+      const [wholeHolders, wholePermits] = sharedKeys(whole);
+      const slot = keySlot(holders);
+      expect(keySlot(wholeHolders)).toBe(slot);
+      const source = nodes.find((node) => addressOf(node) === masterOf(patient, holders))!;
+      const target = nodes.find((node) => node !== source)!;
+      const [sourceId, targetId] = (await Promise.all([source.call('CLUSTER', 'MYID'), target.call('CLUSTER', 'MYID')])) as [string, string];
+      await target.call('CLUSTER', 'SETSLOT', String(slot), 'IMPORTING', sourceId);
+      await source.call('CLUSTER', 'SETSLOT', String(slot), 'MIGRATING', targetId);
+      await source.call('MIGRATE', String(target.options.host), String(target.options.port), '', '0', '5000', 'KEYS', wholeHolders, wholePermits, permits);
+      expect(await source.exists(holders)).toBe(1);
+      let extending: Promise<unknown[]> | undefined;
+      try {
+        // one pipeline to the source: the whole lock is extended (on the target, asked), the split one is refused with TRYAGAIN
+        extending = patientStore.extendSharedMany([split, whole].map((key) => ({ key, token: `t-${key}`, ttlMs: 60_000 })));
+        await untilDoneOrSettled(extending, async () => (await pttlAsking(target, wholeHolders)) > 50_000);
+      } finally {
+        await migrateSlot(slot, source, target, nodes); // (completes the migration: the split lock is whole again, on the target)
+      }
+      expect(await extending).toEqual(['extended', 'extended']);
+      expect(await target.pttl(holders)).toBeGreaterThan(50_000);
+      expect(await target.pttl(wholeHolders)).toBeGreaterThan(50_000);
+      for (const key of [split, whole]) expect(await patientStore.releaseShared(key, `t-${key}`)).toBe(true);
+    } finally {
+      patientStore.close();
+      patient.disconnect();
+    }
+  });
+
+  it('extends every lease of a node whose pipeline fails as a whole (the slot table, refreshed while the node was down, splits the batch): sent lease by lease', async () => {
+    const patient = await patientClient();
+    const patientStore = new RedisLockStore(patient, { wakeUp: false });
+    try {
+      // two leases of one node (in the client's table), in two slots
+      const leaving = '{whole-fail}:b';
+      const staying = neighbourOf(leaving, 'whole-stay', patient);
+      const keys = [staying, leaving];
+      for (const key of keys) expect((await patientStore.tryAcquire(key, `t-${key}`, 5000)).acquired).toBe(true);
+      const source = nodes.find((node) => addressOf(node) === masterOf(patient, leaving))!;
+      const target = nodes.find((node) => node !== source)!;
+      // the second one's slot moves to another node; the client does not know yet
+      await migrateSlot(keySlot(leaving), source, target, nodes);
+      expect(masterOf(patient, leaving)).toBe(addressOf(source));
+      // and the source answers CLUSTERDOWN to everything (one of its slots, with no key, unassigned)
+      let empty = -1;
+      for (let n = 0; empty < 0; n++) {
+        const slot = keySlot(`whole-down:${n}`);
+        if (
+          masterOf(patient, `whole-down:${n}`) === addressOf(source) &&
+          slot !== keySlot(staying) &&
+          slot !== keySlot(leaving) &&
+          Number(await source.call('CLUSTER', 'COUNTKEYSINSLOT', String(slot))) === 0
+        )
+          empty = slot;
+      }
+      await source.call('CLUSTER', 'DELSLOTS', String(empty));
+      let extending: Promise<unknown[]> | undefined;
+      try {
+        await eventually(
+          async () => /cluster_state:fail/.test((await source.call('CLUSTER', 'INFO')) as string),
+          10_000,
+          25,
+          'the node says its cluster is down',
+        );
+        // the batch, one pipeline to the source, is answered CLUSTERDOWN for both; ioredis refreshes
+        // the slot table and sends it again, and refuses it (its keys now on two nodes)
+        extending = patientStore.extendMany(keys.map((key) => ({ key, token: `t-${key}`, ttlMs: 60_000 })));
+        // each lease sent alone: the moved one is extended on its new node, the other waits for the source
+        await untilDoneOrSettled(extending, async () => (await target.pttl(leaving)) > 50_000);
+      } finally {
+        await source.call('CLUSTER', 'ADDSLOTS', String(empty));
+      }
+      expect(await extending).toEqual(['extended', 'extended']);
+      expect(await source.pttl(staying)).toBeGreaterThan(50_000);
+      expect(await target.pttl(leaving)).toBeGreaterThan(50_000);
+      await Promise.all(keys.map((key) => patientStore.release(key, `t-${key}`)));
+    } finally {
+      patientStore.close();
+      patient.disconnect();
+    }
+  });
+
+  it('extends the leases of a batch given to a client that has no slot table yet (lazyConnect): each sent alone, not one pipeline', async () => {
+    const keys = keysOnEachNodeOf('lazy');
+    for (const key of keys) expect((await store.tryAcquire(key, `t-${key}`, 5000)).acquired).toBe(true);
+    const lazy = new Cluster(cluster.startupNodes, { lazyConnect: true, redisOptions: { maxRetriesPerRequest: 2 } });
+    lazy.on('error', () => undefined);
+    const lazyStore = new RedisLockStore(lazy, { wakeUp: false });
+    try {
+      expect(lazy.slots.length).toBe(0);
+      expect(await lazyStore.extendMany(keys.map((key) => ({ key, token: `t-${key}`, ttlMs: 60_000 })))).toEqual(keys.map(() => 'extended'));
+      for (const key of keys) expect(await client.pttl(key)).toBeGreaterThan(50_000);
+    } finally {
+      lazyStore.close();
+      lazy.disconnect();
+    }
+    await Promise.all(keys.map((key) => store.release(key, `t-${key}`)));
+  });
+
+  /** A key `${stem}:<n>` on each master (the client's table). */
+  function keysOnEachNodeOf(stem: string): string[] {
+    const byNode = new Map<string, string>();
+    for (let n = 0; byNode.size < 3; n++) if (!byNode.has(masterOf(client, `${stem}:${n}`))) byNode.set(masterOf(client, `${stem}:${n}`), `${stem}:${n}`);
+    return [...byNode.values()];
+  }
 });

@@ -136,6 +136,26 @@ describe('RedisLockStore', () => {
     }
   });
 
+  it('extendMany and extendSharedMany of a single lease answer its failure as its entry, as for a lease of a batch: they do not reject', async () => {
+    const lost = connect(server);
+    const store = new RedisLockStore(lost, { wakeUp: false });
+    expect(await store.tryAcquire('one:fails', 't', 60_000)).toMatchObject({ acquired: true });
+    expect(await store.tryAcquireShared('shared:one:fails', 't', 60_000, 1, 2, 'leave')).toMatchObject({ acquired: true });
+    lost.disconnect(); // (closed for good: every command on it fails)
+    const [alone] = await store.extendMany([{ key: 'one:fails', token: 't', ttlMs: 5_000 }]);
+    expect(alone).toBeInstanceOf(Error);
+    expect((alone as Error).message).toMatch(/Connection is closed/);
+    const [sharedAlone] = await store.extendSharedMany([{ key: 'shared:one:fails', token: 't', ttlMs: 5_000 }]);
+    expect(sharedAlone).toBeInstanceOf(Error);
+    expect((sharedAlone as Error).message).toMatch(/Connection is closed/);
+    // nothing was extended
+    expect(await admin.pttl('one:fails')).toBeGreaterThan(5_000);
+    store.close();
+    const cleaner = new RedisLockStore(client, { wakeUp: false });
+    expect(await cleaner.release('one:fails', 't')).toBe(true);
+    expect(await cleaner.releaseShared('shared:one:fails', 't')).toBe(true);
+  });
+
   it('leaves the line with plain commands in one transaction, never a script', async () => {
     const store = new RedisLockStore(client);
     await store.tryAcquireInLine('tx:leave', 'holder', 10_000, 1, 'keep');
