@@ -7,6 +7,8 @@ import { lastValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { createLocker, isReplicaAckError, type Lease, type Locker } from '../../src/index.js';
 import { RedisLockStore, type RedisLockStoreOptions } from '../../src/redis.js';
+import { sharedKeys } from '../../src/backends/redis/protocol/keyLayout.js';
+import { cutProxy } from '../support/cutProxy.js';
 import type { ReplicatedPair } from '../support/replicatedPair.js';
 import { replicatedPairSuite } from '../support/replicatedPairSuite.js';
 import type { EmbeddedRedis } from '../support/redis.js';
@@ -83,5 +85,47 @@ describe('attack: replicaAcks while no replica acknowledges', () => {
     // given back once the store's client is connected again (the TTL is 60 s: not a lapse)
     for (let i = 0; i < 100 && (await masterAdmin.get('k')) !== null; i++) await new Promise((resolve) => setTimeout(resolve, 50));
     expect(await masterAdmin.get('k')).toBeNull();
+  });
+});
+
+describe("attack: replicaAcks and a grant's call sent again on a new connection", () => {
+  // The call is lost on its way (Redis never gets it) and the connection dropped: ioredis sends it
+  // again once connected, and it grants there (the acquire script's common path: a bare fence,
+  // confirmed by the epoch of the call). The connection closed between the grant's call and WAIT's
+  // answer, which voids the answer (ReplicaAcks: the epoch is read before the call is sent): the
+  // grant is given back and the acquisition fails, though the replica is in sync. (The rule is
+  // conservative here: this grant was written on the new connection, so a WAIT there would cover
+  // it. A store reading the epoch only once the reply came would confirm it, and these tests pin
+  // the documented rule; a reply lost after the script ran instead makes the call sent again find
+  // the key its own, a grant that is touched before WAIT whatever the epoch.)
+  it.each(['tryAcquire', 'tryAcquireShared'] as const)('%s: refused and given back', async (method) => {
+    const servers = await pair();
+    const masterAdmin = servers.client(servers.master);
+    const proxy = await cutProxy(servers.master.port);
+    closers.push(() => proxy.close());
+    const store = new RedisLockStore(servers.client(servers.master, { port: proxy.port }), { replicaAcks: { replicas: 1, timeout: 5_000 }, wakeUp: false });
+    closers.push(() => store.close());
+    const acquire = (key: string) => (method === 'tryAcquire' ? store.tryAcquire(key, 'a', 60_000) : store.tryAcquireShared(key, 'a', 60_000, 1, 1, 'leave'));
+    const release = (key: string) => (method === 'tryAcquire' ? store.release(key, 'a') : store.releaseShared(key, 'a'));
+    // (a first grant, acknowledged: the scripts are loaded, so the next call is one EVALSHA)
+    expect(await acquire('warm')).toMatchObject({ acquired: true });
+    expect(await release('warm')).toBe(true);
+    const lost = proxy.loseNext('evalsha');
+    const outcome = acquire('k').then(
+      (v) => v,
+      (e: unknown) => e,
+    );
+    await lost;
+    proxy.cutAll();
+    const refused = await outcome;
+    expect(refused).toBeInstanceOf(Error);
+    expect((refused as Error).message).toMatch(/connection closed between the grant and WAIT/);
+    // it was granted, on the new connection, and given back before the refusal
+    // (the lock's own keys gone: a mutex's key, a shared lock's holders and permits)
+    const held = method === 'tryAcquire' ? ['k'] : sharedKeys('k').slice(0, 2);
+    expect(await masterAdmin.exists(...held)).toBe(0);
+    // and the next call counts
+    expect(await acquire('k')).toMatchObject({ acquired: true });
+    expect(await release('k')).toBe(true);
   });
 });
