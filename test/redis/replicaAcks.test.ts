@@ -53,6 +53,21 @@ function hold(locker: Locker, key: string): Holding {
 }
 
 /**
+ * A store with `replicaAcks` (1 replica, 4 s) whose token `a` waits in line for `k` while `other`
+ * (a store on the master's `redis` client) holds it as `x`, both with a 60 s TTL.
+ */
+async function waitingBehindHolder() {
+  const servers = await pair();
+  const redis = servers.client(servers.master);
+  const other = new RedisLockStore(redis);
+  const store = new RedisLockStore(servers.client(servers.master), { replicaAcks: { replicas: 1, timeout: 4000 }, wakeUp: false });
+  closers.push(() => store.close());
+  expect(await other.tryAcquire('k', 'x', 60_000)).toMatchObject({ acquired: true });
+  expect(await store.tryAcquireInLine('k', 'a', 60_000, 1, 'keep')).toMatchObject({ acquired: false, queued: true });
+  return { servers, redis, other, store };
+}
+
+/**
  * A store with `replicaAcks` whose token `a` waits in line for `k` while another client holds it;
  * then the replication link is held back and the holder's release hands `k` to `a` (written by the
  * other client's connection).
@@ -201,13 +216,7 @@ describe('replicaAcks', () => {
   });
 
   it('a key found handed over is touched with the TTL it has left (not lengthened to the caller’s ttl), then counted', async () => {
-    const servers = await pair();
-    const redis = servers.client(servers.master);
-    const other = new RedisLockStore(redis);
-    const store = new RedisLockStore(servers.client(servers.master), { replicaAcks: { replicas: 1, timeout: 4000 }, wakeUp: false });
-    closers.push(() => store.close());
-    expect(await other.tryAcquire('k', 'x', 60_000)).toMatchObject({ acquired: true });
-    expect(await store.tryAcquireInLine('k', 'a', 60_000, 1, 'keep')).toMatchObject({ acquired: false, queued: true });
+    const { servers, redis, other, store } = await waitingBehindHolder();
     expect(await other.release('k', 'x')).toBe(true); // hands k to a until its place would have lapsed (3 s)
     const result = await store.tryAcquireInLine('k', 'a', 60_000, 1, 'keep');
     if (!result.acquired) throw new Error('expected the key handed over');
@@ -217,13 +226,7 @@ describe('replicaAcks', () => {
   });
 
   it('leave: without a grant answers not granted (nothing to confirm); a key handed over is touched with the TTL it has left', async () => {
-    const servers = await pair();
-    const redis = servers.client(servers.master);
-    const other = new RedisLockStore(redis);
-    const store = new RedisLockStore(servers.client(servers.master), { replicaAcks: { replicas: 1, timeout: 4000 }, wakeUp: false });
-    closers.push(() => store.close());
-    expect(await other.tryAcquire('k', 'x', 60_000)).toMatchObject({ acquired: true });
-    expect(await store.tryAcquireInLine('k', 'a', 60_000, 1, 'keep')).toMatchObject({ acquired: false, queued: true });
+    const { servers, redis, other, store } = await waitingBehindHolder();
     expect(await store.leave('k', 'a')).toEqual({ granted: false });
     expect(await redis.get('k')).toBe('x');
     // handed over by the release: taken by leave, confirmed, its TTL not lengthened to the caller's
