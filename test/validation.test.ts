@@ -37,6 +37,39 @@ describe('keys', () => {
   }
 });
 
+describe("the store's key check", () => {
+  it('a key the store refuses is refused at once, with its prefix, wherever a key is taken (also when just used)', () => {
+    const checked: string[] = [];
+    const memory = Object.assign(new MemoryLockStore(), {
+      checkKey(key: string): void {
+        checked.push(key);
+        if (key.endsWith('bad')) throw new LockOptionsError('key', 'a key this store keeps', key);
+      },
+    });
+    const prefixed = createLocker({ store: memory, keyPrefix: 'p:' });
+    const calls: Array<() => unknown> = [
+      () => prefixed.acquire('bad'),
+      () => prefixed.acquire('bad'), // the same key again
+      () => prefixed.withLock('bad'),
+      () => prefixed.acquireLocks(['ok', 'bad']),
+      () => prefixed.withLocks(['bad']),
+      () => prefixed.isLocked('bad'),
+      () => prefixed.inspect('bad'),
+      () => prefixed.waitUntilFree('bad'),
+      () => prefixed.acquirePermit('bad', { limit: 1 }),
+      () => prefixed.acquireReadLock('bad'),
+      () => prefixed.isWriteLocked('bad'),
+    ];
+    for (const call of calls) {
+      expect(optionsError(call).message).toContain('a key this store keeps');
+    }
+    expect(checked.filter((key) => key === 'p:bad')).toHaveLength(calls.length);
+    expect(checked).toContain('p:ok');
+    expect(memory.size).toBe(0);
+    void prefixed.close();
+  });
+});
+
 describe('times', () => {
   const cases: Array<[string, unknown, string]> = [
     ['ttl', -1, 'an integer from 1 to 2147483647 (ms)'],

@@ -178,6 +178,11 @@ export function multiKeyContract(
       await other.lease;
       const values = await lastValueFrom(of('ran').pipe(lockerWith().withLocks([a, b], { onBusy: 'skip' })), { defaultValue: 'skipped' });
       expect(values).toBe('skipped');
+      const used = await lastValueFrom(
+        lockerWith().usingLocks([a, b], () => of('ran'), { onBusy: 'skip' }),
+        { defaultValue: 'skipped' },
+      );
+      expect(used).toBe('skipped');
       await eventually(async () => (await holder(a)) === null, 3_000);
       other.release();
       await other.ended;

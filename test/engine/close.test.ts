@@ -9,7 +9,7 @@
  * `await using` calls it.
  */
 import { defer, finalize, firstValueFrom, lastValueFrom, NEVER, of, timer, type Subscription } from 'rxjs';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   createLocker,
   isLockerClosedError,
@@ -246,6 +246,22 @@ describe('close() gives back what is held', () => {
     await sleep(150);
     expect(store.count('extend') + store.count('extendMany')).toBe(renewals);
     for (const lease of leases) expect(lease.held).toBe(false);
+  });
+
+  it('no timer of the locker is left behind: the renewal timer is stopped', async () => {
+    const store = new MemoryLockStore();
+    const locker = createLocker({ store, ttl: 60_000 });
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      await firstValueFrom(locker.acquire('k'));
+      await locker.close();
+      store.close();
+      // (the calls' commandTimeout timer, 2 s, may still fire once: it is not the renewals')
+      vi.advanceTimersByTime(10_000);
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
 

@@ -19,8 +19,9 @@ import {
   type LockerOptions,
   type LockStore,
 } from '../../src/index.js';
-import type { LockEngine } from '../../src/engine/LockEngine.js';
-import { CohortPolicy } from '../../src/engine/handoff/HandoffPolicy.js';
+import { LockEngine } from '../../src/engine/LockEngine.js';
+import { CohortPolicy, type HandoffPolicy } from '../../src/engine/handoff/HandoffPolicy.js';
+import { resolveLockerOptions } from '../../src/options/validate.js';
 import { FenceBlock } from '../../src/engine/fencing/FenceBlock.js';
 import { recordingLocker } from '../support/recordingStore.js';
 
@@ -201,6 +202,35 @@ describe('cohort hand-off', () => {
     expect(store.count('tryAcquire')).toBeGreaterThanOrEqual(2);
     expect(events.some((e) => e.type === 'lost')).toBe(true);
     await lease.release();
+  });
+});
+
+describe('a hand-off policy given to the engine', () => {
+  it('replaces the cohort policy of the settings: every grant starts a turn of it, and it decides the passes', async () => {
+    const memory = new MemoryLockStore();
+    let tries = 0;
+    const store: LockStore = {
+      tryAcquire: (key, token, ttl, fences) => (tries++, memory.tryAcquire(key, token, ttl, fences)),
+      release: (key, token) => memory.release(key, token),
+      extend: (key, token, ttl) => memory.extend(key, token, ttl),
+    };
+    const calls: string[] = [];
+    const never: HandoffPolicy = {
+      fencesFor: () => (calls.push('fencesFor'), 1),
+      startTurn: (fences, storeWaiting, _localWaiting, now) => (calls.push('startTurn'), { fences, grantedAt: now, passes: 0, storeWaiting }),
+      mayPass: () => (calls.push('mayPass'), false),
+      pass: () => undefined,
+    };
+    // (the settings' cohort, the default one, would pass the lock to the local waiter)
+    const engine = new LockEngine(
+      resolveLockerOptions({ store, keyPrefix: '' }, () => memory),
+      { handoff: never },
+    );
+    await Promise.all(Array.from({ length: 2 }, () => lastValueFrom(timer(20).pipe(engine.withLock('k')))));
+    expect(tries).toBe(2);
+    expect(calls.filter((c) => c === 'startTurn')).toHaveLength(2);
+    await engine.close();
+    memory.close();
   });
 });
 

@@ -320,6 +320,55 @@ describe('store failures', () => {
     expect(store.inner.size).toBe(0);
     expect(events).toEqual([expect.objectContaining({ type: 'abandoned-released', key: 'k', deleted: true })]);
   });
+
+  it('an attempt that failed is given back by token once the store settled it, quietly when the key was not ours', async () => {
+    // (the store may have run a failed call all the same: the give-back is only a precaution, and
+    // says nothing unless it found the key ours)
+    const store = new FaultyStore();
+    const released: boolean[] = [];
+    store.release = (key, token) => {
+      released.push(true);
+      if (released.length === 1) return store.inner.release(key, token);
+      return Promise.reject(new Error('connection reset'));
+    };
+    const locker = createLocker({ store });
+    const events: LockEvent[] = [];
+    locker.events$.subscribe((e) => events.push(e));
+    store.mode = 'reject';
+    const error = await firstValueFrom(locker.acquire('k')).catch((e: unknown) => e);
+    expect(error).toMatchObject({ name: 'LockStoreError', operation: 'acquire' });
+    const second = await firstValueFrom(locker.acquire('k')).catch((e: unknown) => e);
+    expect(second).toMatchObject({ name: 'LockStoreError', operation: 'acquire' });
+    for (let i = 0; i < 100 && released.length < 2; i++) await sleep(5);
+    await sleep(20);
+    // one give-back per failed attempt: the first answered false (not ours), the second failed
+    expect(released).toHaveLength(2);
+    expect(events.map((e) => e.type)).toEqual(['acquire-failed', 'acquire-failed']);
+    await locker.close();
+  });
+
+  it('a late grant whose give-back finds the key gone, or fails, is reported all the same', async () => {
+    const store = new FaultyStore();
+    let releases = 0;
+    store.release = () => (++releases === 1 ? Promise.resolve(false) : Promise.reject(new Error('connection reset')));
+    const locker = createLocker({ store, commandTimeout: 50 });
+    const events: LockEvent[] = [];
+    locker.events$.subscribe((e) => events.push(e));
+    for (const key of ['gone', 'failed']) {
+      store.mode = 'hang';
+      const error = await firstValueFrom(locker.acquire(key)).catch((e: unknown) => e);
+      expect(error).toMatchObject({ name: 'LockStoreError', operation: 'acquire' });
+      store.mode = 'ok';
+      store.unhang(); // the store now grants the timed-out call
+      for (let i = 0; i < 100 && releases < (key === 'gone' ? 1 : 2); i++) await sleep(5);
+      await sleep(20);
+    }
+    expect(events.filter((e) => e.type !== 'acquire-failed')).toEqual([
+      expect.objectContaining({ type: 'abandoned-released', key: 'gone', deleted: false }),
+      expect.objectContaining({ type: 'release-failed', key: 'failed' }),
+    ]);
+    await locker.close();
+  });
 });
 
 describe('usingLock()', () => {

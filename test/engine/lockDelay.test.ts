@@ -119,3 +119,39 @@ describe('lock-delay: a lease lost to its deadline', () => {
     memory.close();
   });
 });
+
+describe('without lock-delay: a lease lost to its deadline', () => {
+  // (the counterpart of the above: LockEngine tells its lease keepers whether lock-delay is on)
+  it('is given back all the same when its holder releases (harmless if the key is gone or taken)', async () => {
+    const memory = new MemoryLockStore();
+    const released: string[] = [];
+    const store: LockStore = {
+      tryAcquire: (key, token, ttlMs, fences) => memory.tryAcquire(key, token, ttlMs, fences),
+      extend: (key, token, ttlMs) => memory.extend(key, token, ttlMs),
+      release: (key, token) => (released.push(token), memory.release(key, token)),
+    };
+    const locker = createLocker({ store, ttl: 200, renew: false });
+    const lease = await firstValueFrom(locker.acquire('k'));
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(lease.held).toBe(false);
+    expect(await lease.release()).toBe(false);
+    expect(released).toEqual([lease.token]);
+    await locker.close();
+    memory.close();
+  });
+
+  it('a semaphore lease too: its permits are given back when its holder releases', async () => {
+    const store = new MemoryLockStore();
+    const released: string[] = [];
+    const releaseShared = store.releaseShared.bind(store);
+    store.releaseShared = (key, token) => (released.push(token), releaseShared(key, token));
+    const locker = createLocker({ store, ttl: 200, renew: false });
+    const lease = await firstValueFrom(locker.acquirePermit('k', { limit: 1 }));
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(lease.held).toBe(false);
+    await lease.release();
+    expect(released).toEqual([lease.token]);
+    await locker.close();
+    store.close();
+  });
+});

@@ -192,4 +192,15 @@ describe('reentrancy', () => {
     expect(memory.size).toBe(0);
     await locker.close();
   });
+
+  it('a set taken without reentrant adds no hold: a reentrant acquisition nested in its work waits for it', async () => {
+    const memory = new MemoryLockStore();
+    const locker = createLocker({ store: memory });
+    const error = await lastValueFrom(locker.usingLocks(['a', 'b'], () => locker.using('a', () => of('joined'), { reentrant: true, waitTimeout: 100 }))).catch(
+      (e: unknown) => e,
+    );
+    expect(isLockTimeoutError(error) && error.key).toBe('a');
+    expect(memory.size).toBe(0);
+    await locker.close();
+  });
 });

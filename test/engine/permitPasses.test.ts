@@ -6,7 +6,7 @@
  * TTL, a lost lease, or a waiter that left; the passed waiter's place in the store's line is given
  * up; closing the locker mid-pass gives the permits back.
  */
-import { firstValueFrom, type Observable, type Subscription } from 'rxjs';
+import { firstValueFrom, from, lastValueFrom, of, type Observable, type Subscription } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLocker, isLockerClosedError, MemoryLockStore, type Lease, type LockEvent, type Locker, type LockerOptions } from '../../src/index.js';
 import type { LockEngine } from '../../src/engine/LockEngine.js';
@@ -125,6 +125,21 @@ describe('a semaphore passes its permits on in-process', () => {
     await sleep(5);
     const released = events.filter((e) => e.type === 'released');
     expect(released.map((e) => e.type === 'released' && e.outcome)).toEqual(['passed', 'passed', 'released']);
+  });
+
+  it('withPermit and usingPermit pass their permits on as acquirePermit does', async () => {
+    const { store, calls } = countingSharedStore();
+    const locker = newLocker(store, { cohort: LONG_TURNS });
+    const events: LockEvent[] = [];
+    locker.events$.subscribe((e) => events.push(e));
+    // the first holds until the two others stand in the store's line
+    const first = lastValueFrom(locker.usingPermit('s', () => from(waitersInLine(store, 's', 2)), { limit: 1 }));
+    const second = lastValueFrom(of('with').pipe(locker.withPermit('s', { limit: 1 })));
+    const third = lastValueFrom(locker.usingPermit('s', () => of('using'), { limit: 1 }));
+    expect(await Promise.all([first, second, third])).toEqual([undefined, 'with', 'using']);
+    const acquired = events.filter((e) => e.type === 'acquired');
+    expect(acquired.map((e) => e.type === 'acquired' && e.passed)).toEqual([false, true, true]);
+    expect(calls.release).toBe(1); // one store lease, passed on twice, given back once
   });
 
   it('within the cohort bounds: after maxPasses the permits go back to the store, whose line decides', async () => {

@@ -14,6 +14,7 @@ import {
   merge,
   mergeMap,
   NEVER,
+  of,
   Subject,
   takeUntil,
   throwError,
@@ -198,6 +199,14 @@ describe('withPermit', () => {
     expect(ran).toBe(true);
   });
 
+  it("onBusy: 'skip' skips only a busy lock: a store failure still errors the stream", async () => {
+    const store = new MemoryLockStore();
+    store.tryAcquireShared = () => Promise.reject(new Error('connection refused'));
+    const locker = newLocker(store);
+    const error = await lastValueFrom(of('ran').pipe(locker.withPermit('skip-fails', { limit: 1, onBusy: 'skip' }))).catch((e: unknown) => e);
+    expect(error).toMatchObject({ name: 'LockStoreError', key: 'skip-fails' });
+  });
+
   it('times out with LockTimeoutError after waitTimeout, leaving the line; the error and the timed-out event say how long and how many attempts', async () => {
     const store = new MemoryLockStore();
     const locker = newLocker(store);
@@ -374,6 +383,30 @@ describe('withPermit', () => {
     await sleep(20);
     expect(releases).toEqual([lease.token]);
     expect(events.filter((e) => e.type === 'released' || e.type === 'release-failed')).toEqual([]);
+  });
+
+  it('close() resolves only once the store answered the release of the permits it gave back', async () => {
+    const store = new MemoryLockStore();
+    const order: string[] = [];
+    const releaseShared = store.releaseShared.bind(store);
+    store.releaseShared = async (key, token) => {
+      await sleep(30);
+      const released = await releaseShared(key, token);
+      order.push('released');
+      return released;
+    };
+    const locker = newLocker(store, { commandTimeout: 30_000 });
+    await firstValueFrom(locker.acquirePermit('slow-release', { limit: 1 }));
+    await locker.close().then(() => order.push('closed'));
+    expect(order).toEqual(['released', 'closed']);
+  });
+
+  it("a shared lock's store call that hangs fails with LockStoreError after commandTimeout", async () => {
+    const store = new MemoryLockStore();
+    store.tryAcquireShared = () => new Promise(() => undefined);
+    const locker = newLocker(store, { commandTimeout: 50, waitTimeout: 20_000 });
+    const error = await firstValueFrom(locker.acquirePermit('hangs', { limit: 1 })).catch((e: unknown) => e);
+    expect(error).toMatchObject({ name: 'LockStoreError', key: 'hangs' });
   });
 
   it('a changed limit: new grants fit their own limit, holders keep their permits', async () => {

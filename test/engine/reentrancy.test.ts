@@ -43,6 +43,35 @@ async function withLocker<T>(run: (locker: Locker, store: MemoryLockStore, calls
 }
 
 describe('reentrancy: nested acquisitions join the enclosing lease', () => {
+  it('with a keyPrefix: a nested acquisition joins the enclosing lease of its key', async () => {
+    const { store, calls } = countingStore();
+    const locker = createLocker({ store, keyPrefix: 'app:', reentrant: true });
+    try {
+      const joined = await lastValueFrom(
+        locker.using('k', (outer) =>
+          locker.using('k', (inner) => of(inner.token === outer.token && store.holder('app:k') === outer.token), { waitTimeout: 0 }),
+        ),
+      );
+      expect(joined).toBe(true);
+      expect(calls).toEqual({ tryAcquire: 1, release: 1 });
+    } finally {
+      await locker.close();
+    }
+  });
+
+  it('withLock as the outermost: a stream its source subscribes joins its lease', async () => {
+    await withLocker(async (locker, store, calls) => {
+      const result = await lastValueFrom(
+        defer(() => {
+          const outer = store.holder('k');
+          return locker.using('k', (inner) => of(inner.token === outer), { waitTimeout: 0 });
+        }).pipe(locker.withLock('k')),
+      );
+      expect(result).toBe(true);
+      expect(calls).toEqual({ tryAcquire: 1, release: 1 });
+    });
+  });
+
   it('a nested withLock, using and acquire on the same key join: one store lease, same token and fence, released when the outermost ends', async () => {
     await withLocker(async (locker, store, calls) => {
       const seen: Array<{ where: string; token: string; fence: number; holder: string | undefined }> = [];
