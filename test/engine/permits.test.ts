@@ -348,8 +348,9 @@ describe('withPermit', () => {
   it('renews holders while their work runs past the TTL', async () => {
     const locker = newLocker();
     const g = gauge();
-    // each holds for twice its TTL (a TTL that leaves a stalled event loop room: 60 ms did not)
-    const run = (name: string) => g.run(name, 500).pipe(locker.withPermit('renewed', { limit: 1, ttl: 250 }));
+    // each holds for twice its TTL (a TTL that leaves a stalled event loop room: 60 ms and 250 ms
+    // did not, on a machine loaded by parallel full-suite runs)
+    const run = (name: string) => g.run(name, 2000).pipe(locker.withPermit('renewed', { limit: 1, ttl: 1000 }));
     await lastValueFrom(merge(run('a'), run('b')));
     expect(g.max).toBe(1);
   });
