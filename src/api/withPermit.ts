@@ -59,7 +59,7 @@ export interface WithPermitOptions extends PermitOptions {
  */
 export function withPermit<T>(key: string, options: WithPermitOptions): MonoTypeOperatorFunction<T> {
   validateKey(key);
-  checkPermitOptions(options, ['locker']);
+  checkPermitOptions(options);
   const { locker, ...permitOptions } = options;
   if (locker !== undefined && (typeof locker !== 'object' || locker === null || typeof locker.withPermit !== 'function')) {
     throw new LockOptionsError('locker', 'a Locker made by createLocker()', locker);

@@ -49,16 +49,16 @@ export function checkPermitCount(limit: unknown, permits: unknown): { limit: num
   return { limit: capacity, permits: permits === undefined ? undefined : checkCount('permits', permits, capacity) };
 }
 
-/**
- * Checks `withPermit` options without a locker at hand (the free operator); `extraKeys` are the
- * names the caller takes out itself (its `locker`).
- */
-export function checkPermitOptions(options: PermitOptions | undefined, extraKeys: readonly string[] = []): void {
+/** The free `withPermit`'s option names: the operators', and the `locker` it takes out itself. */
+const FREE_PERMIT_OPERATOR_KEYS: readonly string[] = [...PERMIT_OPERATOR_KEYS, 'locker'];
+
+/** Checks the free `withPermit`'s options (its `locker` included) without a locker at hand. */
+export function checkPermitOptions(options: PermitOptions | undefined): void {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw new LockOptionsError('options', 'an object of permit options with at least { limit }', options);
   }
   const { limit, permits, ...rest } = options;
   const capacity = checkCount('limit', limit, Number.MAX_SAFE_INTEGER);
   if (permits !== undefined) checkCount('permits', permits, capacity);
-  checkOperatorOptions(rest, extraKeys.length === 0 ? PERMIT_OPERATOR_KEYS : [...PERMIT_OPERATOR_KEYS, ...extraKeys]);
+  checkOperatorOptions(rest, FREE_PERMIT_OPERATOR_KEYS);
 }
